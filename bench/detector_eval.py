@@ -1,0 +1,231 @@
+"""Evaluate AirPatrol's vehicle detector against the COCO YOLOv8n INT8 baseline. Prints the numbers.
+
+  (a) held-out val split of the built detector data (vision/detector/dataset.py): Ultralytics mAP50 per class for our
+      weights, and a class-agnostic "vehicle" AP50 for both models (COCO car/truck/bus count as vehicle);
+  (b) UAVDT M1303 (never trained on): ByteTrack via ``model.track(conf=0.1, imgsz=640, persist=True)`` frame by frame,
+      MOTA / IDF1 with motmetrics (IoU >= 0.5); predictions whose centre is in an ignore region are dropped, and so
+      are GT boxes whose centre is there;
+  (c) vehicles found per frame on a few frames of the 1920x1080 nadir interchange video, tiled inference at native
+      resolution (640 px tiles, overlap, merged with NMS).
+
+    python bench/detector_eval.py                       # all three, default weights
+    python bench/detector_eval.py --parts mot --weights path/to/other.pt
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+import torchvision
+from tqdm import tqdm
+
+np.asfarray = lambda a, dtype=float: np.asarray(a, dtype=dtype)  # noqa: E731  motmetrics 1.4.0 needs it (NumPy 2)
+import motmetrics as mm  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from vision.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
+from vision.detector.training import DEFAULT_WEIGHTS, shared_root  # noqa: E402
+
+COCO_VEHICLES = (2, 5, 7)  # car, bus, truck
+
+
+def load(weights: Path):
+    from ultralytics import YOLO
+
+    return YOLO(str(weights), task="detect")
+
+
+def vehicle_classes(model) -> list[int]:
+    """Class ids that are vehicles for this model (COCO: car/bus/truck; ours: all)."""
+    return list(COCO_VEHICLES) if len(model.names) == 80 else list(model.names)
+
+
+# ---------------------------------------------------------------- (a) held-out val split
+def read_yolo_boxes(label: Path, width: int, height: int) -> np.ndarray:
+    rows = np.loadtxt(label, ndmin=2) if label.exists() and label.stat().st_size else np.zeros((0, 5))
+    cx, cy, w, h = rows[:, 1] * width, rows[:, 2] * height, rows[:, 3] * width, rows[:, 4] * height
+    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+
+
+def vehicle_ap50(model, val_images: list[Path], imgsz: int = 640) -> tuple[float, float, float]:
+    """Class-agnostic AP50 of 'vehicle' (and P, R at conf 0.25) over the val images, with Ultralytics' AP code."""
+    from ultralytics.utils.metrics import ap_per_class, box_iou
+
+    classes = vehicle_classes(model)
+    tps, confs, n_gt = [], [], 0
+    for image_path in tqdm(val_images, desc="val vehicle AP50", unit="img"):
+        image = cv2.imread(str(image_path))
+        gt = torch.tensor(read_yolo_boxes(Path(str(image_path).replace("/images/", "/labels/")).with_suffix(".txt"),
+                                          image.shape[1], image.shape[0]), dtype=torch.float32)
+        n_gt += len(gt)
+        result = model.predict(image, imgsz=imgsz, conf=0.001, iou=0.7, classes=classes, verbose=False)[0]
+        boxes, scores = result.boxes.xyxy.cpu(), result.boxes.conf.cpu()
+        tp = np.zeros(len(boxes), bool)
+        if len(boxes) and len(gt):
+            iou = box_iou(gt, boxes).numpy()
+            taken = np.zeros(len(gt), bool)
+            for j in np.argsort(-scores.numpy()):  # greedy, highest score first
+                i = int(np.argmax(np.where(taken, -1, iou[:, j])))
+                if iou[i, j] >= 0.5 and not taken[i]:
+                    taken[i], tp[j] = True, True
+        tps.append(tp)
+        confs.append(scores.numpy())
+    tp, conf = np.concatenate(tps)[:, None], np.concatenate(confs)
+    out = ap_per_class(tp, conf, np.zeros_like(conf), np.zeros(n_gt))
+    p, r, ap = out[2], out[3], out[5]  # tp, fp, p, r, f1, ap, ...
+    return float(ap[0, 0]), float(p[0]), float(r[0])
+
+
+def eval_val(weights: Path, coco_onnx: Path, data_dir: Path, shared: Path) -> None:
+    data_yaml = build_dataset(shared / "data" / "detection", data_dir)
+    ours = load(weights)
+    metrics = ours.val(data=str(data_yaml), split="val", imgsz=640, batch=16, device="cpu", plots=False,
+                       verbose=False, project=str(data_dir / "runs"), name="eval_val", exist_ok=True)
+    print("\n(a) held-out val split:", data_dir / "images" / "val")
+    print(f"  ours, Ultralytics val: mAP50 {metrics.box.map50:.3f}  mAP50-95 {metrics.box.map:.3f}")
+    for i, name in ours.names.items():
+        if i in metrics.box.ap_class_index:
+            k = list(metrics.box.ap_class_index).index(i)
+            print(f"    {name:6s} AP50 {metrics.box.ap50[k]:.3f}")
+    images = sorted((data_dir / "images" / "val").glob("*.jpg"))
+    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+        ap, p, r = vehicle_ap50(load(path), images)
+        print(f"  {label:15s} class-agnostic vehicle AP50 {ap:.3f}  (P {p:.3f} R {r:.3f} at the F1-best threshold)")
+
+
+# ---------------------------------------------------------------- (b) UAVDT M1303 MOTA / IDF1
+def in_regions(boxes_xywh: np.ndarray, regions_xywh: np.ndarray) -> np.ndarray:
+    """Whether each box's centre lies inside any of the regions."""
+    if len(boxes_xywh) == 0 or len(regions_xywh) == 0:
+        return np.zeros(len(boxes_xywh), bool)
+    cx = boxes_xywh[:, 0:1] + boxes_xywh[:, 2:3] / 2
+    cy = boxes_xywh[:, 1:2] + boxes_xywh[:, 3:4] / 2
+    x, y, w, h = (regions_xywh[None, :, i] for i in range(4))
+    return ((cx >= x) & (cx <= x + w) & (cy >= y) & (cy <= y + h)).any(axis=1)
+
+
+def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[str, float]:
+    gt = np.loadtxt(seq / "gt" / "gt_mot.txt", delimiter=",", ndmin=2)
+    ignore = np.loadtxt(seq / "gt" / "M1303_gt_ignore.txt", delimiter=",", ndmin=2)
+    frames = sorted((seq / "img").glob("*.jpg"))[:max_frames]
+    model = load(weights)
+    classes = vehicle_classes(model)
+    acc = mm.MOTAccumulator(auto_id=False)
+    started = time.monotonic()
+    for index, frame_path in enumerate(tqdm(frames, desc=f"track {weights.name}", unit="frame"), 1):
+        result = model.track(cv2.imread(str(frame_path)), tracker="bytetrack.yaml", conf=0.1, imgsz=640,
+                             persist=True, classes=classes, verbose=False)[0]
+        regions = ignore[ignore[:, 0] == index, 2:6]
+        g = gt[gt[:, 0] == index]
+        g = g[~in_regions(g[:, 2:6], regions)]
+        if result.boxes.id is not None:
+            xyxy = result.boxes.xyxy.cpu().numpy()
+            pred = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
+            ids = result.boxes.id.cpu().numpy().astype(int)
+            keep = ~in_regions(pred, regions)
+            pred, ids = pred[keep], ids[keep]
+        else:
+            pred, ids = np.zeros((0, 4)), np.zeros(0, int)
+        acc.update(g[:, 1].astype(int), ids, mm.distances.iou_matrix(g[:, 2:6], pred, max_iou=0.5), frameid=index)
+    seconds = time.monotonic() - started
+    summary = mm.metrics.create().compute(acc, metrics=["mota", "idf1", "precision", "recall", "num_switches",
+                                                        "num_false_positives", "num_misses"], name="m")
+    row = summary.loc["m"].to_dict()
+    row["ms_per_frame"] = 1000 * seconds / len(frames)
+    return row
+
+
+def eval_mot(weights: Path, coco_onnx: Path, shared: Path, max_frames: int | None) -> None:
+    seq = shared / "data" / "mot" / "uavdt_M1303"
+    print(f"\n(b) UAVDT M1303 ({seq}), ByteTrack conf=0.1 imgsz=640, IoU>=0.5:")
+    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+        s = mot_scores(path, seq, max_frames)
+        print(f"  {label:15s} MOTA {100 * s['mota']:5.1f}  IDF1 {100 * s['idf1']:5.1f}  P {s['precision']:.3f}  "
+              f"R {s['recall']:.3f}  IDsw {int(s['num_switches'])}  FP {int(s['num_false_positives'])}  "
+              f"FN {int(s['num_misses'])}  {s['ms_per_frame']:.0f} ms/frame")
+
+
+# ---------------------------------------------------------------- (c) nadir video, tiled inference
+def tiled_detect(model, image: np.ndarray, conf: float, tile: int = 640, overlap: int = 128) -> np.ndarray:
+    """(N, 6) xyxy, score, class over native-resolution tiles, merged by class-agnostic NMS (IoU 0.5)."""
+    height, width = image.shape[:2]
+    crops, origins = [], []
+    for y0 in tile_origins(height, tile, overlap):
+        for x0 in tile_origins(width, tile, overlap):
+            crops.append(image[y0:y0 + tile, x0:x0 + tile])
+            origins.append((x0, y0))
+    rows = []
+    for crop, (x0, y0) in zip(crops, origins):  # one by one: the ONNX export has a fixed batch of 1
+        b = model.predict(crop, imgsz=tile, conf=conf, classes=vehicle_classes(model), verbose=False)[0].boxes
+        xyxy = b.xyxy.cpu().numpy() + np.array([x0, y0, x0, y0])
+        rows.append(np.concatenate([xyxy, b.conf.cpu().numpy()[:, None], b.cls.cpu().numpy()[:, None]], axis=1))
+    det = np.concatenate(rows) if rows else np.zeros((0, 6))
+    keep = torchvision.ops.nms(torch.from_numpy(det[:, :4]).float(), torch.from_numpy(det[:, 4]).float(), 0.5)
+    return det[keep.numpy()]
+
+
+def eval_video(weights: Path, coco_onnx: Path, shared: Path, frame_ids: list[int], conf: float,
+               overlay_dir: Path | None) -> None:
+    video = shared / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
+    capture = cv2.VideoCapture(str(video))
+    frames = {}
+    for index in range(max(frame_ids) + 1):
+        ok, image = capture.read()
+        if not ok:
+            break
+        if index in frame_ids:
+            frames[index] = image
+    print(f"\n(c) {video.name} 1920x1080 nadir, tiled 640 px at native resolution, conf {conf}: vehicles per frame")
+    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+        model = load(path)
+        counts = []
+        for index, image in frames.items():
+            det = tiled_detect(model, image, conf)
+            counts.append(len(det))
+            if overlay_dir is not None:
+                overlay_dir.mkdir(parents=True, exist_ok=True)
+                drawn = image.copy()
+                for x1, y1, x2, y2, *_ in det.astype(int):
+                    cv2.rectangle(drawn, (x1, y1), (x2, y2), (0, 255, 0), 1)
+                cv2.imwrite(str(overlay_dir / f"{label.split()[0].lower()}_{index:04d}.jpg"), drawn)
+        print(f"  {label:15s} " + "  ".join(f"f{i}: {c}" for i, c in zip(frames, counts)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--weights", type=Path, default=DEFAULT_WEIGHTS)
+    parser.add_argument("--shared", type=Path, default=shared_root())
+    parser.add_argument("--coco-onnx", type=Path, default=None)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--parts", default="val,mot,video", help="comma list of val, mot, video")
+    parser.add_argument("--max-frames", type=int, default=None, help="limit UAVDT frames (quick look)")
+    parser.add_argument("--video-frames", default="0,60,120,176")
+    parser.add_argument("--video-conf", type=float, default=0.25)
+    parser.add_argument("--overlay-dir", type=Path, default=None, help="write frames with boxes drawn here")
+    args = parser.parse_args()
+    coco_onnx = args.coco_onnx or args.shared / "models" / "yolov8n_coco_int8" / "yolov8n_int8.onnx"
+    for path in (args.weights, coco_onnx):
+        if not path.is_file():
+            parser.error(f"{path}: weights file not found")
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    parts = set(args.parts.split(","))
+    if "val" in parts:
+        eval_val(args.weights, coco_onnx, args.data_dir, args.shared)
+    if "mot" in parts:
+        eval_mot(args.weights, coco_onnx, args.shared, args.max_frames)
+    if "video" in parts:
+        eval_video(args.weights, coco_onnx, args.shared, [int(i) for i in args.video_frames.split(",")],
+                   args.video_conf, args.overlay_dir)
+
+
+if __name__ == "__main__":
+    main()

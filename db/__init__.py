@@ -1,0 +1,1 @@
+"""Relational storage of flights, telemetry, runs and results."""

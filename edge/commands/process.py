@@ -1,0 +1,75 @@
+"""`airpatrol process VIDEO`: run the pipeline on a recorded flight and write every file sink."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from edge.commands.errors import user_errors
+
+
+def default_out_dir(video: Path, baseline: bool) -> Path:
+    return Path("airpatrol-runs") / (video.stem + ("-baseline" if baseline else ""))
+
+
+def build_overrides(weights, device, calibration, baseline, conf, tiling, no_road, road_mask) -> dict:
+    from tracking.scale import load_calibration
+
+    pipe: dict = {}
+    if weights is not None:
+        pipe.setdefault("detector", {})["weights"] = str(weights)
+    if conf is not None:
+        pipe.setdefault("detector", {})["conf"] = conf
+    if tiling is not None:
+        pipe.setdefault("detector", {})["tiling"] = tiling
+    if device is not None:
+        pipe["device"] = device
+    if baseline:
+        pipe["baseline"] = True
+    if calibration is not None:
+        pipe["calibration"] = load_calibration(calibration).model_dump()
+    if no_road:
+        pipe.setdefault("road", {})["enabled"] = False
+    if road_mask is not None:
+        pipe.setdefault("road", {})["mask_file"] = str(road_mask)
+    return {"pipeline": pipe} if pipe else {}
+
+
+@user_errors
+def cli_process(
+    video: Annotated[Path, typer.Argument(help="video file (anything FFmpeg reads) or image-sequence folder")],
+    telemetry: Annotated[Optional[Path], typer.Option(help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI .SRT next to the video is used automatically")] = None,
+    weights: Annotated[Optional[Path], typer.Option(help="YOLO weights (.pt, .onnx, ...); default: the shipped detector")] = None,
+    device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda")] = None,
+    calibration: Annotated[Optional[str], typer.Option(help="metres per pixel, or a JSON file (points with ground or lon/lat coordinates, or georeferenced frame corners)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="output folder (default: airpatrol-runs/<video name>)")] = None,
+    baseline: Annotated[bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack with a constant scale, for comparison")] = False,
+    config: Annotated[Optional[Path], typer.Option(help="YAML/JSON config file (see docs/configuration.md)")] = None,
+    conf: Annotated[Optional[float], typer.Option(help="detector confidence threshold")] = None,
+    tiling: Annotated[Optional[str], typer.Option(help="auto | on | off: tiled detection for small vehicles")] = None,
+    road_mask: Annotated[Optional[Path], typer.Option(help="fixed road mask image (white = road) instead of the U-Net")] = None,
+    no_road: Annotated[bool, typer.Option("--no-road", help="do not restrict detection to the road")] = False,
+    no_video: Annotated[bool, typer.Option("--no-video", help="skip the annotated MP4 (faster)")] = False,
+    max_frames: Annotated[Optional[int], typer.Option(help="stop after this many frames")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Detect, track and measure the speed of every vehicle in a recorded drone video."""
+    from edge.config import load_settings
+    from edge.runner import process_video
+
+    if device is not None and device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"--device {device}: expected auto, cpu or cuda")
+    overrides = build_overrides(weights, device, calibration, baseline, conf, tiling, no_road, road_mask)
+    settings = load_settings(config, overrides)
+    out_dir = out or default_out_dir(video, settings.pipeline.baseline)
+    outcome = process_video(video, out_dir, settings.pipeline, telemetry=telemetry, write_video=not no_video,
+                            progress=not quiet, max_frames=max_frames)
+    typer.echo(one_line_summary(outcome.summary, outcome.out_dir))
+
+
+def one_line_summary(s: dict, out_dir: Path) -> str:
+    c, t, sp = s["counts"], s["timings"], s["speed_kmh"]
+    speed = f", median speed {sp['median_of_moving']:.0f} km/h" if sp.get("median_of_moving") is not None else ""
+    return (f"{s['mode']}: {c['frames']} frames, {c['tracks']} tracks ({c['moving_tracks']} moving, "
+            f"{c['stationary_tracks']} stationary){speed}, {t['fps']} fps -> {out_dir}")

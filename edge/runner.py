@@ -1,0 +1,152 @@
+"""Process one recorded video end to end: source -> pipeline -> sinks, with progress and a run summary.
+
+The CLI (`airpatrol process`, `airpatrol demo`) and the batch runner call ``process_video``; the live service drives
+the same ``Pipeline`` frame by frame.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from edge.rundir import RunDirectory
+from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
+from tracking.config import PipelineConfig
+from tracking.pipeline import Pipeline
+from tracking.types import RunInfo, Sink
+from vision.source import SourceInfo, open_source
+
+
+@dataclass
+class RunOutcome:
+    out_dir: Path
+    summary: dict[str, Any]
+
+
+def load_poses(video: Path, telemetry: Path | None, info: SourceInfo, time_offset_s: float = 0.0):
+    """Camera poses for the video: the given flight log, else a DJI .SRT next to the video, else None."""
+    from vision.telemetry import load_flight_log
+    from vision.telemetry.poses import PoseTrack, TelemetryCoverageError, find_sidecar_srt
+
+    path = telemetry or find_sidecar_srt(video)
+    if path is None:
+        return None, None
+    log = load_flight_log(path)
+    poses = PoseTrack.from_flight_log(log, None, time_offset_s=time_offset_s)
+    duration = info.duration_s or ((info.frame_count or 0) / info.fps)
+    if duration and not poses.covers(duration):
+        raise TelemetryCoverageError(
+            f"{path}: telemetry covers {poses.duration_s:.1f} s but the video {video.name} lasts {duration:.1f} s"
+        )
+    return poses, path
+
+
+def process_video(
+    video: str | Path,
+    out_dir: str | Path,
+    config: PipelineConfig | None = None,
+    telemetry: str | Path | None = None,
+    pipeline: Pipeline | None = None,
+    extra_sinks: list[Sink] | None = None,
+    write_video: bool = True,
+    progress: bool = True,
+    max_frames: int | None = None,
+) -> RunOutcome:
+    config = config or PipelineConfig()
+    video = Path(video)
+    wall0 = time.perf_counter()
+    with open_source(video, max_frames=max_frames) as source:
+        info = source.info
+        poses, tel_path = load_poses(video, Path(telemetry) if telemetry else None, info)
+        pipeline = pipeline or Pipeline(config)
+        pipeline.reset(info.width, info.height, info.fps, poses)
+        run = RunInfo(str(video), info.width, info.height, info.fps, info.frame_count, config.model_dump(mode="json"),
+                      pipeline.detector.weights, pipeline.mode, pipeline.device)
+        rundir = RunDirectory(out_dir)
+        with rundir as tmp:
+            sinks: list[Sink] = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
+            if write_video:
+                sinks.append(AnnotatedVideoSink(tmp))
+            sinks += extra_sinks or []
+            opened: list[Sink] = []
+            try:
+                for s in sinks:
+                    s.open(run)
+                    opened.append(s)
+                total = min(info.frame_count or 0, max_frames or 10**12) or None
+                bar = tqdm(total=total, unit="frame", desc=video.name[:24], disable=not progress, dynamic_ncols=True)
+                loop0 = time.perf_counter()
+                for frame in source:
+                    result = pipeline.step(frame)
+                    for s in sinks:
+                        s.write(result)
+                    bar.update(1)
+                bar.close()
+                loop_s = time.perf_counter() - loop0
+                file_sinks, extra = sinks[: len(sinks) - len(extra_sinks or [])], extra_sinks or []
+                for s in file_sinks:  # file sinks finish first: the summary counts what they wrote
+                    s.close({"source": run.source, "mode": run.mode})
+                    opened.remove(s)
+                summary = _summary(run, info, pipeline, sinks, loop_s, time.perf_counter() - wall0, tel_path)
+                (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
+                for s in extra:  # database, live feed: they get the complete summary
+                    s.close(summary)
+                    opened.remove(s)
+            except BaseException as exc:
+                for s in opened:
+                    try:
+                        s.abort(exc)
+                    except Exception:  # keep the original error
+                        pass
+                raise
+            final = rundir.commit()
+    return RunOutcome(final, summary)
+
+
+def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sink], loop_s: float, wall_s: float,
+             telemetry: Path | None) -> dict[str, Any]:
+    import statistics
+
+    import torch
+    import ultralytics
+
+    stats = pipeline.stats()
+    summ = next((s for s in sinks if isinstance(s, TrackSummarySink)), None)
+    geo = next((s for s in sinks if isinstance(s, GeoJSONSink)), None)
+    speeds = summ.speeds if summ else []
+    n = max(1, stats["frames"])
+    return {
+        "source": run.source,
+        "mode": run.mode,
+        "video": asdict(info),
+        "telemetry": str(telemetry) if telemetry else None,
+        "weights": run.weights,
+        "device": run.device,
+        "config": run.config,
+        "counts": {
+            "frames": stats["frames"],
+            "tracks": summ.counts["tracks"] if summ else stats["tracks"],
+            "moving_tracks": summ.counts["moving"] if summ else None,
+            "stationary_tracks": summ.counts["stationary"] if summ else None,
+        },
+        "speed_kmh": {
+            "median_of_moving": round(statistics.median(speeds), 2) if speeds else None,
+            "max_of_moving": round(max(speeds), 2) if speeds else None,
+        },
+        "coordinate_system": geo.coordinate_system if geo else None,
+        "timings": {
+            "wall_s": round(wall_s, 2),
+            "processing_s": round(loop_s, 2),
+            "fps": round(stats["frames"] / loop_s, 2) if loop_s > 0 else None,
+            "ms_per_frame": round(1000 * loop_s / n, 2),
+            "ms_per_frame_by_stage": stats["ms_per_frame_by_stage"],
+        },
+        "ego_motion_failures": stats["ego_motion_failures"],
+        "detector_tiles": stats["detector_tiles"],
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "ultralytics": ultralytics.__version__},
+    }

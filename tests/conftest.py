@@ -1,0 +1,34 @@
+"""Shared test helpers: where ../shared is, and small synthetic images."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared")).resolve()
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, or skip the test with the reason when it is absent."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"shared data not available: {p} (set AIRPATROL_SHARED or place ../shared next to the repo)")
+    return p
+
+
+def textured_image(w: int = 640, h: int = 360, seed: int = 0) -> np.ndarray:
+    """A ground-like random texture with structure at several scales (features for optical flow)."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    img = np.zeros((h, w), np.float32)
+    for s in (4, 16, 64):
+        noise = rng.random((h // s + 2, w // s + 2)).astype(np.float32)
+        img += cv2.resize(noise, (w, h), interpolation=cv2.INTER_CUBIC) * s
+    img = (img - img.min()) / (img.max() - img.min()) * 200 + 20
+    return cv2.cvtColor(img.astype(np.uint8), cv2.COLOR_GRAY2BGR)

@@ -1,0 +1,81 @@
+"""ByteTrack (Ultralytics' implementation) with the drone's ego-motion compensated.
+
+Ultralytics' tracker exposes a hook between Kalman prediction and the first association; we use it to move every
+track's predicted state by the ego-motion homography, so a drifting or rotating drone does not break associations.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from ultralytics.trackers.byte_tracker import BYTETracker
+
+from tracking.config import TrackerConfig
+from vision.types import Detections
+
+
+class _DetectionBatch:
+    """The minimal Results-like view Ultralytics' tracker reads: conf, cls, xywh, xyxy, boolean indexing."""
+
+    def __init__(self, xyxy: np.ndarray, conf: np.ndarray, cls: np.ndarray):
+        self.xyxy = np.asarray(xyxy, np.float32).reshape(-1, 4)
+        self.conf = np.asarray(conf, np.float32)
+        self.cls = np.asarray(cls, np.float32)
+
+    @property
+    def xywh(self) -> np.ndarray:
+        b = self.xyxy
+        return np.column_stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]])
+
+    def __len__(self) -> int:
+        return len(self.conf)
+
+    def __getitem__(self, idx) -> "_DetectionBatch":
+        return _DetectionBatch(self.xyxy[idx], self.conf[idx], self.cls[idx])
+
+
+def warp_xyah_states(stracks: list, H: np.ndarray) -> None:
+    """Move Kalman states laid out as (cx, cy, aspect, h, vx, vy, va, vh) through a homography.
+
+    Ultralytics' own ``multi_gmc`` assumes an (x, y, w, h) layout; ByteTrack's is (x, y, aspect, h). The centre goes
+    through the full homography, velocities through its local linear part, heights scale with the local zoom,
+    and the aspect ratio is unchanged by a similarity.
+    """
+    if not stracks:
+        return
+    for st in stracks:
+        m = st.mean
+        cx, cy = m[0], m[1]
+        p = H @ np.array([cx, cy, 1.0])
+        w = p[2]
+        # Local Jacobian of the homography at the centre.
+        J = (H[:2, :2] * w - np.outer(p[:2], H[2, :2])) / (w * w)
+        s = float(np.sqrt(abs(np.linalg.det(J))))
+        m[0], m[1] = p[0] / w, p[1] / w
+        m[3] *= s
+        m[4:6] = J @ m[4:6]
+        m[7] *= s
+        T = np.eye(8)
+        T[:2, :2] = J
+        T[4:6, 4:6] = J
+        T[3, 3] = T[7, 7] = s
+        st.mean = m
+        st.covariance = T @ st.covariance @ T.T
+
+
+class EgoCompensatedByteTrack(BYTETracker):
+    def __init__(self, config: TrackerConfig | None = None):
+        cfg = config or TrackerConfig()
+        super().__init__(SimpleNamespace(tracker_type="bytetrack", **cfg.model_dump()))
+        self._H: np.ndarray | None = None
+
+    def _pre_first_associate(self, strack_pool, unconfirmed, img, results_high) -> None:
+        if self._H is not None:
+            warp_xyah_states(strack_pool, self._H)
+            warp_xyah_states(unconfirmed, self._H)
+
+    def step(self, dets: Detections, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
+        """Associate this frame's detections; returns rows [x1, y1, x2, y2, track_id, score, cls, det_index]."""
+        self._H = None if H_prev_to_cur is None or np.allclose(H_prev_to_cur, np.eye(3)) else H_prev_to_cur
+        out = self.update(_DetectionBatch(dets.xyxy, dets.score, dets.class_id))
+        return np.asarray(out, np.float32).reshape(-1, 8)

@@ -1,0 +1,92 @@
+"""The one configuration model of the pipeline.
+
+CLI flags, a YAML/JSON config file and ``AIRPATROL_*`` environment variables all fill this model
+(see ``edge.config``); stages receive only their own section.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class DetectorConfig(BaseModel):
+    weights: str | None = Field(None, description="YOLO weights (.pt, .onnx, ...); default: the shipped AirPatrol detector")
+    conf: float = Field(0.25, ge=0.0, le=1.0, description="minimum detection confidence")
+    iou: float = Field(0.5, ge=0.0, le=1.0, description="NMS IoU threshold")
+    imgsz: int = Field(640, ge=32, description="detector input size")
+    tiling: Literal["auto", "on", "off"] = Field(
+        "auto", description="tiled inference: 'auto' tiles frames much larger than imgsz so small vehicles survive"
+    )
+    tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
+    max_box_fraction: float = Field(0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame")
+    half: bool = Field(True, description="FP16 inference on CUDA")
+
+
+class RoadConfig(BaseModel):
+    enabled: bool = True
+    weights: str | None = Field(None, description="road U-Net weights; default: the shipped ones")
+    every_n_frames: int = Field(15, ge=1, description="run the U-Net every N frames, warp by ego-motion in between")
+    threshold: float = Field(0.5, gt=0, lt=1)
+    mask_file: str | None = Field(None, description="fixed road mask image (white = road), replaces the U-Net")
+    polygon: list[tuple[float, float]] | None = Field(None, description="fixed road polygon in pixels")
+    learn_from_tracks: bool = Field(True, description="fuse where moving vehicles actually drive into the road mask")
+    dilate_px: int = Field(8, ge=0, description="grow the road mask so vehicles on the kerb are kept")
+
+
+class EgoMotionConfig(BaseModel):
+    max_features: int = Field(600, ge=20)
+    ransac_px: float = Field(2.5, gt=0)
+    downscale_to: int = Field(960, ge=160, description="long side of the image the flow is computed on")
+
+
+class MotionConfig(BaseModel):
+    enabled: bool = True
+    min_motion_px: float = Field(1.5, ge=0, description="residual motion (after ego-motion) that counts as moving, px/frame at full res")
+    min_area_px: int = Field(12, ge=1)
+    add_missed: bool = Field(True, description="add moving blobs the detector missed")
+
+
+class TrackerConfig(BaseModel):
+    track_high_thresh: float = 0.25
+    track_low_thresh: float = 0.1
+    new_track_thresh: float = 0.25
+    track_buffer: int = 30
+    match_thresh: float = 0.8
+    fuse_score: bool = True
+
+
+class SpeedConfig(BaseModel):
+    window_s: float = Field(1.0, gt=0, description="regression window for speed")
+    min_track_s: float = Field(0.4, ge=0)
+    max_plausible_kmh: float = Field(250.0, gt=0)
+    max_accel_ms2: float = Field(12.0, gt=0, description="larger jumps are flagged implausible")
+    stationary_kmh: float = Field(4.0, ge=0, description="below this a vehicle counts as standing")
+    car_length_m: float = Field(4.5, gt=0, description="median car length, for the size-prior scale")
+
+
+class CalibrationConfig(BaseModel):
+    """User calibration: either a constant scale, or four image points with their ground coordinates in metres."""
+
+    metres_per_pixel: float | None = Field(None, gt=0)
+    image_points: list[tuple[float, float]] | None = Field(
+        None, description="pixel points (first frame); with lonlat_points and no image_points: the frame corners TL, TR, BR, BL"
+    )
+    ground_points_m: list[tuple[float, float]] | None = Field(None, description="ground (east, north) metres of image_points")
+    lonlat_points: list[tuple[float, float]] | None = Field(None, description="WGS84 (lon, lat) of image_points")
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.metres_per_pixel or self.ground_points_m or self.lonlat_points)
+
+
+class PipelineConfig(BaseModel):
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    baseline: bool = Field(False, description="plain YOLOv8 + ByteTrack with a constant scale")
+    detector: DetectorConfig = DetectorConfig()
+    road: RoadConfig = RoadConfig()
+    ego_motion: EgoMotionConfig = EgoMotionConfig()
+    motion: MotionConfig = MotionConfig()
+    tracker: TrackerConfig = TrackerConfig()
+    speed: SpeedConfig = SpeedConfig()
+    calibration: CalibrationConfig = CalibrationConfig()

@@ -1,0 +1,244 @@
+"""The pipeline object: one frame in, tracked vehicles with ground speeds out.
+
+source -> frame (+ pose) -> ego-motion -> background layer (road) -> detection (+ motion layer) -> ByteTrack ->
+speed -> FrameResult. The CLI, the batch runner and the live service all drive this same object.
+``baseline=True`` gives plain YOLOv8 + ByteTrack with a constant scale: the comparison the design is measured against.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from tracking.bytetrack import EgoCompensatedByteTrack
+from tracking.config import PipelineConfig
+from tracking.scale import GroundScale
+from tracking.speed import SpeedEstimator
+from tracking.types import FrameResult, ScaleSource, TrackState
+from vision.detection import VehicleDetector, resolve_device
+from vision.ego_motion import EgoMotionEstimator
+from vision.motion import MotionDetector
+from vision.types import CameraPose, Detections, DetectionSource, Frame
+
+MOVING_FRACTION = 0.15  # share of moving pixels that makes a detector box "moving"
+MIN_VEHICLE_M, MAX_VEHICLE_M = 2.0, 26.0  # plausible vehicle lengths (motorbike-ish to articulated truck)
+
+
+class PoseProvider(Protocol):
+    def pose_at(self, t: float) -> CameraPose: ...
+
+
+class Pipeline:
+    def __init__(self, config: PipelineConfig | None = None, detector: VehicleDetector | None = None):
+        self.config = config or PipelineConfig()
+        self.device = resolve_device(self.config.device)
+        self.detector = detector or VehicleDetector(self.config.detector, self.device)
+        self.road = None
+        if not self.config.baseline and self.config.road.enabled:
+            from vision.road.segmenter import RoadSegmenter
+
+            self.road = RoadSegmenter(self.config.road, self.device)
+        self.ego = EgoMotionEstimator(self.config.ego_motion)
+        self.motion = MotionDetector(self.config.motion)
+        self._size = None
+
+    @property
+    def mode(self) -> str:
+        return "baseline" if self.config.baseline else "dual_layer"
+
+    def reset(self, width: int, height: int, fps: float, poses: PoseProvider | None = None) -> None:
+        """Start a new stream or video (keeps the loaded models)."""
+        cfg = self.config
+        self._size = (width, height)
+        self.fps = fps
+        self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
+        self.tracker = EgoCompensatedByteTrack(cfg.tracker)
+        self.speed = SpeedEstimator(cfg.speed, self.device)
+        self.scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
+        self.ego.reset()
+        self.motion.reset()
+        if self.road is not None:
+            self.road.reset() if hasattr(self.road, "reset") else None
+        self._H_cur_to_first = np.eye(3)
+        self._last_boxes = np.zeros((0, 4), np.float32)
+        self.timings: Counter = Counter()
+        self.frames = 0
+        self.track_ids: set[int] = set()
+        self.ego_failures = 0
+
+    # ------------------------------------------------------------------------------------------------------
+    def step(self, frame: Frame) -> FrameResult:
+        if self._size is None:
+            h, w = frame.image.shape[:2]
+            self.reset(w, h, 25.0)
+        if frame.pose is None and self.poses is not None:
+            frame.pose = self.poses.pose_at(frame.t)
+        return self._step_baseline(frame) if self.config.baseline else self._step_dual(frame)
+
+    def _tick(self, name: str, t0: float) -> float:
+        t1 = time.perf_counter()
+        self.timings[name] += (t1 - t0) * 1000
+        return t1
+
+    def _step_baseline(self, frame: Frame) -> FrameResult:
+        t = time.perf_counter()
+        dets = self.detector.detect(frame.image)
+        t = self._tick("detect", t)
+        rows = self.tracker.step(dets, None)
+        t = self._tick("track", t)
+        ground = self.scale.frame(frame.pose, None)
+        self._observe_sizes(dets)
+        result = self._finish(frame, rows, dets, ground, None, None)
+        self._tick("speed", t)
+        return result
+
+    def _step_dual(self, frame: Frame) -> FrameResult:
+        cfg = self.config
+        img = frame.image
+        h, w = img.shape[:2]
+        t = time.perf_counter()
+        grey = self.ego.prepare(img)
+        ego = self.ego.update(grey, self._last_boxes)
+        if not ego.ok and self.frames > 0:
+            self.ego_failures += 1
+        H = ego.H if ego.ok else None
+        if H is not None:
+            self._H_cur_to_first = self._H_cur_to_first @ np.linalg.inv(H)
+        t = self._tick("ego_motion", t)
+
+        road = self.road.update(frame, H) if self.road is not None else None
+        t = self._tick("road", t)
+
+        ground = self.scale.frame(frame.pose, self._H_cur_to_first)
+        mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
+        expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
+        dets = self.detector.detect(img, road, expected_car_px)
+        t = self._tick("detect", t)
+
+        dets = self._filter_boxes(dets, road, ground)
+        if cfg.motion.enabled:
+            s = self.ego.scale
+            H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
+            road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
+            field = self.motion.update(grey, H_small, s, road_small)
+            dets.moving = self.motion_fraction(field, dets) > MOVING_FRACTION
+            if cfg.motion.add_missed:
+                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px)])
+        t = self._tick("motion", t)
+
+        rows = self.tracker.step(dets, H)
+        t = self._tick("track", t)
+        self._observe_sizes(dets)
+        result = self._finish(frame, rows, dets, ground, H, road)
+        if self.road is not None and hasattr(self.road, "observe_tracks") and result.tracks:
+            moving = [tr for tr in result.tracks if tr.moving]
+            if moving:
+                self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
+        self._tick("speed", t)
+        return result
+
+    @staticmethod
+    def motion_fraction(field, dets: Detections) -> np.ndarray:
+        return field.moving_fraction(dets.xyxy)
+
+    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground) -> Detections:
+        """Drop boxes off the road and boxes too large to be one vehicle."""
+        if not len(dets):
+            return dets
+        h, w = self._size[1], self._size[0]
+        wh = dets.wh
+        keep = (wh[:, 0] <= self.config.detector.max_box_fraction * w) & (wh[:, 1] <= self.config.detector.max_box_fraction * h)
+        if ground is not None and ground.source != ScaleSource.SIZE_PRIOR:
+            c = dets.centers
+            mpp = np.array([ground.metres_per_pixel(x, y) for x, y in c])
+            keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
+        if road is not None:
+            c = dets.centers.astype(int)
+            cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
+            keep &= road[cy, cx] > 0
+        return dets[keep]
+
+    def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None) -> Detections:
+        """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed."""
+        blobs = self.motion.blobs(field)
+        if not len(blobs):
+            return Detections()
+        if len(dets):
+            inside = _overlap_fraction(blobs, dets.xyxy).max(1) > 0.2
+            blobs = blobs[~inside]
+        if not len(blobs):
+            return Detections()
+        bw, bh = blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]
+        long_side, short_side = np.maximum(bw, bh), np.minimum(bw, bh)
+        ok = short_side >= 3
+        ref = expected_car_px or self._median_car_px()
+        if ref:
+            ok &= (long_side >= 0.5 * ref) & (long_side <= 4.0 * ref) & (short_side <= 2.0 * ref)
+        else:
+            ok &= long_side <= 0.1 * max(self._size)
+        blobs = blobs[ok]
+        n = len(blobs)
+        cls = np.zeros(n, int)  # car, or truck when clearly longer than a car
+        if ref and n:
+            cls = np.where(np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) > 1.7 * ref, 1, 0)
+        return Detections(blobs, np.full(n, 0.3, np.float32), cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
+
+    def _median_car_px(self) -> float | None:
+        g = self.scale.size_prior_frame()
+        return self.config.speed.car_length_m / g.metres_per_pixel(0, 0) if g is not None else None
+
+    def _observe_sizes(self, dets: Detections) -> None:
+        cars = dets[(dets.class_id == 0) & (dets.source == DetectionSource.DETECTOR) & (dets.score >= 0.4)]
+        if len(cars):
+            self.scale.observe_vehicle_lengths(cars.wh.max(1))
+
+    def _finish(self, frame: Frame, rows: np.ndarray, dets: Detections, ground, H, road) -> FrameResult:
+        cfg = self.config
+        tracks: list[TrackState] = []
+        for x1, y1, x2, y2, tid, score, cls, idx in rows:
+            i = int(idx)
+            tracks.append(TrackState(int(tid), np.array([x1, y1, x2, y2], np.float32), float(score), int(cls),
+                                     moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True))
+        speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks}, ground, H)
+        for tr in tracks:
+            s = speeds.get(tr.track_id)
+            if s is None:
+                continue
+            tr.speed_kmh, tr.speed_sigma_kmh, tr.speed_flag, tr.ground_xy = s.speed_kmh, s.sigma_kmh, s.flag, s.ground_xy
+            if s.lonlat:
+                tr.lon, tr.lat = s.lonlat
+            if s.speed_kmh is not None and not cfg.baseline:
+                tr.moving = s.speed_kmh >= cfg.speed.stationary_kmh
+        self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
+        self.track_ids.update(tr.track_id for tr in tracks)
+        self.frames += 1
+        h, w = frame.image.shape[:2]
+        return FrameResult(
+            frame=frame, tracks=tracks, road_mask=road,
+            metres_per_pixel=ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None,
+            scale_source=ground.source if ground is not None else None,
+        )
+
+    def stats(self) -> dict:
+        n = max(1, self.frames)
+        return {
+            "frames": self.frames,
+            "tracks": len(self.track_ids),
+            "ms_per_frame_by_stage": {k: round(v / n, 2) for k, v in self.timings.items()},
+            "ego_motion_failures": self.ego_failures,
+            "detector_tiles": getattr(self.detector, "tiles_run", 0),
+        }
+
+
+def _overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection area over the area of each box in ``a`` (len(a) x len(b))."""
+    ix1 = np.maximum(a[:, None, 0], b[None, :, 0])
+    iy1 = np.maximum(a[:, None, 1], b[None, :, 1])
+    ix2 = np.minimum(a[:, None, 2], b[None, :, 2])
+    iy2 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = (ix2 - ix1).clip(0) * (iy2 - iy1).clip(0)
+    area = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
+    return inter / np.maximum(area, 1e-6)

@@ -1,0 +1,83 @@
+"""Typed values produced by the motion layer: tracked vehicles, their speeds, per-frame results."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from vision.types import Frame
+
+
+class ScaleSource:
+    """How the metres-per-pixel scale of a speed was obtained, best first."""
+
+    TELEMETRY = "telemetry"
+    CALIBRATION = "calibration"
+    SIZE_PRIOR = "size_prior"
+
+
+@dataclass
+class TrackState:
+    """One tracked vehicle in one frame."""
+
+    track_id: int
+    xyxy: np.ndarray  # box in the current frame, pixels
+    score: float
+    class_id: int
+    moving: bool = True  # False for vehicles that are parked / standing still
+    speed_kmh: float | None = None  # smoothed ground speed
+    speed_sigma_kmh: float | None = None  # 1-sigma uncertainty of speed_kmh
+    speed_flag: str | None = None  # e.g. "implausible", "low_confidence_scale"
+    ground_xy: tuple[float, float] | None = None  # metres in the run's ground frame
+    lat: float | None = None
+    lon: float | None = None
+
+    @property
+    def center(self) -> tuple[float, float]:
+        x1, y1, x2, y2 = (float(v) for v in self.xyxy)
+        return (x1 + x2) / 2.0, (y1 + y2) / 2.0
+
+
+@dataclass
+class FrameResult:
+    """Everything the pipeline knows after one frame; what sinks receive."""
+
+    frame: Frame
+    tracks: list[TrackState]
+    road_mask: np.ndarray | None = None  # uint8 0/255, frame size
+    metres_per_pixel: float | None = None  # at the image centre
+    scale_source: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunInfo:
+    """What a run is: written at its start so every sink can describe itself."""
+
+    source: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None
+    config: dict[str, Any]
+    weights: str
+    mode: str  # "dual_layer" or "baseline"
+    device: str
+
+
+class Sink(Protocol):
+    """A consumer of pipeline output (files, database, live feed).
+
+    ``open`` is called once before the first frame, ``write`` once per frame, then exactly one of
+    ``close`` (the run completed; ``summary`` is the run summary) or ``abort`` (it failed; the sink must not leave
+    anything that looks complete).
+    """
+
+    def open(self, info: RunInfo) -> None: ...
+
+    def write(self, result: FrameResult) -> None: ...
+
+    def close(self, summary: dict[str, Any]) -> None: ...
+
+    def abort(self, error: BaseException | None) -> None: ...

@@ -1,0 +1,1 @@
+"""Per-frame perception: frame sources, camera geometry, ego-motion, road layer, detection."""

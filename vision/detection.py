@@ -1,0 +1,144 @@
+"""Vehicle detection with an Ultralytics YOLO model, restricted to the road, tiled for small vehicles.
+
+Any weights Ultralytics loads work (``.pt``, ``.onnx``, ``.engine`` ...). The classes of the model are mapped onto
+AirPatrol's vehicle classes by name (COCO ``car``/``truck``/``bus`` and our own ``van``); other classes are dropped.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tracking.config import DetectorConfig
+from vision.types import VEHICLE_CLASSES, Detections, DetectionSource
+
+os.environ.setdefault("YOLO_OFFLINE", "1")  # never let Ultralytics reach the network
+os.environ.setdefault("YOLO_VERBOSE", "False")
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+DEFAULT_DETECTOR_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n.pt"
+_NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
+
+
+class WeightsError(ValueError):
+    """Weights that are missing or unusable; never triggers a download."""
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA GPU is available on this machine")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def load_yolo(weights: str | os.PathLike | None):
+    """Load YOLO weights from a local file; clear error instead of any download attempt."""
+    from ultralytics import YOLO
+
+    path = Path(weights) if weights else DEFAULT_DETECTOR_WEIGHTS
+    if not path.is_file():
+        hint = "" if weights else " (the shipped default is missing: reinstall airpatrol or run `airpatrol train-detector`)"
+        raise WeightsError(f"{path}: detector weights not found{hint}")
+    try:
+        return YOLO(str(path), task="detect")
+    except Exception as exc:  # Ultralytics raises many types for unreadable files
+        raise WeightsError(f"{path}: not usable YOLO weights ({str(exc).splitlines()[0][:160]})") from None
+
+
+def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[int, int, int, int]]:
+    """Tiles of ``tile`` px covering the frame with at least ``overlap`` shared between neighbours."""
+    def starts(length: int) -> list[int]:
+        if length <= tile:
+            return [0]
+        n = int(np.ceil((length - tile) / (tile * (1 - overlap)))) + 1
+        return [int(round(i * (length - tile) / (n - 1))) for i in range(n)]
+
+    return [(x, y, min(x + tile, width), min(y + tile, height)) for y in starts(height) for x in starts(width)]
+
+
+class VehicleDetector:
+    def __init__(self, config: DetectorConfig, device: str = "cpu"):
+        self.config = config
+        self.device = resolve_device(device)
+        self.model = load_yolo(config.weights)
+        self.weights = str(Path(config.weights) if config.weights else DEFAULT_DETECTOR_WEIGHTS)
+        names = self.model.names if isinstance(self.model.names, dict) else dict(enumerate(self.model.names))
+        self.class_map = {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP}
+        if not self.class_map:
+            raise WeightsError(f"{self.weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
+        self._is_torch = self.weights.endswith(".pt")
+        self.tiles_run = 0
+
+    # -- planning -------------------------------------------------------------------------------------------
+    def wants_tiles(self, width: int, height: int, expected_car_px: float | None) -> bool:
+        mode = self.config.tiling
+        if mode != "auto":
+            return mode == "on"
+        long_side = max(width, height)
+        if long_side <= 1.25 * self.config.imgsz:
+            return False
+        if expected_car_px is None:
+            return False
+        # A car must stay ~>= 14 px in the letterboxed detector input to be found reliably.
+        return expected_car_px * self.config.imgsz / long_side < 14.0
+
+    # -- inference ------------------------------------------------------------------------------------------
+    def _predict(self, images: list[np.ndarray]) -> list[Detections]:
+        kwargs = dict(imgsz=self.config.imgsz, conf=self.config.conf, iou=self.config.iou, device=self.device,
+                      verbose=False, classes=sorted(self.class_map))
+        if self.device.startswith("cuda") and self.config.half:
+            kwargs["half"] = True
+        if self._is_torch:
+            results = self.model.predict(images, **kwargs)
+        else:  # exported formats are usually built for batch 1
+            results = [self.model.predict(im, **kwargs)[0] for im in images]
+        out = []
+        for r in results:
+            b = r.boxes
+            if b is None or len(b) == 0:
+                out.append(Detections())
+                continue
+            cls = b.cls.cpu().numpy().astype(int)
+            out.append(Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([self.class_map[c] for c in cls])))
+        return out
+
+    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, expected_car_px: float | None = None) -> Detections:
+        h, w = image.shape[:2]
+        if not self.wants_tiles(w, h, expected_car_px):
+            dets = self._predict([image])[0]
+        else:
+            tiles = tile_grid(w, h, self.config.imgsz, self.config.tile_overlap)
+            if road_mask is not None:
+                tiles = [t for t in tiles if _road_share(road_mask, t) > 0.01]
+            self.tiles_run += len(tiles)
+            parts = self._predict([image[y1:y2, x1:x2] for x1, y1, x2, y2 in tiles]) if tiles else []
+            for d, (x1, y1, _, _) in zip(parts, tiles):
+                d.xyxy += np.array([x1, y1, x1, y1], np.float32)
+            dets = merge_overlapping(Detections.concat(parts), self.config.iou)
+        dets.source[:] = DetectionSource.DETECTOR
+        return dets
+
+
+def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:
+    x1, y1, x2, y2 = tile
+    sub = mask[y1:y2, x1:x2]
+    return float(np.count_nonzero(sub)) / max(1, sub.size)
+
+
+def merge_overlapping(dets: Detections, iou: float) -> Detections:
+    """Class-agnostic NMS across tiles (a vehicle cut by a tile border is seen twice)."""
+    if len(dets) < 2:
+        return dets
+    import torch
+    from torchvision.ops import nms
+
+    keep = nms(torch.from_numpy(dets.xyxy).float(), torch.from_numpy(dets.score).float(), iou).numpy()
+    return dets[np.sort(keep)]
+
+
+def class_name(class_id: int) -> str:
+    return VEHICLE_CLASSES[class_id] if 0 <= class_id < len(VEHICLE_CLASSES) else str(class_id)

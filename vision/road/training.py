@@ -1,0 +1,145 @@
+"""Train the road U-Net (``airpatrol train-road``) and measure its IoU on held-out tiles and drone frames."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import torch
+import typer
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from vision.road.augment import batch as augmented_batch
+from vision.road.data import Sample, epfl_split, load_drone, load_tiles, _pairs
+from vision.road.labels import DRONE_LABELS
+from vision.road.unet import DEFAULT_LONG_SIDE, DEFAULT_WEIGHTS, RoadUNet, predict_proba, save_checkpoint, to_tensor
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def shared_root() -> Path:
+    """The shared data folder: env ``AIRPATROL_SHARED`` or ``../shared`` next to the repository."""
+    return Path(os.environ.get("AIRPATROL_SHARED") or REPO_ROOT / ".." / "shared").resolve()
+
+
+def default_data_dirs() -> list[Path]:
+    return [shared_root() / "data" / "road_seg" / "epfl_aerial"]
+
+
+def masked_loss(logits: torch.Tensor, road: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """BCE + soft Dice over valid pixels: BCE for per-pixel calibration, Dice against the road/background imbalance."""
+    bce = (F.binary_cross_entropy_with_logits(logits, road, reduction="none") * valid).sum() / valid.sum().clamp(min=1)
+    p = torch.sigmoid(logits) * valid
+    dice = 1 - (2 * (p * road).sum() + 1) / (p.sum() + (road * valid).sum() + 1)
+    return bce + dice
+
+
+def evaluate(model: RoadUNet, samples: list[Sample], long_side: int, device: str = "cpu", threshold: float = 0.5) -> dict[str, float]:
+    """IoU of the thresholded road map, pooled over the valid pixels of each group ("epfl", "drone", "drone/<site>")."""
+    model.eval()
+    inter, union = defaultdict(int), defaultdict(int)
+    for s in samples:
+        # The whole stored image goes through the same resize as a video frame would.
+        pred = predict_proba(model, s.image, long_side, device) >= threshold
+        gt, valid = s.road > 0, s.valid > 0
+        keys = [s.source] + ([f"drone/{s.id.split('_')[0]}"] if s.source == "drone" else [])
+        for k in keys:
+            inter[k] += int((pred & gt & valid).sum())
+            union[k] += int(((pred | gt) & valid).sum())
+    return {k: inter[k] / union[k] if union[k] else float("nan") for k in sorted(union)}
+
+
+def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None, labels: Path | None = DRONE_LABELS,
+               extra_dirs: list[Path] = (), epochs: int = 12, steps_per_epoch: int = 100, batch_size: int = 8,
+               crop: int = 256, lr: float = 3e-3, width: int = 16, long_side: int = DEFAULT_LONG_SIDE, seed: int = 0,
+               threads: int = 1, device: str = "cpu") -> dict:
+    """Train on EPFL-style folders (``images/`` + ``masks/``; every 5th tile held out), the hand-labelled drone
+    frames of ``labels`` (their "val" entries held out) and ``extra_dirs`` (all used for training).
+
+    Writes the checkpoint to ``out`` and returns its metadata, including validation IoU per source.
+    """
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    torch.set_num_threads(max(1, threads))
+    device = "cuda" if device == "cuda" and torch.cuda.is_available() else "cpu"
+    data_dirs = [Path(d) for d in (data_dirs or default_data_dirs())]
+
+    train, val = [], []
+    for d in data_dirs:
+        tr, va = epfl_split(d)
+        train += load_tiles(tr, "epfl", long_side)
+        val += load_tiles(va, "epfl", long_side)
+    if labels is not None:
+        train += load_drone(shared_root() / "data", "train", long_side, labels)
+        val += load_drone(shared_root() / "data", "val", long_side, labels)
+    for d in extra_dirs:
+        train += load_tiles(_pairs(Path(d)), "extra", long_side)
+    # Each source gets a fixed share of the crops whatever its image count: the few drone frames are the target domain.
+    share = {"epfl": 0.4, "drone": 0.4, "extra": 0.2}
+    counts = defaultdict(int)
+    for s in train:
+        counts[s.source] += 1
+    weights = np.array([share[s.source] / counts[s.source] for s in train])
+    weights /= weights.sum()
+
+    model = RoadUNet(width).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    total = epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=total, pct_start=0.15)
+    t0 = time.time()
+    history = []
+    bar = tqdm(total=total, desc="train-road", unit="step")
+    for epoch in range(epochs):
+        model.train()
+        losses = []
+        for _ in range(steps_per_epoch):
+            images, road, valid = augmented_batch(train, weights, batch_size, crop, rng)
+            logits = model(to_tensor(images).to(device))[:, 0]
+            loss = masked_loss(logits, torch.from_numpy(road).to(device), torch.from_numpy(valid).to(device))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+        iou = evaluate(model, val, long_side, device)
+        history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_iou": iou})
+        tqdm.write(f"epoch {epoch + 1}/{epochs} loss {np.mean(losses):.3f} val IoU " + " ".join(f"{k}={v:.3f}" for k, v in iou.items()))
+    bar.close()
+
+    meta = {
+        "val_iou": history[-1]["val_iou"] if history else {},
+        "val_ids": [s.id for s in val],
+        "train_counts": dict(counts),
+        "train_seconds": round(time.time() - t0, 1),
+        "args": {"epochs": epochs, "steps_per_epoch": steps_per_epoch, "batch_size": batch_size, "crop": crop, "lr": lr,
+                 "width": width, "seed": seed, "extra_dirs": [str(d) for d in extra_dirs], "labels": str(labels) if labels else None},
+        "history": history,
+    }
+    save_checkpoint(Path(out), model.cpu(), long_side, meta)
+    return meta
+
+
+def cli_train_road(
+    out: Annotated[Path, typer.Option(help="weights file to write")] = DEFAULT_WEIGHTS,
+    data_dir: Annotated[Optional[list[Path]], typer.Option(help="EPFL-style folder with images/ and masks/ (repeatable; default: the shared EPFL tiles)")] = None,
+    extra_dir: Annotated[Optional[list[Path]], typer.Option(help="extra image/mask folder for training, e.g. from `airpatrol synth` (repeatable)")] = None,
+    labels: Annotated[Path, typer.Option(help="hand-made road labels of drone frames (JSON)")] = DRONE_LABELS,
+    no_drone: Annotated[bool, typer.Option(help="train without the hand-labelled drone frames")] = False,
+    epochs: Annotated[int, typer.Option(min=1)] = 12,
+    steps_per_epoch: Annotated[int, typer.Option(min=1)] = 100,
+    batch_size: Annotated[int, typer.Option(min=1)] = 8,
+    seed: int = 0,
+    threads: Annotated[int, typer.Option(min=1, help="CPU threads for torch")] = 1,
+    device: Annotated[str, typer.Option(help="cpu or cuda")] = "cpu",
+) -> None:
+    """Train the road-segmentation U-Net and print its validation IoU."""
+    meta = train_road(out, data_dir, None if no_drone else labels, extra_dir or [], epochs, steps_per_epoch, batch_size,
+                      seed=seed, threads=threads, device=device)
+    print(json.dumps({"weights": str(out), "val_iou": meta["val_iou"], "train_seconds": meta["train_seconds"]}, indent=1))

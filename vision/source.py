@@ -1,0 +1,183 @@
+"""Frame sources: decode a video file (anything FFmpeg reads) or an image-sequence folder, one frame at a time.
+
+Never holds more than the current frame: memory stays flat however long the video.
+"""
+from __future__ import annotations
+
+import configparser
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from vision.types import Frame
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
+
+
+class SourceError(ValueError):
+    """A video or image folder that cannot be read; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    path: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None  # None when the container does not say
+    duration_s: float | None
+    codec: str
+
+
+class FrameSource:
+    """Iterate ``Frame`` objects (index from 0, time in seconds from the first frame)."""
+
+    info: SourceInfo
+
+    def __iter__(self) -> Iterator[Frame]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "FrameSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class VideoFileSource(FrameSource):
+    """Decode with PyAV (FFmpeg): exact presentation timestamps and clear errors for broken files."""
+
+    def __init__(self, path: str | os.PathLike, max_frames: int | None = None):
+        import av  # local import: only file decoding needs it
+
+        self.path = Path(path)
+        self.max_frames = max_frames
+        if not self.path.exists():
+            raise SourceError(f"{self.path}: no such file")
+        if self.path.is_file() and self.path.stat().st_size == 0:
+            raise SourceError(f"{self.path}: file is empty")
+        try:
+            self._container = av.open(str(self.path), mode="r")
+        except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
+            raise SourceError(f"{self.path}: not a readable video ({_short(exc)})") from None
+        streams = self._container.streams.video
+        if not streams:
+            self._container.close()
+            raise SourceError(f"{self.path}: contains no video stream")
+        stream = streams[0]
+        if stream.codec_context is None or stream.codec_context.width == 0:
+            self._container.close()
+            raise SourceError(f"{self.path}: unsupported or unknown video codec")
+        stream.thread_type = "AUTO"
+        self._stream = stream
+        fps = float(stream.average_rate or stream.guessed_rate or 0) or 25.0
+        duration = None
+        if stream.duration and stream.time_base:
+            duration = float(stream.duration * stream.time_base)
+        elif self._container.duration:
+            duration = self._container.duration / 1e6
+        count = stream.frames or (int(round(duration * fps)) if duration else None)
+        self.info = SourceInfo(
+            str(self.path), stream.codec_context.width, stream.codec_context.height, fps, count, duration,
+            stream.codec_context.name,
+        )
+
+    def __iter__(self) -> Iterator[Frame]:
+        import av
+
+        t0 = None
+        index = 0
+        try:
+            for vf in self._container.decode(self._stream):
+                t = float(vf.time) if vf.time is not None else index / self.info.fps
+                if t0 is None:
+                    t0 = t
+                yield Frame(index=index, t=t - t0, image=vf.to_ndarray(format="bgr24"))
+                index += 1
+                if self.max_frames is not None and index >= self.max_frames:
+                    return
+        except av.error.FFmpegError as exc:
+            raise SourceError(f"{self.path}: video is damaged or truncated at frame {index} ({_short(exc)})") from None
+        if index == 0:
+            raise SourceError(f"{self.path}: no frame could be decoded (unsupported codec or truncated file)")
+
+    def close(self) -> None:
+        self._container.close()
+
+
+class ImageFolderSource(FrameSource):
+    """A folder of images in name order (MOTChallenge ``seq/img1``, UAVDT ``seq/img``, or a flat folder).
+
+    Frame rate from ``seqinfo.ini`` when present, else ``fps``.
+    """
+
+    def __init__(self, path: str | os.PathLike, fps: float | None = None, max_frames: int | None = None):
+        root = Path(path)
+        if not root.is_dir():
+            raise SourceError(f"{root}: not a folder")
+        folder = root
+        for sub in ("img1", "img"):
+            if (root / sub).is_dir():
+                folder = root / sub
+        self.files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+        if max_frames is not None:
+            self.files = self.files[:max_frames]
+        if not self.files:
+            raise SourceError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) found")
+        ini_fps = _seqinfo_fps(root / "seqinfo.ini")
+        first = cv2.imread(str(self.files[0]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise SourceError(f"{self.files[0]}: not a readable image")
+        h, w = first.shape[:2]
+        rate = fps or ini_fps or 30.0
+        self.path = root
+        self.info = SourceInfo(str(root), w, h, rate, len(self.files), len(self.files) / rate, "images")
+
+    def __iter__(self) -> Iterator[Frame]:
+        for i, f in enumerate(self.files):
+            img = cv2.imread(str(f), cv2.IMREAD_COLOR)
+            if img is None:
+                raise SourceError(f"{f}: not a readable image")
+            if img.shape[1] != self.info.width or img.shape[0] != self.info.height:
+                raise SourceError(f"{f}: size {img.shape[1]}x{img.shape[0]} differs from the sequence's")
+            yield Frame(index=i, t=i / self.info.fps, image=img)
+
+
+def _seqinfo_fps(ini: Path) -> float | None:
+    if not ini.is_file():
+        return None
+    cp = configparser.ConfigParser()
+    try:
+        cp.read(ini)
+        return float(cp["Sequence"]["frameRate"])
+    except (KeyError, ValueError, configparser.Error):
+        return None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:160]
+
+
+def open_source(path: str | os.PathLike, fps: float | None = None, max_frames: int | None = None) -> FrameSource:
+    """Open a video file or an image-sequence folder."""
+    p = Path(path)
+    if p.is_dir():
+        return ImageFolderSource(p, fps=fps, max_frames=max_frames)
+    return VideoFileSource(p, max_frames=max_frames)
+
+
+def read_frame_at(path: str | os.PathLike, index: int) -> np.ndarray:
+    """Convenience for tools and tests: the image of one frame."""
+    with open_source(path, max_frames=index + 1) as src:
+        for frame in src:
+            if frame.index == index:
+                return frame.image
+    raise SourceError(f"{path}: has no frame {index}")
