@@ -19,6 +19,7 @@ class DetectorConfig(BaseModel):
         "auto", description="tiled inference: 'auto' tiles frames much larger than imgsz so small vehicles survive"
     )
     tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
+    probe_every: int = Field(50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles")
     max_box_fraction: float = Field(0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame")
     half: bool = Field(True, description="FP16 inference on CUDA")
 
@@ -42,9 +43,10 @@ class EgoMotionConfig(BaseModel):
 
 class MotionConfig(BaseModel):
     enabled: bool = True
-    min_motion_px: float = Field(1.5, ge=0, description="residual motion (after ego-motion) that counts as moving, px/frame at full res")
+    min_contrast: float = Field(14.0, gt=0, description="grey-level difference from the background that counts as foreground")
     min_area_px: int = Field(12, ge=1)
     add_missed: bool = Field(True, description="add moving blobs the detector missed")
+    blob_score: float = Field(0.5, gt=0, le=1, description="confidence given to a moving blob (ByteTrack fuses it with IoU)")
 
 
 class TrackerConfig(BaseModel):

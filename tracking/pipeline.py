@@ -60,6 +60,7 @@ class Pipeline:
         self.scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
         self.ego.reset()
         self.motion.reset()
+        self.detector.reset()
         if self.road is not None:
             self.road.reset() if hasattr(self.road, "reset") else None
         self._H_cur_to_first = np.eye(3)
@@ -85,7 +86,7 @@ class Pipeline:
 
     def _step_baseline(self, frame: Frame) -> FrameResult:
         t = time.perf_counter()
-        dets = self.detector.detect(frame.image)
+        dets = self.detector.detect(frame.image, tiling=False)
         t = self._tick("detect", t)
         rows = self.tracker.step(dets, None)
         t = self._tick("track", t)
@@ -115,7 +116,7 @@ class Pipeline:
         ground = self.scale.frame(frame.pose, self._H_cur_to_first)
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
-        dets = self.detector.detect(img, road, expected_car_px)
+        dets = self.detector.detect(img, road)
         t = self._tick("detect", t)
 
         dets = self._filter_boxes(dets, road, ground)
@@ -184,7 +185,7 @@ class Pipeline:
         cls = np.zeros(n, int)  # car, or truck when clearly longer than a car
         if ref and n:
             cls = np.where(np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) > 1.7 * ref, 1, 0)
-        return Detections(blobs, np.full(n, 0.3, np.float32), cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
+        return Detections(blobs, np.full(n, self.config.motion.blob_score, np.float32), cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
 
     def _median_car_px(self) -> float | None:
         g = self.scale.size_prior_frame()

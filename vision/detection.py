@@ -72,20 +72,30 @@ class VehicleDetector:
             raise WeightsError(f"{self.weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
         self._is_torch = self.weights.endswith(".pt")
         self.tiles_run = 0
+        self.reset()
 
     # -- planning -------------------------------------------------------------------------------------------
-    def wants_tiles(self, width: int, height: int, expected_car_px: float | None) -> bool:
+    def wants_tiles(self, width: int, height: int) -> bool | None:
+        """True/False when the answer is fixed; None when 'auto' must decide by probing."""
         mode = self.config.tiling
         if mode != "auto":
             return mode == "on"
-        long_side = max(width, height)
-        if long_side <= 1.25 * self.config.imgsz:
-            return False
-        if expected_car_px is None:
-            return False
-        # A car must stay ~>= 14 px in the letterboxed detector input to be found reliably.
-        return expected_car_px * self.config.imgsz / long_side < 14.0
+        if max(width, height) <= 1.25 * self.config.imgsz:
+            return False  # tiles would be no larger than the letterboxed frame
+        return None
 
+    def _decide_by_probe(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
+        """Run both ways; keep tiling while it finds clearly more vehicles than the whole frame does.
+
+        Whether small vehicles are lost by letterboxing depends on altitude, zoom and perspective, which change
+        during a flight, so the choice is re-checked every ``probe_every`` frames instead of fixed once.
+        """
+        whole = self._predict([image])[0]
+        tiled = self._tiled(image, road_mask)
+        n_whole = int((whole.score >= 0.3).sum())
+        n_tiled = int((tiled.score >= 0.3).sum())
+        self._tiling_now = n_tiled > 1.15 * n_whole + 1
+        return tiled if self._tiling_now else whole
     # -- inference ------------------------------------------------------------------------------------------
     def _predict(self, images: list[np.ndarray]) -> list[Detections]:
         kwargs = dict(imgsz=self.config.imgsz, conf=self.config.conf, iou=self.config.iou, device=self.device,
@@ -106,21 +116,34 @@ class VehicleDetector:
             out.append(Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([self.class_map[c] for c in cls])))
         return out
 
-    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, expected_car_px: float | None = None) -> Detections:
+    def _tiled(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
         h, w = image.shape[:2]
-        if not self.wants_tiles(w, h, expected_car_px):
-            dets = self._predict([image])[0]
+        tiles = tile_grid(w, h, self.config.imgsz, self.config.tile_overlap)
+        if road_mask is not None:
+            tiles = [t for t in tiles if _road_share(road_mask, t) > 0.01]
+        self.tiles_run += len(tiles)
+        parts = self._predict([image[y1:y2, x1:x2] for x1, y1, x2, y2 in tiles]) if tiles else []
+        for d, (x1, y1, _, _) in zip(parts, tiles):
+            d.xyxy += np.array([x1, y1, x1, y1], np.float32)
+        return merge_overlapping(Detections.concat(parts), self.config.iou)
+
+    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections:
+        """Vehicles in one frame. ``tiling`` overrides the configured mode (the baseline never tiles)."""
+        h, w = image.shape[:2]
+        fixed = self.wants_tiles(w, h) if tiling is None else tiling
+        if fixed is not None:
+            dets = self._tiled(image, road_mask) if fixed else self._predict([image])[0]
+        elif self._frames % self.config.probe_every == 0:
+            dets = self._decide_by_probe(image, road_mask)
         else:
-            tiles = tile_grid(w, h, self.config.imgsz, self.config.tile_overlap)
-            if road_mask is not None:
-                tiles = [t for t in tiles if _road_share(road_mask, t) > 0.01]
-            self.tiles_run += len(tiles)
-            parts = self._predict([image[y1:y2, x1:x2] for x1, y1, x2, y2 in tiles]) if tiles else []
-            for d, (x1, y1, _, _) in zip(parts, tiles):
-                d.xyxy += np.array([x1, y1, x1, y1], np.float32)
-            dets = merge_overlapping(Detections.concat(parts), self.config.iou)
+            dets = self._tiled(image, road_mask) if self._tiling_now else self._predict([image])[0]
+        self._frames += 1
         dets.source[:] = DetectionSource.DETECTOR
         return dets
+
+    def reset(self) -> None:
+        self._frames = 0
+        self._tiling_now = False
 
 
 def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:

@@ -1,13 +1,14 @@
 """Motion layer: what moves relative to the road once the drone's own motion is removed.
 
-The two previous frames are warped onto the current one with the ego-motion homographies; pixels that differ from
-both are where a moving object is *now* (the double difference removes the ghost at its old position). Connected
-blobs of such pixels on the road are moving vehicles; the fraction of moving pixels inside a detector box says
-whether that vehicle moves.
+A background image is kept in the coordinates of the current frame: every frame it is warped by the ego-motion
+homography and blended with the new frame. Pixels far from the background are foreground; a vehicle standing still
+melts into the background (so parked cars are not moving traffic), a moving one does not. Whole vehicles come out as
+blobs, even tiny ones, which two-frame differencing would reduce to thin edges. A blob counts as a mover only if it
+also changed since the previous frame, which rejects the "ghost" a vehicle leaves where it stood when the background
+was initialised.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import cv2
@@ -15,16 +16,20 @@ import numpy as np
 
 from tracking.config import MotionConfig
 
+ALPHA = 0.06  # background learning rate per frame (~ 16-frame memory)
+ALPHA_FOREGROUND = 0.006  # much slower under foreground, so slow vehicles are not absorbed while they pass
+
 
 @dataclass
 class MotionField:
-    """Binary mask of moving pixels (in the downscaled frame) and the factor to full resolution."""
+    """Foreground mask (downscaled frame), the two-frame change mask, and the factor to full resolution."""
 
     mask: np.ndarray
     scale: float  # small = full * scale
+    changed: np.ndarray | None = None
 
     def moving_fraction(self, xyxy: np.ndarray) -> np.ndarray:
-        """Share of moving pixels inside each full-resolution box."""
+        """Share of foreground pixels inside each full-resolution box."""
         out = np.zeros(len(xyxy), np.float32)
         if self.mask is None or not len(xyxy):
             return out
@@ -42,68 +47,59 @@ class MotionField:
 
 
 class MotionDetector:
-    """Keeps the last two downscaled grey frames and the homographies between them."""
-
     def __init__(self, config: MotionConfig | None = None):
         self.config = config or MotionConfig()
-        self._history: deque[np.ndarray] = deque(maxlen=2)  # previous grey frames (small), oldest first
-        self._H_hist: deque[np.ndarray] = deque(maxlen=2)  # H (small coords) from frame k-1 to k
+        self.reset()
 
     def reset(self) -> None:
-        self._history.clear()
-        self._H_hist.clear()
+        self._bg: np.ndarray | None = None
+        self._prev: np.ndarray | None = None
 
     def update(self, grey_small: np.ndarray, H_prev_to_cur_small: np.ndarray | None, scale: float,
                road_mask_small: np.ndarray | None = None) -> MotionField:
-        if H_prev_to_cur_small is None or (self._history and self._history[-1].shape != grey_small.shape):
-            self.reset()
-        if H_prev_to_cur_small is not None and self._history:
-            self._H_hist.append(H_prev_to_cur_small)
-        frames = list(self._history)
-        self._history.append(grey_small)
-        if not frames:
-            return MotionField(np.zeros_like(grey_small), scale)
-        h, w = grey_small.shape
-        cur = cv2.GaussianBlur(grey_small, (3, 3), 0)
-        # Homographies from each stored frame to the current one.
-        Hs = list(self._H_hist)
-        H_to_cur = []
-        acc = np.eye(3)
-        for H in reversed(Hs[-len(frames):]):
-            acc = acc @ H
-            H_to_cur.append(acc.copy())
-        H_to_cur = list(reversed(H_to_cur))
-        moving = None
-        for f, H in zip(frames, H_to_cur):
-            warped = cv2.warpPerspective(cv2.GaussianBlur(f, (3, 3), 0), H, (w, h), flags=cv2.INTER_LINEAR,
-                                         borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-            valid = cv2.warpPerspective(np.full_like(f, 255), H, (w, h), flags=cv2.INTER_NEAREST)
-            diff = cv2.absdiff(cur, warped)
-            # Threshold relative to the frame's own noise (compression, illumination) so it works on any footage.
-            noise = float(np.median(diff[valid > 0])) if np.any(valid) else 0.0
-            thr = max(12.0, 4.0 * noise)
-            m = (diff > thr) & (valid > 0)
-            moving = m if moving is None else (moving & m)
-        mask = moving.astype(np.uint8) * 255
+        cur = cv2.GaussianBlur(grey_small, (3, 3), 0).astype(np.float32)
+        h, w = cur.shape
+        if self._bg is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
+            # no usable ego-motion: start the background afresh rather than compare misaligned frames
+            self._bg, self._prev = cur.copy(), cur
+            return MotionField(np.zeros((h, w), np.uint8), scale, np.zeros((h, w), np.uint8))
+        H = H_prev_to_cur_small
+        bg = cv2.warpPerspective(self._bg, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
+        prev = cv2.warpPerspective(self._prev, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
+        fresh = (bg < 0) | (prev < 0)  # uncovered by the drone's motion: no history yet
+        bg[fresh] = cur[fresh]
+        prev[fresh] = cur[fresh]
+        diff_bg = cv2.absdiff(cur, bg)
+        diff_prev = cv2.absdiff(cur, prev)
+        # thresholds relative to the footage's own noise (compression, texture, warp interpolation)
+        thr = max(self.config.min_contrast, 4.0 * float(np.median(diff_bg)))
+        fg = (diff_bg > thr).astype(np.uint8) * 255
+        changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * float(np.median(diff_prev)))).astype(np.uint8) * 255
+        alpha = np.where(fg > 0, ALPHA_FOREGROUND, ALPHA).astype(np.float32)
+        self._bg = bg + alpha * (cur - bg)
+        self._prev = cur
         if road_mask_small is not None:
-            mask = cv2.bitwise_and(mask, road_mask_small)
-        k = np.ones((3, 3), np.uint8)
-        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, k)
-        mask = cv2.dilate(mask, k, iterations=1)
-        return MotionField(mask, scale)
+            fg = cv2.bitwise_and(fg, road_mask_small)
+        fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+        return MotionField(fg, scale, changed)
 
     def blobs(self, field: MotionField, min_area_px: int | None = None) -> np.ndarray:
-        """Bounding boxes (full resolution xyxy) of connected moving regions."""
+        """Bounding boxes (full resolution xyxy) of foreground blobs that are moving now."""
         if field.mask is None or not field.mask.any():
             return np.zeros((0, 4), np.float32)
-        closed = cv2.morphologyEx(field.mask, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
-        n, _, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)
-        min_area = (min_area_px or self.config.min_area_px) * field.scale**2
+        closed = cv2.morphologyEx(field.mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)
+        min_area = max(2.0, (min_area_px or self.config.min_area_px) * field.scale**2)
+        changed_count = None
+        if field.changed is not None:
+            changed_count = np.bincount(labels[field.changed > 0], minlength=n)
         boxes = []
         for i in range(1, n):
             x, y, w, h, area = stats[i]
-            if area < max(2, min_area):
+            if area < min_area:
                 continue
+            if changed_count is not None and changed_count[i] < max(2, 0.1 * area):
+                continue  # differs from the background but did not move since the last frame: a ghost
             boxes.append([x, y, x + w, y + h])
         if not boxes:
             return np.zeros((0, 4), np.float32)

@@ -18,7 +18,7 @@ def annotate(result: FrameResult, road_alpha: float = 0.22) -> np.ndarray:
         tint = np.zeros_like(img)
         tint[result.road_mask > 0] = (255, 120, 0)
         img = cv2.addWeighted(img, 1.0, tint, road_alpha, 0)
-    scale = max(0.35, min(1.2, w / 1600))
+    scale = max(0.35, min(0.8, w / 2400))
     thick = 1 if w < 1400 else 2
     for tr in result.tracks:
         x1, y1, x2, y2 = (int(round(v)) for v in tr.xyxy)
