@@ -4,11 +4,13 @@ from __future__ import annotations
 import typer
 
 from edge.commands import demo as demo_cmd
+from edge.commands.config_show import cli_config
 from edge.commands import process as process_cmd
 from db import cli as db_cli
 from tracking.evaluation.report import cli_eval
 from vision.synth.cli import cli_synth
 from vision.detector.training import cli_train_detector
+from vision.road.training import cli_train_road
 
 app = typer.Typer(
     name="airpatrol",
@@ -20,10 +22,12 @@ app = typer.Typer(
 
 app.command("process")(process_cmd.cli_process)
 app.command("demo")(demo_cmd.cli_demo)
+app.command("config")(cli_config)
 app.command("import-log")(db_cli.cli_import_log)
 app.command("synth")(cli_synth)
 app.command("eval")(cli_eval)
 app.command("train-detector")(cli_train_detector)
+app.command("train-road")(cli_train_road)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 db_app.command("upgrade")(db_cli.cli_db_upgrade)
 app.add_typer(db_app, name="db")

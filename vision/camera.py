@@ -30,7 +30,10 @@ CAMERA_PRESETS: dict[str, CameraModel] = {
 }
 DEFAULT_CAMERA = CAMERA_PRESETS["dji_mavic3"]
 
-FULL_FRAME_WIDTH_MM = 36.0
+# A "35 mm-equivalent" focal length is defined on the full-frame diagonal (43.27 mm). Drone cameras are mostly 4:3,
+# so the equivalent sensor is 34.6 x 26.0 mm; video crops (16:9) keep the sensor's full width.
+FULL_FRAME_DIAGONAL_MM = 43.27
+EQUIV_SENSOR_WIDTH_MM = FULL_FRAME_DIAGONAL_MM * 0.8
 
 
 def camera_preset(name: str) -> CameraModel:
@@ -41,8 +44,8 @@ def camera_preset(name: str) -> CameraModel:
 
 
 def camera_from_focal_equiv(focal_equiv_mm: float, name: str = "from_srt") -> CameraModel:
-    """A camera from a 35 mm-equivalent focal length (what DJI writes in its SRT files)."""
-    return CameraModel(name, FULL_FRAME_WIDTH_MM, FULL_FRAME_WIDTH_MM * 2 / 3, float(focal_equiv_mm))
+    """A camera from a 35 mm-equivalent focal length (what DJI writes in its SRT files), assuming a 4:3 sensor."""
+    return CameraModel(name, EQUIV_SENSOR_WIDTH_MM, EQUIV_SENSOR_WIDTH_MM * 0.75, float(focal_equiv_mm))
 
 
 def camera_for_pose(pose: CameraPose) -> CameraModel:
