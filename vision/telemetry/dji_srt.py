@@ -163,7 +163,8 @@ def _has_position(raw: _Raw) -> bool:
 
 def _variant(raws: list[_Raw]) -> str:
     first = raws[0]
-    if "latitude" in first.values or any(k in first.values for k in ("iso", "focal_len", "framecnt", "srtcnt")) and not first.tuples:
+    keyed_camera = any(k in first.values for k in ("iso", "focal_len", "framecnt", "srtcnt"))
+    if "latitude" in first.values or (keyed_camera and not first.tuples):
         return "bracketed"
     if first.spaced_tuple:
         return "comma"

@@ -1,0 +1,98 @@
+"""`airpatrol import-log` and `airpatrol db upgrade` (registered in edge/cli.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from edge.commands.errors import user_errors
+
+
+def _connection_errors(url: str | None):
+    """Turn 'cannot connect' driver errors into one line naming the database (password hidden)."""
+    from contextlib import contextmanager
+
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    from db.engine import DatabaseConfigError, database_url
+
+    @contextmanager
+    def guard():
+        try:
+            yield
+        except (OperationalError, InterfaceError) as exc:
+            from sqlalchemy.engine import make_url
+
+            shown = make_url(database_url(url)).render_as_string(hide_password=True)
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+            raise DatabaseConfigError(f"database {shown}: {reason}") from None
+
+    return guard()
+
+
+def ensure_schema(url: str | None = None) -> None:
+    """Create the schema on a brand-new database; refuse (with the fix) when an existing one is out of date."""
+    from sqlalchemy import inspect
+
+    from db.engine import make_db_engine
+    from db.migrate import require_current, upgrade
+
+    engine = make_db_engine(url)
+    try:
+        empty = not inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+    if empty:
+        upgrade(url)
+    require_current(url)
+
+
+@user_errors
+def cli_import_log(
+    files: Annotated[list[Path], typer.Argument(help="flight logs: DJI SRT/CSV, PX4 ULog, MAVLink tlog, ArduPilot BIN, GPX")],
+    flight: Annotated[Optional[int], typer.Option(help="attach the log to this existing flight (one file only)")] = None,
+    device: Annotated[Optional[str], typer.Option(help="serial number of the aircraft (when the log does not name it)")] = None,
+    create_device: Annotated[bool, typer.Option("--create-device", help="register an unknown device instead of failing")] = False,
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Import flight logs into the database: one flight each, with all telemetry samples (same file twice: no-op)."""
+    from db.importer import import_flight_log_file
+
+    if flight is not None and len(files) > 1:
+        raise ValueError("--flight takes exactly one log file")
+    with _connection_errors(database_url):
+        ensure_schema(database_url)
+    failed = 0
+    for path in files:
+        try:
+            with _connection_errors(database_url):
+                result = import_flight_log_file(database_url, path, device_serial=device, flight_id=flight,
+                                                create_device=create_device, progress=not quiet)
+        except ValueError as exc:
+            typer.echo(f"airpatrol: error: {exc}", err=True)
+            failed += 1
+            continue
+        if result.created:
+            typer.echo(f"{path}: flight {result.flight_id}, {result.samples} samples, {result.status}")
+        else:
+            typer.echo(f"{path}: already imported as flight {result.flight_id} (same checksum), nothing added")
+    if failed:
+        raise typer.Exit(2)
+
+
+@user_errors
+def cli_db_upgrade(
+    revision: Annotated[str, typer.Argument(help="target schema revision")] = "head",
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+) -> None:
+    """Create or migrate the database schema (Alembic) to the latest revision."""
+    from sqlalchemy.engine import make_url
+
+    from db.engine import database_url as resolve
+    from db.migrate import upgrade
+
+    with _connection_errors(database_url):
+        rev = upgrade(database_url, revision)
+    typer.echo(f"{make_url(resolve(database_url)).render_as_string(hide_password=True)}: schema at revision {rev}")

@@ -1,0 +1,1 @@
+"""Alembic migrations of the AirPatrol schema (run with `airpatrol db upgrade`)."""

@@ -1,0 +1,351 @@
+"""The relational schema (SQLAlchemy 2 typed ORM). Changes go through an Alembic migration in db/migrations.
+
+Portability rules (SQLite and MariaDB behave the same): every string has a length, tables are InnoDB/utf8mb4,
+timestamps are DATETIME(6) holding naive UTC, coordinates are DOUBLE, high-volume rows use BIGINT ids.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Double, Float, ForeignKey, Index, Integer, MetaData, String,
+    Text, UniqueConstraint,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Microsecond timestamps on MariaDB (its DATETIME default drops fractions); SQLite stores ISO strings anyway.
+DateTime6 = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+# SQLite only auto-increments "INTEGER PRIMARY KEY"; MariaDB gets 64-bit ids for the big tables.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+ROLES = ("admin", "operator", "viewer")
+DEVICE_KINDS = ("drone", "controller", "edge_node", "other")
+RUN_STATUSES = ("queued", "running", "complete", "failed", "superseded")
+ROUND_STATUSES = ("planned", "in_progress", "done", "cancelled")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+MYSQL_TABLE = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
+
+
+def utcnow() -> datetime:
+    """Naive UTC 'now' (the database stores naive UTC)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def as_naive_utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: DateTime6, dict[str, Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    display_name: Mapped[str | None] = mapped_column(String(128))
+    email: Mapped[str | None] = mapped_column(String(254))
+    role: Mapped[str] = mapped_column(String(16), default="viewer")
+    password_hash: Mapped[str] = mapped_column(String(255))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Device(Base):
+    """A drone, remote controller or edge computer, identified by its serial number."""
+
+    __tablename__ = "devices"
+    __table_args__ = (CheckConstraint(_in("kind", DEVICE_KINDS), name="kind"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    serial: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(16), default="drone")
+    model: Mapped[str | None] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(128))
+    camera_preset: Mapped[str | None] = mapped_column(String(64))
+    notes: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    tokens: Mapped[list[DeviceToken]] = relationship(back_populates="device", cascade="all, delete-orphan")
+
+
+class DeviceToken(Base):
+    """API token of a device (edge node uploading results). Only a SHA-256 of the token is stored."""
+
+    __tablename__ = "device_tokens"
+    __table_args__ = (MYSQL_TABLE,)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("devices.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+    device: Mapped[Device] = relationship(back_populates="tokens")
+
+
+class Task(Base):
+    """A patrol mission: an area (GeoJSON polygon + its bounding box), a road segment, a speed limit."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (CheckConstraint("speed_limit_kmh IS NULL OR speed_limit_kmh > 0", name="speed_limit"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+    area_geojson: Mapped[str | None] = mapped_column(Text)
+    min_lat: Mapped[float | None] = mapped_column(Double)
+    min_lon: Mapped[float | None] = mapped_column(Double)
+    max_lat: Mapped[float | None] = mapped_column(Double)
+    max_lon: Mapped[float | None] = mapped_column(Double)
+    road_name: Mapped[str | None] = mapped_column(String(200))
+    road_geojson: Mapped[str | None] = mapped_column(Text)
+    speed_limit_kmh: Mapped[float | None] = mapped_column(Float)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    rounds: Mapped[list[TaskRound]] = relationship(back_populates="task", cascade="all, delete-orphan")
+
+
+class TaskRound(Base):
+    """One execution of a task (e.g. the Monday morning patrol)."""
+
+    __tablename__ = "task_rounds"
+    __table_args__ = (UniqueConstraint("task_id", "round_no"), CheckConstraint(_in("status", ROUND_STATUSES), name="status"),
+                      MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    round_no: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="planned")
+    scheduled_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    task: Mapped[Task] = relationship(back_populates="rounds")
+
+
+class Flight(Base):
+    """One flight; ``status`` is ``complete``, ``partial: <where the log stopped>`` or ``planned`` (no log yet)."""
+
+    __tablename__ = "flights"
+    __table_args__ = (Index(None, "device_id", "start_time"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    device_id: Mapped[int | None] = mapped_column(ForeignKey("devices.id", ondelete="RESTRICT"))
+    pilot_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    task_round_id: Mapped[int | None] = mapped_column(ForeignKey("task_rounds.id", ondelete="SET NULL"), index=True)
+    start_time: Mapped[datetime | None] = mapped_column(index=True)
+    end_time: Mapped[datetime | None]
+    clock: Mapped[str | None] = mapped_column(String(8))  # "utc", or "local" (DJI SRT wall clock, zone unknown)
+    home_lat: Mapped[float | None] = mapped_column(Double)
+    home_lon: Mapped[float | None] = mapped_column(Double)
+    home_alt_m: Mapped[float | None] = mapped_column(Float)
+    source_file: Mapped[str | None] = mapped_column(String(1024))
+    source_format: Mapped[str | None] = mapped_column(String(32))
+    checksum: Mapped[str | None] = mapped_column(String(64), unique=True)  # sha256 of the log file
+    sample_count: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(255), default="planned")
+    notes: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    device: Mapped[Device | None] = relationship()
+
+
+class TelemetrySampleRow(Base):
+    __tablename__ = "telemetry_samples"
+    __table_args__ = (Index(None, "flight_id", "t_s"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    flight_id: Mapped[int] = mapped_column(ForeignKey("flights.id", ondelete="CASCADE"))
+    t_s: Mapped[float] = mapped_column(Double)
+    time_utc: Mapped[datetime | None]
+    lat: Mapped[float | None] = mapped_column(Double)
+    lon: Mapped[float | None] = mapped_column(Double)
+    rel_alt_m: Mapped[float | None] = mapped_column(Float)
+    abs_alt_m: Mapped[float | None] = mapped_column(Float)
+    heading_deg: Mapped[float | None] = mapped_column(Float)
+    gimbal_pitch_deg: Mapped[float | None] = mapped_column(Float)
+    gimbal_yaw_deg: Mapped[float | None] = mapped_column(Float)
+    gimbal_roll_deg: Mapped[float | None] = mapped_column(Float)
+    ground_speed_ms: Mapped[float | None] = mapped_column(Float)
+    vertical_speed_ms: Mapped[float | None] = mapped_column(Float)
+    battery_pct: Mapped[float | None] = mapped_column(Float)
+    focal_len_mm: Mapped[float | None] = mapped_column(Float)
+    frame_cnt: Mapped[int | None] = mapped_column(Integer)
+
+
+class Video(Base):
+    __tablename__ = "videos"
+    __table_args__ = (MYSQL_TABLE,)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    flight_id: Mapped[int | None] = mapped_column(ForeignKey("flights.id", ondelete="SET NULL"), index=True)
+    file_path: Mapped[str] = mapped_column(String(1024))
+    checksum: Mapped[str | None] = mapped_column(String(64), index=True)
+    duration_s: Mapped[float | None] = mapped_column(Double)
+    fps: Mapped[float | None] = mapped_column(Float)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    frame_count: Mapped[int | None] = mapped_column(Integer)
+    time_offset_s: Mapped[float] = mapped_column(Double, default=0.0)  # telemetry time = video time + offset
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ProcessingRun(Base):
+    __tablename__ = "processing_runs"
+    __table_args__ = (CheckConstraint(_in("status", RUN_STATUSES), name="status"),
+                      CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
+                      Index(None, "video_id", "status"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    video_id: Mapped[int | None] = mapped_column(ForeignKey("videos.id", ondelete="SET NULL"))
+    flight_id: Mapped[int | None] = mapped_column(ForeignKey("flights.id", ondelete="SET NULL"), index=True)
+    task_round_id: Mapped[int | None] = mapped_column(ForeignKey("task_rounds.id", ondelete="SET NULL"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    source: Mapped[str | None] = mapped_column(String(1024))
+    config_json: Mapped[dict[str, Any] | None]
+    weights: Mapped[str | None] = mapped_column(String(1024))
+    device: Mapped[str | None] = mapped_column(String(64))
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    frames_done: Mapped[int] = mapped_column(Integer, default=0)
+    frame_count: Mapped[int | None] = mapped_column(Integer)
+    timings_json: Mapped[dict[str, Any] | None]
+    summary_json: Mapped[dict[str, Any] | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]  # last batch written; a 'running' run that stopped beating died
+    finished_at: Mapped[datetime | None]
+
+
+class TrackRow(Base):
+    __tablename__ = "tracks"
+    __table_args__ = (UniqueConstraint("run_id", "track_no"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("processing_runs.id", ondelete="CASCADE"))
+    track_no: Mapped[int] = mapped_column(Integer)  # the tracker's id within the run
+    class_name: Mapped[str] = mapped_column(String(16))
+    first_t: Mapped[float] = mapped_column(Double)
+    last_t: Mapped[float] = mapped_column(Double)
+    first_frame: Mapped[int] = mapped_column(Integer)
+    last_frame: Mapped[int] = mapped_column(Integer)
+    moving: Mapped[bool] = mapped_column(Boolean, default=True)
+    median_speed_kmh: Mapped[float | None] = mapped_column(Float)
+    max_speed_kmh: Mapped[float | None] = mapped_column(Float)
+    path_geojson: Mapped[str | None] = mapped_column(Text)  # LineString of [lon, lat] when georeferenced
+
+
+class TrackSpeed(Base):
+    """One track in one frame (the big table: one row per vehicle per frame)."""
+
+    __tablename__ = "track_speeds"
+    __table_args__ = (Index(None, "track_id", "frame"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    track_id: Mapped[int] = mapped_column(BigId, ForeignKey("tracks.id", ondelete="CASCADE"))
+    frame: Mapped[int] = mapped_column(Integer)
+    t_s: Mapped[float] = mapped_column(Double)
+    speed_kmh: Mapped[float | None] = mapped_column(Float)
+    sigma_kmh: Mapped[float | None] = mapped_column(Float)
+    lat: Mapped[float | None] = mapped_column(Double)
+    lon: Mapped[float | None] = mapped_column(Double)
+    flag: Mapped[str | None] = mapped_column(String(32))
+
+
+GRID_DEG = 0.01  # map-grid cell size for bounding-box queries (~1.1 km north-south)
+_GRID_PER_DEG = round(1 / GRID_DEG)
+_GRID_COLS = 360 * _GRID_PER_DEG
+
+
+def grid_cell(lat: float | None, lon: float | None) -> int | None:
+    """Integer id of the GRID_DEG x GRID_DEG cell holding (lat, lon): a portable stand-in for a spatial index.
+
+    A bounding box becomes ``cell IN (...)`` over the few cells it covers, which both SQLite and MariaDB answer
+    from the (cell, occurred_at) index in time proportional to the result, not to the table.
+    """
+    if lat is None or lon is None:
+        return None
+    row = min(int(math.floor((lat + 90.0) * _GRID_PER_DEG)), 180 * _GRID_PER_DEG - 1)
+    col = int(math.floor((lon + 180.0) * _GRID_PER_DEG)) % _GRID_COLS
+    return row * _GRID_COLS + col
+
+
+class Violation(Base):
+    __tablename__ = "violations"
+    __table_args__ = (Index(None, "cell", "occurred_at"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("processing_runs.id", ondelete="CASCADE"), index=True)
+    track_id: Mapped[int] = mapped_column(BigId, ForeignKey("tracks.id", ondelete="CASCADE"), index=True)
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="SET NULL"), index=True)
+    speed_kmh: Mapped[float] = mapped_column(Float)
+    limit_kmh: Mapped[float] = mapped_column(Float)
+    occurred_at: Mapped[datetime | None] = mapped_column(index=True)
+    time_is_estimate: Mapped[bool] = mapped_column(Boolean, default=False)  # no flight clock: processing time used
+    t_s: Mapped[float] = mapped_column(Double)
+    lat: Mapped[float | None] = mapped_column(Double)
+    lon: Mapped[float | None] = mapped_column(Double)
+    cell: Mapped[int | None] = mapped_column(Integer)  # grid_cell(lat, lon)
+
+
+class FieldTest(Base):
+    __tablename__ = "field_tests"
+    __table_args__ = (MYSQL_TABLE,)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    location: Mapped[str | None] = mapped_column(String(200))
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="SET NULL"))
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    checkins: Mapped[list[FieldTestCheckin]] = relationship(back_populates="field_test", cascade="all, delete-orphan")
+
+
+class FieldTestCheckin(Base):
+    """A device or a person checked in to (and later out of) a field test."""
+
+    __tablename__ = "field_test_checkins"
+    __table_args__ = (
+        CheckConstraint("device_id IS NOT NULL OR user_id IS NOT NULL OR person_name IS NOT NULL", name="who"),
+        CheckConstraint("checked_out_at IS NULL OR checked_out_at >= checked_in_at", name="order"),
+        MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    field_test_id: Mapped[int] = mapped_column(ForeignKey("field_tests.id", ondelete="CASCADE"), index=True)
+    device_id: Mapped[int | None] = mapped_column(ForeignKey("devices.id", ondelete="RESTRICT"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"), index=True)
+    person_name: Mapped[str | None] = mapped_column(String(128))  # people without an account
+    checked_in_at: Mapped[datetime] = mapped_column(default=utcnow)
+    checked_out_at: Mapped[datetime | None]
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    field_test: Mapped[FieldTest] = relationship(back_populates="checkins")

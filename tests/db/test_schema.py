@@ -1,0 +1,66 @@
+"""Migrations build exactly the ORM schema, on SQLite and MariaDB; both back ends store the same values."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, select
+
+from db.engine import make_db_engine, session_scope
+from db.migrate import SchemaOutOfDateError, current_revision, head_revision, require_current, upgrade
+from db.models import Base, Device, Flight, TelemetrySampleRow
+
+
+def test_upgrade_builds_the_model_schema(empty_db_url):
+    with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
+        require_current(empty_db_url)
+    assert upgrade(empty_db_url) == head_revision() == "0001"
+    assert upgrade(empty_db_url) == "0001"  # idempotent
+    require_current(empty_db_url)
+    engine = make_db_engine(empty_db_url)
+    try:
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+        assert diff == [], f"migrations and models disagree: {diff}"
+        names = set(inspect(engine).get_table_names())
+        assert {"users", "devices", "device_tokens", "tasks", "task_rounds", "flights", "telemetry_samples", "videos",
+                "processing_runs", "tracks", "track_speeds", "violations", "field_tests",
+                "field_test_checkins"} <= names
+        indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
+        for required in ("ix_flights_start_time", "ix_processing_runs_flight_id", "ix_violations_occurred_at",
+                         "ix_violations_cell_occurred_at", "ix_telemetry_samples_flight_id_t_s", "ix_track_speeds_track_id_frame"):
+            assert required in indexes
+    finally:
+        engine.dispose()
+    assert current_revision(empty_db_url) == "0001"
+
+
+def test_same_values_on_both_back_ends(db_url):
+    when = datetime(2024, 5, 17, 10, 11, 12, 345678)
+    with session_scope(db_url) as s:
+        d = Device(serial="SN-ü-1", name="Drohne 🚁 Süd", model="DJI Mavic 3")
+        s.add(d)
+        s.flush()
+        f = Flight(device_id=d.id, start_time=when, home_lat=-35.363262123456, home_lon=149.165237412345,
+                   status="complete")
+        s.add(f)
+        s.flush()
+        s.add(TelemetrySampleRow(flight_id=f.id, t_s=3601.123456, lat=47.123456789, lon=8.987654321, rel_alt_m=80.5))
+    with session_scope(db_url) as s:
+        d = s.scalar(select(Device))
+        assert d.name == "Drohne 🚁 Süd" and d.serial == "SN-ü-1"  # utf8mb4 (4-byte emoji)
+        f = s.scalar(select(Flight))
+        assert f.start_time == when  # DATETIME(6): microseconds kept
+        assert f.home_lat == -35.363262123456 and f.home_lon == 149.165237412345  # DOUBLE, not FLOAT
+        row = s.scalar(select(TelemetrySampleRow))
+        assert row.t_s == 3601.123456 and row.lat == 47.123456789 and isinstance(row.id, int)
+
+
+def test_foreign_keys_are_enforced(db_url):
+    from sqlalchemy.exc import IntegrityError
+
+    with pytest.raises(IntegrityError):
+        with session_scope(db_url) as s:
+            s.add(TelemetrySampleRow(flight_id=999999, t_s=0.0))
