@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import typer
 
+from edge.batch.cli import cli_batch
 from edge.commands import demo as demo_cmd
 from edge.commands.config_show import cli_config
 from edge.commands import process as process_cmd
+from edge.service.cli import cli_serve
+from dashboard.cli import cli_import_run, cli_user_add
 from db import cli as db_cli
 from tracking.evaluation.report import cli_eval
 from vision.synth.cli import cli_synth
@@ -22,6 +25,8 @@ app = typer.Typer(
 
 app.command("process")(process_cmd.cli_process)
 app.command("demo")(demo_cmd.cli_demo)
+app.command("batch")(cli_batch)
+app.command("serve")(cli_serve)
 app.command("config")(cli_config)
 app.command("import-log")(db_cli.cli_import_log)
 app.command("synth")(cli_synth)
@@ -31,6 +36,10 @@ app.command("train-road")(cli_train_road)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 db_app.command("upgrade")(db_cli.cli_db_upgrade)
 app.add_typer(db_app, name="db")
+app.command("import-run")(cli_import_run)
+user_app = typer.Typer(help="Dashboard users.", no_args_is_help=True)
+user_app.command("add")(cli_user_add)
+app.add_typer(user_app, name="user")
 
 
 def main() -> None:

@@ -1,0 +1,139 @@
+"""Who is asking and what they may do: session login, roles, CSRF tokens.
+
+Roles are ordered: a viewer reads, an operator also runs tasks and uploads, an admin also manages users and
+devices. The user (and so the role) is re-read from the database on every request, so a role change or a
+deactivation takes effect at once, not when the cookie expires.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections import defaultdict, deque
+from urllib.parse import quote
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from dashboard.context import ctx, get_db
+from db.models import ROLES, User
+
+ROLE_RANK = {"viewer": 0, "operator": 1, "admin": 2}
+assert set(ROLE_RANK) == set(ROLES)
+
+SESSION_UID, SESSION_LOGIN_AT, SESSION_CSRF, SESSION_PW = "ap_uid", "ap_login_at", "ap_csrf", "ap_pw"
+CSRF_FIELD, CSRF_HEADER = "csrf_token", "x-csrf-token"
+
+
+class NotLoggedIn(Exception):
+    """No valid session: pages redirect to the login form, the API answers 401."""
+
+
+class Forbidden(Exception):
+    def __init__(self, needed: str):
+        super().__init__(needed)
+        self.needed = needed
+
+
+class CsrfFailed(Exception):
+    """A state-changing request without the session's CSRF token."""
+
+
+def has_role(user: User | None, role: str) -> bool:
+    return user is not None and ROLE_RANK.get(user.role, -1) >= ROLE_RANK[role]
+
+
+def optional_user(request: Request, db: Session = Depends(get_db)) -> User | None:
+    uid = request.session.get(SESSION_UID)
+    if uid is None:
+        return None
+    login_at = request.session.get(SESSION_LOGIN_AT, 0)
+    if time.time() - login_at > ctx(request).settings.session_absolute_s:
+        logout_session(request)
+        return None
+    user = db.get(User, uid)
+    if user is None or not user.active or request.session.get(SESSION_PW) != password_fingerprint(user):
+        logout_session(request)  # deleted, deactivated, or its password changed since this login
+        return None
+    return user
+
+
+def require(role: str):
+    """Dependency: the logged-in user, having at least ``role``."""
+    if role not in ROLE_RANK:
+        raise ValueError(f"unknown role {role!r}")
+
+    def dependency(user: User | None = Depends(optional_user)) -> User:
+        if user is None:
+            raise NotLoggedIn()
+        if not has_role(user, role):
+            raise Forbidden(role)
+        return user
+
+    dependency.__name__ = f"require_{role}"
+    return dependency
+
+
+viewer = require("viewer")
+operator = require("operator")
+admin = require("admin")
+
+
+def csrf_token(request: Request) -> str:
+    token = request.session.get(SESSION_CSRF)
+    if not token:
+        token = request.session[SESSION_CSRF] = secrets.token_urlsafe(32)
+    return token
+
+
+async def verify_csrf(request: Request) -> None:
+    """Dependency of every POST: the form field or header must equal the session's token (synchronizer token)."""
+    expected = request.session.get(SESSION_CSRF)
+    sent = request.headers.get(CSRF_HEADER)
+    if sent is None and request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")):
+        sent = (await request.form()).get(CSRF_FIELD)
+    if not expected or not isinstance(sent, str) or not secrets.compare_digest(expected, sent):
+        raise CsrfFailed()
+
+
+def password_fingerprint(user: User) -> str:
+    """Changes when the password does, so a new password ends every older session (the service does the same)."""
+    return hashlib.sha256(user.password_hash.encode()).hexdigest()[:16]
+
+
+def login_session(request: Request, user: User) -> None:
+    request.session.clear()  # a fresh session (and CSRF token) at every login: no fixation
+    request.session[SESSION_UID] = user.id
+    request.session[SESSION_LOGIN_AT] = int(time.time())
+    request.session[SESSION_PW] = password_fingerprint(user)
+    csrf_token(request)
+
+
+def logout_session(request: Request) -> None:
+    request.session.clear()
+
+
+def login_redirect_url(request: Request) -> str:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return ctx(request).url("/login") + "?next=" + quote(target, safe="")
+
+
+class LoginThrottle:
+    """At most ``attempts`` failed logins per user name in ``window_s``; a brake on password guessing."""
+
+    def __init__(self, attempts: int = 5, window_s: float = 300.0):
+        self.attempts, self.window_s = attempts, window_s
+        self._failures: dict[str, deque] = defaultdict(deque)
+
+    def blocked(self, username: str) -> bool:
+        q = self._failures[username.lower()]
+        while q and time.monotonic() - q[0] > self.window_s:
+            q.popleft()
+        return len(q) >= self.attempts
+
+    def failed(self, username: str) -> None:
+        self._failures[username.lower()].append(time.monotonic())
+
+    def succeeded(self, username: str) -> None:
+        self._failures.pop(username.lower(), None)

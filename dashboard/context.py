@@ -1,0 +1,71 @@
+"""What every dashboard request needs: settings, the database sessions, the templates (kept on ``app.state``)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session, sessionmaker
+
+from dashboard.settings import DashboardSettings
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+
+
+@dataclass
+class DashboardContext:
+    settings: DashboardSettings
+    sessions: sessionmaker[Session]
+    templates: Jinja2Templates
+    data_dir: Path
+    throttle: object = field(default=None)  # dashboard.auth.LoginThrottle, one per app
+
+    def url(self, path: str = "/") -> str:
+        return self.settings.prefix.rstrip("/") + path
+
+
+def make_templates(prefix: str) -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    env = templates.env
+    env.globals["u"] = lambda path="/": prefix.rstrip("/") + path
+    env.filters["dt"] = lambda v: "" if v is None else v.strftime("%Y-%m-%d %H:%M:%S")
+    env.filters["num"] = lambda v, nd=1: "" if v is None else f"{v:.{nd}f}"
+    return templates
+
+
+def ctx(request: Request) -> DashboardContext:
+    return request.app.state.airpatrol_dashboard
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    """One session per request. Handlers that write call ``db.commit()`` themselves before answering.
+
+    On SQLite a transaction that reads and then writes must hold the write lock from its start (``db.engine.WRITE``:
+    ``BEGIN IMMEDIATE``), else a writer that committed in between makes it fail at once; so state-changing requests
+    start that way, while page views keep deferred transactions that never wait for the service's writers.
+    """
+    from db.engine import WRITE
+
+    with ctx(request).sessions() as session:
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            session.connection(execution_options=WRITE)
+        yield session
+
+
+def flash(request: Request, message: str, kind: str = "info") -> None:
+    """A one-line message shown on the next page (kept in the signed session cookie)."""
+    request.session.setdefault("ap_flash", [])
+    request.session["ap_flash"] = request.session["ap_flash"][-4:] + [[kind, message[:500]]]
+
+
+def render(request: Request, template: str, user, status_code: int = 200, **values: Any):
+    from dashboard.auth import csrf_token
+
+    c = ctx(request)
+    messages = request.session.pop("ap_flash", []) if "ap_flash" in request.session else []
+    values.update(request=request, user=user, csrf_token=csrf_token(request), messages=messages,
+                  settings=c.settings, prefix=c.settings.prefix.rstrip("/"))
+    return c.templates.TemplateResponse(request, template, values, status_code=status_code)

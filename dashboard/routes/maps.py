@@ -1,0 +1,54 @@
+"""The map page and its data: flights, drones, trajectories coloured by speed, violations; a vehicle's profile."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from dashboard import charts
+from dashboard.auth import viewer
+from dashboard.context import ctx, get_db, render
+from dashboard.mapdata import map_layers
+from dashboard.routes.common import map_filter, not_found, redirect
+from db.models import Device, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
+
+router = APIRouter()
+MAX_PROFILE_POINTS = 3000
+
+
+@router.get("/")
+def home(request: Request):
+    return redirect(request, "/map")
+
+
+@router.get("/map", name="map")
+def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
+    f = map_filter(request)
+    tasks = list(db.scalars(select(Task).order_by(Task.name)))
+    devices = list(db.scalars(select(Device).order_by(Device.serial)))
+    return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices)
+
+
+@router.get("/api/map")
+def map_data(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
+    s = ctx(request).settings
+    return map_layers(db, map_filter(request), max_runs=s.map_max_runs, live_stale_s=s.live_stale_s)
+
+
+@router.get("/api/tracks/{track_id}/profile")
+def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """A vehicle's speed over time (plotly figure JSON) and its numbers."""
+    track = db.get(TrackRow, track_id)
+    if track is None:
+        raise not_found(f"track {track_id}")
+    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.flag)
+                      .where(TrackSpeed.track_id == track_id).order_by(TrackSpeed.frame)).all()
+    step = max(1, len(rows) // MAX_PROFILE_POINTS + (len(rows) % MAX_PROFILE_POINTS > 0))
+    rows = rows[::step]
+    limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
+    run = db.get(ProcessingRun, track.run_id)
+    figure = charts.speed_profile([r.t_s for r in rows], [None if r.flag else r.speed_kmh for r in rows], None, limit)
+    return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,
+            "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
+            "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,
+            "baseline": run.baseline if run else None, "figure": figure}

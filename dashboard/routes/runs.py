@@ -1,0 +1,164 @@
+"""Processing runs: list with live status and progress, per-run summary, side-by-side with the baseline, exports."""
+from __future__ import annotations
+
+import statistics
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from dashboard import charts, exports
+from dashboard.auth import viewer
+from dashboard.context import get_db, render
+from dashboard.mapdata import long_enough
+from dashboard.routes.common import BadQuery, not_found, opt_int
+from db.models import RUN_STATUSES, ProcessingRun, TrackRow, Video, Violation
+
+router = APIRouter()
+PAGE_SIZE = 50
+
+
+def run_row(run: ProcessingRun) -> dict:
+    s = run.summary_json or {}
+    return {"run_id": run.id, "status": run.status, "progress": round(run.progress or 0.0, 4),
+            "frames_done": run.frames_done, "frame_count": run.frame_count, "baseline": run.baseline,
+            "flight_id": run.flight_id, "video_id": run.video_id, "error": run.error,
+            "created_at": run.created_at.isoformat() if run.created_at else None,
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "tracks": (s.get("counts") or {}).get("tracks"), "violations": s.get("violations")}
+
+
+def _runs_query(request: Request):
+    q = request.query_params
+    status = q.get("status") or None
+    if status is not None and status not in RUN_STATUSES:
+        raise HTTPException(400, f"status: expected one of {', '.join(RUN_STATUSES)}")
+    query = select(ProcessingRun)
+    if status:
+        query = query.where(ProcessingRun.status == status)
+    try:
+        flight_id = opt_int(q.get("flight_id"), "flight_id")
+    except BadQuery as exc:
+        raise HTTPException(400, str(exc)) from None
+    if flight_id is not None:
+        query = query.where(ProcessingRun.flight_id == flight_id)
+    return query.order_by(ProcessingRun.id.desc()), status
+
+
+def service_jobs(request: Request, db: Session) -> list | None:
+    """The edge service's batch jobs (its own table), newest first; None when no service is attached."""
+    svc = getattr(request.app.state, "ctx", None)
+    if svc is None or not hasattr(svc, "jobs"):
+        return None
+    from edge.service.models import JobRow
+
+    return list(db.scalars(select(JobRow).order_by(JobRow.id.desc()).limit(PAGE_SIZE)))
+
+
+@router.get("/runs", name="runs")
+def run_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
+    query, status = _runs_query(request)
+    runs = list(db.scalars(query.limit(PAGE_SIZE)))
+    return render(request, "runs.html", user, runs=[run_row(r) for r in runs], status=status or "",
+                  statuses=RUN_STATUSES, jobs=service_jobs(request, db))
+
+
+@router.get("/api/runs")
+def run_list_api(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
+    query, _ = _runs_query(request)
+    return {"runs": [run_row(r) for r in db.scalars(query.limit(PAGE_SIZE))]}
+
+
+def run_stats(db: Session, run: ProcessingRun) -> dict:
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, long_enough())))
+    moving = [t.median_speed_kmh for t in tracks if t.moving and t.median_speed_kmh is not None]
+    s = run.summary_json or {}
+    timings = s.get("timings") or run.timings_json or {}
+    n_viol = db.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id)) or 0
+    return {"tracks": len(tracks), "moving": sum(t.moving for t in tracks),
+            "stationary": sum(not t.moving for t in tracks), "frames": run.frames_done,
+            "median_speed_kmh": round(statistics.median(moving), 1) if moving else None,
+            "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
+            "fps": timings.get("fps"), "ms_per_frame": timings.get("ms_per_frame"),
+            "mode": s.get("mode") or ("baseline" if run.baseline else "dual_layer"),
+            "device": run.device, "weights": run.weights, "moving_speeds": moving}
+
+
+def counterpart(db: Session, run: ProcessingRun) -> ProcessingRun | None:
+    """The complete run of the same video in the other mode (baseline <-> AirPatrol)."""
+    if run.video_id is None:
+        return None
+    return db.scalar(select(ProcessingRun).where(
+        ProcessingRun.video_id == run.video_id, ProcessingRun.baseline == (not run.baseline),
+        ProcessingRun.status == "complete").order_by(ProcessingRun.id.desc()).limit(1))
+
+
+def _get_run(db: Session, run_id: int) -> ProcessingRun:
+    run = db.get(ProcessingRun, run_id)
+    if run is None:
+        raise not_found(f"run {run_id}")
+    return run
+
+
+@router.get("/runs/{run_id}", name="run")
+def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    run = _get_run(db, run_id)
+    stats = run_stats(db, run)
+    violations = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+                            .join(TrackRow, TrackRow.id == Violation.track_id)
+                            .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc())).all()
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, long_enough())
+                             .order_by(TrackRow.max_speed_kmh.desc()).limit(200)))
+    video = db.get(Video, run.video_id) if run.video_id else None
+    out_dir = exports.run_output_dir(run, db)
+    has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
+    histogram = charts.speed_histogram([(stats["mode"], stats["moving_speeds"])]) if stats["moving_speeds"] else None
+    return render(request, "run.html", user, run=run, row=run_row(run), stats=stats, violations=violations,
+                  tracks=tracks, video=video, other=counterpart(db, run), histogram=histogram, has_video=has_video,
+                  formats=exports.RUN_FORMATS)
+
+
+@router.get("/runs/{run_id}/compare", name="run_compare")
+def run_compare(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    run = _get_run(db, run_id)
+    try:
+        other_id = opt_int(request.query_params.get("other"), "other")
+    except BadQuery as exc:
+        raise HTTPException(400, str(exc)) from None
+    other = _get_run(db, other_id) if other_id is not None else counterpart(db, run)
+    if other is None:
+        raise HTTPException(404, f"run {run_id} has no complete run of the same video in the other mode to compare with")
+    left, right = (other, run) if other.baseline and not run.baseline else (run, other)
+    stats = [run_stats(db, left), run_stats(db, right)]
+    histogram = charts.speed_histogram([(f"run {r.id} ({s['mode']})", s["moving_speeds"])
+                                        for r, s in zip((left, right), stats)])
+    return render(request, "compare.html", user, runs=[left, right], stats=stats, histogram=histogram)
+
+
+@router.get("/runs/{run_id}/export.{fmt}")
+def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depends(get_db)):
+    run = _get_run(db, run_id)
+    if fmt not in exports.RUN_FORMATS:
+        raise HTTPException(404, f"unknown export format {fmt!r} (one of {', '.join(exports.RUN_FORMATS)})")
+    name = f"run_{run_id}.{'txt' if fmt == 'mot' else fmt}"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    try:
+        if fmt == "csv":
+            return StreamingResponse(exports.run_csv(db, run), media_type="text/csv", headers=headers)
+        if fmt == "mot":
+            return FileResponse(exports.run_mot_path(run, db), media_type="text/plain", filename=name)
+        body = {"geojson": exports.run_geojson, "kml": exports.run_kml}[fmt](db, run)
+    except exports.ExportUnavailable as exc:
+        return PlainTextResponse(str(exc), status_code=404)
+    return Response(body, media_type=exports.MEDIA_TYPES[fmt], headers=headers)
+
+
+@router.get("/runs/{run_id}/annotated.mp4")
+def run_video(run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The run's annotated H.264 video, served with range requests so the browser can seek."""
+    out_dir = exports.run_output_dir(_get_run(db, run_id), db)
+    path = out_dir / "annotated.mp4" if out_dir else None
+    if path is None or not path.is_file():
+        raise not_found(f"annotated video of run {run_id}")
+    return FileResponse(path, media_type="video/mp4")

@@ -1,0 +1,184 @@
+"""Store a processed run folder (written by `airpatrol process`) in the database, so the dashboard can show it.
+
+The folder's per-frame ``tracks.csv`` is replayed through :class:`db.sink.DatabaseSink`, the same sink a live run
+writes through, so an imported run gets exactly what a run processed with the database attached would: track rows
+with their map paths, per-frame speeds with lat/lon, speed violations, and the supersede rule (importing a newer
+run of the same video replaces the older result set). The run's flight log (``summary.json`` -> ``telemetry``)
+becomes a flight with its GPS track unless ``flight_id`` names an existing flight.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session, sessionmaker
+from tqdm import tqdm
+
+from db.models import ProcessingRun, TrackRow, Violation
+from tracking.types import FrameResult, RunInfo, TrackState
+from vision.types import VEHICLE_CLASSES, Frame
+
+FALLBACK_DEVICE_SERIAL = "unregistered-drone"  # flight logs that do not name their aircraft (e.g. DJI SRT)
+_NO_IMAGE = np.zeros((0, 0, 3), np.uint8)  # the database sink reads frame index and time only
+
+
+class RunImportError(ValueError):
+    pass
+
+
+@dataclass
+class ImportedRun:
+    run_id: int
+    flight_id: int | None
+    video_id: int | None
+    tracks: int
+    violations: int
+
+
+def _maker(target) -> sessionmaker:
+    if isinstance(target, Session):
+        target.commit()  # the sink writes on its own connections; an open write transaction would block it
+        return sessionmaker(target.get_bind(), expire_on_commit=False)
+    if isinstance(target, Engine):
+        return sessionmaker(target, expire_on_commit=False)
+    if isinstance(target, sessionmaker):
+        return target
+    from db.engine import session_factory
+
+    return session_factory(target)
+
+
+def _load_summary(run_dir: Path) -> dict:
+    path = run_dir / "summary.json"
+    if not run_dir.is_dir():
+        raise RunImportError(f"{run_dir}: not a folder (expected the output folder of `airpatrol process`)")
+    if not path.is_file():
+        raise RunImportError(f"{path}: missing; {run_dir} is not a complete processed run")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunImportError(f"{path}: cannot parse ({str(exc).splitlines()[0]})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("video"), dict):
+        raise RunImportError(f"{path}: not a run summary (no 'video' section)")
+    return summary
+
+
+def _float(value: str) -> float | None:
+    if value in ("", None):
+        return None
+    x = float(value)
+    return x if math.isfinite(x) else None
+
+
+def _class_id(name: str) -> int:
+    if name in VEHICLE_CLASSES:
+        return VEHICLE_CLASSES.index(name)
+    return int(name) if name.lstrip("-").isdigit() else -1
+
+
+def _track_state(row: dict) -> TrackState:
+    gx, gy = _float(row.get("ground_x_m", "")), _float(row.get("ground_y_m", ""))
+    return TrackState(
+        track_id=int(row["track_id"]),
+        xyxy=np.array([float(row[k]) for k in ("x1", "y1", "x2", "y2")], np.float32),
+        score=float(row["score"]), class_id=_class_id(row["class"]), moving=row["moving"] == "1",
+        speed_kmh=_float(row["speed_kmh"]), speed_sigma_kmh=_float(row.get("speed_sigma_kmh", "")),
+        speed_flag=row.get("speed_flag") or None, ground_xy=(gx, gy) if gx is not None and gy is not None else None,
+        lat=_float(row.get("lat", "")), lon=_float(row.get("lon", "")),
+    )
+
+
+def _frame_results(csv_path: Path, fps: float, total_frames: int):
+    """FrameResults in frame order, including the frames without any vehicle (the sink counts frames)."""
+    next_index = 0
+    current, tracks, t = None, [], 0.0
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = {"frame", "t", "track_id", "class", "x1", "y1", "x2", "y2", "score", "moving", "speed_kmh"} - set(
+            reader.fieldnames or [])
+        if missing:
+            raise RunImportError(f"{csv_path}: not a tracks.csv (missing columns {', '.join(sorted(missing))})")
+        for line_no, row in enumerate(reader, start=2):
+            try:
+                index, state = int(row["frame"]) - 1, _track_state(row)
+                row_t = float(row["t"])
+            except (TypeError, ValueError) as exc:
+                raise RunImportError(f"{csv_path}: line {line_no}: bad value ({exc})") from None
+            if index != current:
+                if current is not None:
+                    yield FrameResult(Frame(current, t, _NO_IMAGE), tracks)
+                    next_index = current + 1
+                if index < next_index:
+                    raise RunImportError(f"{csv_path}: line {line_no}: frame {index + 1} out of order")
+                for empty in range(next_index, index):
+                    yield FrameResult(Frame(empty, empty / fps, _NO_IMAGE), [])
+                current, tracks, t = index, [], row_t
+            tracks.append(state)
+    if current is not None:
+        yield FrameResult(Frame(current, t, _NO_IMAGE), tracks)
+        next_index = current + 1
+    for empty in range(next_index, total_frames):
+        yield FrameResult(Frame(empty, empty / fps, _NO_IMAGE), [])
+
+
+def _import_flight(maker: sessionmaker, log_path: Path, device_serial: str | None) -> int:
+    from db.importer import import_flight_log
+    from vision.telemetry import load_flight_log
+
+    log = load_flight_log(log_path)
+    serial = device_serial or log.device.get("serial") or FALLBACK_DEVICE_SERIAL
+    with maker() as s, s.begin():
+        return import_flight_log(s, log_path, device_serial=serial, create_device=True, progress=False, log=log).flight_id
+
+
+def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = None, *,
+                   import_telemetry: bool = True, device_serial: str | None = None,
+                   speed_limit_kmh: float | None = None, task_round_id: int | None = None,
+                   progress: bool = False) -> ImportedRun:
+    """Store the results of a processed run folder; returns the new run's ids and counts.
+
+    ``target``: an Engine, a sessionmaker, a database URL, None (the configured database) or a Session (its
+    pending changes are committed first: the sink writes through its own connections).
+    ``speed_limit_kmh`` (or the task of ``task_round_id``) turns speeds above it into violations.
+    """
+    from db.sink import DatabaseSink
+
+    run_dir = Path(run_dir).resolve()
+    summary = _load_summary(run_dir)
+    tracks_csv = run_dir / "tracks.csv"
+    if not tracks_csv.is_file():
+        raise RunImportError(f"{tracks_csv}: missing; {run_dir} is not a complete processed run")
+    maker = _maker(target)
+    video = summary["video"]
+    fps = float(video.get("fps") or 25.0)
+    frames = int((summary.get("counts") or {}).get("frames") or 0)
+    log_path = summary.get("telemetry")
+    if flight_id is None and import_telemetry and log_path and Path(log_path).is_file():
+        flight_id = _import_flight(maker, Path(log_path), device_serial)
+
+    sink = DatabaseSink(session_maker=maker, flight_id=flight_id, task_round_id=task_round_id,
+                        speed_limit_kmh=speed_limit_kmh)
+    info = RunInfo(str(summary.get("source") or run_dir), int(video.get("width") or 0), int(video.get("height") or 0),
+                   fps, video.get("frame_count") or frames or None, summary.get("config") or {},
+                   str(summary.get("weights") or ""), str(summary.get("mode") or "dual_layer"),
+                   str(summary.get("device") or ""))
+    sink.open(info)
+    try:
+        with tqdm(total=frames or None, unit="frame", desc=f"import {run_dir.name}"[:24], disable=not progress) as bar:
+            for result in _frame_results(tracks_csv, fps, frames):
+                sink.write(result)
+                bar.update(1)
+        sink.close({**summary, "output_dir": str(run_dir)})
+    except BaseException as exc:
+        sink.abort(exc)
+        raise
+    with maker() as s:
+        run = s.get(ProcessingRun, sink.run_id)
+        n_tracks = s.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id))
+        n_viol = s.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id))
+        return ImportedRun(run.id, flight_id, run.video_id, n_tracks or 0, n_viol or 0)

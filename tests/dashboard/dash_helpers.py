@@ -1,0 +1,88 @@
+"""Helpers of the dashboard tests: a processed run folder written by the pipeline's own file sinks, a GPX flight
+log, and form login for TestClients."""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+ORIGIN = (48.137, 11.575)  # lat, lon of the synthetic road
+PASSWORDS = {"admin": "admin-pass-123", "operator": "operator-pass-123", "viewer": "viewer-pass-123"}
+
+
+def _metres_to_latlon(east: float, north: float) -> tuple[float, float]:
+    lat = ORIGIN[0] + north / 111_320.0
+    lon = ORIGIN[1] + east / (111_320.0 * math.cos(math.radians(ORIGIN[0])))
+    return lat, lon
+
+
+def write_gpx(path: Path, start: datetime, seconds: int = 12) -> Path:
+    """A flight log (GPX written with gpxpy) hovering along the road."""
+    import gpxpy.gpx
+
+    gpx = gpxpy.gpx.GPX()
+    track, seg = gpxpy.gpx.GPXTrack(), gpxpy.gpx.GPXTrackSegment()
+    for i in range(seconds + 1):
+        lat, lon = _metres_to_latlon(-30 + 5 * i, 25)
+        seg.points.append(gpxpy.gpx.GPXTrackPoint(lat, lon, elevation=520 + i, time=start + timedelta(seconds=i)))
+    track.segments.append(seg)
+    gpx.tracks.append(track)
+    path.write_text(gpx.to_xml(), encoding="utf-8")
+    return path
+
+
+def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: float = 10.0, frames: int = 60,
+                 telemetry: Path | None = None) -> Path:
+    """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
+
+    Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car.
+    """
+    from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
+    from tracking.types import FrameResult, RunInfo, TrackState
+    from vision.types import Frame
+
+    folder.mkdir(parents=True, exist_ok=True)
+    info = RunInfo(str(folder / "video.mp4"), 1280, 720, fps, frames, {}, "test.pt", "dual_layer", "cpu")
+    sinks = [MOTSink(folder), TrackCSVSink(folder), TrackSummarySink(folder), GeoJSONSink(folder)]
+    for s in sinks:
+        s.open(info)
+    image = np.zeros((1, 1, 3), np.uint8)
+    for i in range(frames):
+        t = i / fps
+        tracks = []
+        for k, v in enumerate(list(speeds_kmh) + [0.0]):
+            east, north = -40 + v / 3.6 * t, 4.0 * k
+            lat, lon = _metres_to_latlon(east, north)
+            x, y = 100 + east * 5, 100 + north * 5
+            tracks.append(TrackState(track_id=k + 1, xyxy=np.array([x, y, x + 20, y + 10], np.float32), score=0.9,
+                                     class_id=0 if k % 2 == 0 else 1, moving=v > 0, speed_kmh=v if i >= 3 else None,
+                                     speed_sigma_kmh=1.5, ground_xy=(east, north), lat=lat, lon=lon))
+        result = FrameResult(Frame(i, t, image), tracks)
+        for s in sinks:
+            s.write(result)
+    for s in sinks:
+        s.close({"source": info.source, "mode": info.mode})
+    summary = {"source": info.source, "mode": info.mode,
+               "video": {"path": info.source, "width": 1280, "height": 720, "fps": fps, "frame_count": frames,
+                         "duration_s": frames / fps, "codec": "h264"},
+               "telemetry": str(telemetry) if telemetry else None, "weights": "test.pt", "device": "cpu",
+               "config": {}, "counts": {"frames": frames, "tracks": len(speeds_kmh) + 1},
+               "timings": {"fps": 12.5, "ms_per_frame": 80.0}}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    return folder
+
+
+def login(client, username: str, password: str):
+    page = client.get("/dashboard/login")
+    assert page.status_code == 200
+    token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    return client.post("/dashboard/login", data={"username": username, "password": password, "csrf_token": token,
+                                                 "next": ""}, follow_redirects=False)
+
+
+def csrf_of(client) -> str:
+    page = client.get("/dashboard/map")
+    return page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]

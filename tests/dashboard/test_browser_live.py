@@ -1,0 +1,89 @@
+"""The Live page inside the edge service, in real headless Chromium: a device pushes frames, the page shows the
+service's annotated MJPEG preview and the live feed's vehicle count, speeds and fps."""
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import threading
+import time
+
+import pytest
+
+from tests.dashboard.browser import browser_login, chromium, require_browser, save_screenshot, serve, wait_until
+from tests.dashboard.dash_helpers import PASSWORDS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def service_site(tmp_path, template_db):
+    require_browser()
+    fakes = pytest.importorskip("tests.edge.service.service_fakes",
+                                reason="the service's test doubles (bright-box detector) are needed")
+    from db.engine import dispose_engines
+    from edge.config import load_settings
+    from edge.service.app import create_app
+
+    shutil.copyfile(template_db, tmp_path / "airpatrol.db")
+    settings = load_settings(None, {
+        "data_dir": str(tmp_path / "data"), "database_url": f"sqlite:///{tmp_path / 'airpatrol.db'}",
+        "pipeline": {"calibration": {"metres_per_pixel": fakes.METRES_PER_PIXEL}},
+        "service": {"job_workers": 0, "resume_streams": False, "secret_key": "live-test-secret-0123456789",
+                    "preview_fps": 5.0}})
+    app = create_app(settings, pipeline_factory=fakes.make_pipeline)
+    with serve(app) as base:
+        yield base, fakes
+    dispose_engines()
+
+
+def _pusher(base: str, stream_id: int, fakes, stop: threading.Event, fps: float = 10.0) -> None:
+    """A ground station pushing the bright-box clip in real time until told to stop."""
+    from websockets.sync.client import connect
+
+    auth = base64.b64encode(f"operator:{PASSWORDS['operator']}".encode()).decode()
+    url = base.replace("http://", "ws://") + f"/api/streams/{stream_id}/push"
+    with connect(url, additional_headers={"Authorization": f"Basic {auth}"}) as ws:
+        ws.send(json.dumps({"type": "hello", "fps": fps}))
+        i, t0 = 0, time.monotonic()
+        while not stop.is_set():
+            ws.send(json.dumps({"type": "frame", "t": i / fps}))
+            ws.send(fakes.jpeg(i))
+            i += 1
+            time.sleep(max(0.0, t0 + i / fps - time.monotonic()))
+        ws.send(json.dumps({"type": "end"}))
+
+
+def test_live_page_shows_a_pushed_stream(service_site, tmp_path):
+    import httpx
+    from selenium.webdriver.common.by import By
+
+    base, fakes = service_site
+    r = httpx.post(f"{base}/api/streams", auth=("operator", PASSWORDS["operator"]),
+                   json={"kind": "push", "name": "bridge cam", "speed_limit_kmh": 30})
+    assert r.status_code == 201, r.text
+    stream_id = r.json()["id"]
+    stop = threading.Event()
+    pusher = threading.Thread(target=_pusher, args=(base, stream_id, fakes, stop), daemon=True)
+    pusher.start()
+    try:
+        with chromium() as driver:
+            browser_login(driver, base, "viewer", PASSWORDS["viewer"])
+            driver.get(f"{base}/dashboard/live")
+            card = wait_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+                              what="the stream card")[0]
+            vehicles = card.find_element(By.CSS_SELECTOR, "[data-k=vehicles]")
+            wait_until(driver, lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2, timeout=60,
+                       what="vehicles from the live feed")
+            img = card.find_element(By.CSS_SELECTOR, ".view img")
+            wait_until(driver, lambda d: d.execute_script("return arguments[0].naturalWidth", img) > 0, timeout=30,
+                       what="the MJPEG preview")
+            wait_until(driver, lambda d: card.find_element(By.CSS_SELECTOR, "[data-k=fps]").text not in ("–", "0.0"),
+                       what="the fps figure")
+            assert card.find_element(By.CSS_SELECTOR, "[data-k=dropped]").text.isdigit()
+            wait_until(driver, lambda d: card.find_elements(By.CSS_SELECTOR, "[data-k=speeds] li"), timeout=30,
+                       what="current speeds")
+            save_screenshot(driver, tmp_path / "dashboard_live.png", docs_name="dashboard_live.png")
+    finally:
+        stop.set()
+        pusher.join(20)
