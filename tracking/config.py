@@ -22,6 +22,10 @@ class DetectorConfig(BaseModel):
     probe_every: int = Field(50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles")
     max_box_fraction: float = Field(0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame")
     half: bool = Field(True, description="FP16 inference on CUDA")
+    runtime: Literal["auto", "torch", "onnx"] = Field(
+        "auto", description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
+                            "PyTorch on CUDA (measured rule, see edge/batch/runtime.py)"
+    )
 
 
 class RoadConfig(BaseModel):
@@ -46,6 +50,8 @@ class MotionConfig(BaseModel):
     min_contrast: float = Field(14.0, gt=0, description="grey-level difference from the background that counts as foreground")
     min_area_px: int = Field(12, ge=1)
     add_missed: bool = Field(True, description="add moving blobs the detector missed")
+    max_blob_detector_px: float = Field(
+        32.0, gt=0, description="moving blobs are added only when this small (long side) in the detector's input")
     blob_score: float = Field(0.5, gt=0, le=1, description="confidence given to a moving blob (ByteTrack fuses it with IoU)")
 
 

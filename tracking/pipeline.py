@@ -62,7 +62,7 @@ class Pipeline:
         self.motion.reset()
         self.detector.reset()
         if self.road is not None:
-            self.road.reset() if hasattr(self.road, "reset") else None
+            self.road.reset()
         self._H_cur_to_first = np.eye(3)
         self._last_boxes = np.zeros((0, 4), np.float32)
         self.timings: Counter = Counter()
@@ -134,7 +134,7 @@ class Pipeline:
         t = self._tick("track", t)
         self._observe_sizes(dets)
         result = self._finish(frame, rows, dets, ground, H, road)
-        if self.road is not None and hasattr(self.road, "observe_tracks") and result.tracks:
+        if self.road is not None and result.tracks:
             moving = [tr for tr in result.tracks if tr.moving]
             if moving:
                 self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
@@ -180,6 +180,11 @@ class Pipeline:
             ok &= (long_side >= 0.5 * ref) & (long_side <= 4.0 * ref) & (short_side <= 2.0 * ref)
         else:
             ok &= long_side <= 0.1 * max(self._size)
+        # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
+        # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
+        # pixels long in its input.
+        det_scale = 1.0 if self.detector.tiling_active else self.config.detector.imgsz / max(self._size)
+        ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
         blobs = blobs[ok]
         n = len(blobs)
         cls = np.zeros(n, int)  # car, or truck when clearly longer than a car

@@ -64,13 +64,15 @@ class VehicleDetector:
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
         self.device = resolve_device(device)
-        self.model = load_yolo(config.weights)
-        self.weights = str(Path(config.weights) if config.weights else DEFAULT_DETECTOR_WEIGHTS)
+        from edge.batch.runtime import load_for_runtime  # torch, or a cached ONNX Runtime export (config.runtime)
+
+        self.model, path, self.runtime = load_for_runtime(config, self.device, DEFAULT_DETECTOR_WEIGHTS)
+        self.weights = str(path)
         names = self.model.names if isinstance(self.model.names, dict) else dict(enumerate(self.model.names))
         self.class_map = {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP}
         if not self.class_map:
             raise WeightsError(f"{self.weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
-        self._is_torch = self.weights.endswith(".pt")
+        self._is_torch = self.weights.endswith(".pt") or self.runtime == "onnx"  # both take whole batches
         self.tiles_run = 0
         self.reset()
 
@@ -144,6 +146,11 @@ class VehicleDetector:
     def reset(self) -> None:
         self._frames = 0
         self._tiling_now = False
+
+    @property
+    def tiling_active(self) -> bool:
+        """Whether the last frame was detected in native-resolution tiles."""
+        return self.config.tiling == "on" or self._tiling_now
 
 
 def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:

@@ -20,6 +20,11 @@ ALPHA = 0.06  # background learning rate per frame (~ 16-frame memory)
 ALPHA_FOREGROUND = 0.006  # much slower under foreground, so slow vehicles are not absorbed while they pass
 
 
+def _fast_median(a: np.ndarray) -> float:
+    """Median of a strided sample: the noise level, at a fraction of the cost of a full median."""
+    return float(np.median(a[::4, ::4]))
+
+
 @dataclass
 class MotionField:
     """Foreground mask (downscaled frame), the two-frame change mask, and the factor to full resolution."""
@@ -72,9 +77,9 @@ class MotionDetector:
         diff_bg = cv2.absdiff(cur, bg)
         diff_prev = cv2.absdiff(cur, prev)
         # thresholds relative to the footage's own noise (compression, texture, warp interpolation)
-        thr = max(self.config.min_contrast, 4.0 * float(np.median(diff_bg)))
+        thr = max(self.config.min_contrast, 4.0 * _fast_median(diff_bg))
         fg = (diff_bg > thr).astype(np.uint8) * 255
-        changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * float(np.median(diff_prev)))).astype(np.uint8) * 255
+        changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * _fast_median(diff_prev))).astype(np.uint8) * 255
         alpha = np.where(fg > 0, ALPHA_FOREGROUND, ALPHA).astype(np.float32)
         self._bg = bg + alpha * (cur - bg)
         self._prev = cur
@@ -98,7 +103,7 @@ class MotionDetector:
             x, y, w, h, area = stats[i]
             if area < min_area:
                 continue
-            if changed_count is not None and changed_count[i] < max(2, 0.1 * area):
+            if changed_count is not None and changed_count[i] < max(2, 0.03 * area):
                 continue  # differs from the background but did not move since the last frame: a ghost
             boxes.append([x, y, x + w, y + h])
         if not boxes:

@@ -69,6 +69,34 @@ def load_tiles(pairs: list[tuple[Path, Path]], source: str, long_side: int, view
     return out
 
 
+def load_extra(folder: Path, long_side: int, frames_per_video: int = 4) -> list[Sample]:
+    """Extra training data: an ``images/`` + ``masks/`` folder (nadir tiles), or an ``airpatrol synth`` scene
+    folder (``video.mp4`` + ``road_mask/NNNNNN.png``, numbered from 1) of which a few evenly spaced frames are used."""
+    folder = Path(folder)
+    video, masks = folder / "video.mp4", folder / "road_mask"
+    if not (video.is_file() and masks.is_dir()):
+        return load_tiles(_pairs(folder), "extra", long_side)
+    numbered = sorted((int(p.stem), p) for p in masks.glob("*.png") if p.stem.isdigit())
+    if not numbered:
+        raise RoadLabelError(f"{masks}: no NNNNNN.png road masks")
+    picks = {numbered[int(i)][0]: numbered[int(i)][1] for i in np.linspace(0, len(numbered) - 1, min(frames_per_video, len(numbered)))}
+    out, cap, n = [], cv2.VideoCapture(str(video)), 0
+    while picks and n < max(picks):
+        ok, image = cap.read()
+        n += 1
+        if not ok:
+            break
+        if n in picks:
+            road = cv2.imread(str(picks[n]), cv2.IMREAD_GRAYSCALE)
+            if road is None or road.shape != image.shape[:2]:
+                raise RoadLabelError(f"{picks[n]}: unreadable or not the size of {video}'s frames")
+            road = (road > 127).astype(np.uint8)
+            # Synthetic cameras may be oblique, so only small rotations are used.
+            out.append(Sample(f"{folder.name}_{n}", "extra", image, road, np.ones_like(road), long_side / max(image.shape[:2]), "oblique"))
+    cap.release()
+    return out
+
+
 def load_drone(data_root: Path, split: str, long_side: int, labels_path: Path = DRONE_LABELS) -> list[Sample]:
     """Hand-labelled drone frames of one split ("train" or "val").
 
