@@ -53,6 +53,8 @@ def cli_process(
     no_video: Annotated[bool, typer.Option("--no-video", help="skip the annotated MP4 (faster)")] = False,
     max_frames: Annotated[Optional[int], typer.Option(help="stop after this many frames")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    batch_size: Annotated[int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU; same results)")] = 1,
+    detector_runtime: Annotated[Optional[str], typer.Option(help="auto | torch | onnx (auto: ONNX Runtime on CPU, PyTorch on CUDA)")] = None,
 ) -> None:
     """Detect, track and measure the speed of every vehicle in a recorded drone video."""
     from edge.config import load_settings
@@ -61,10 +63,12 @@ def cli_process(
     if device is not None and device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"--device {device}: expected auto, cpu or cuda")
     overrides = build_overrides(weights, device, calibration, baseline, conf, tiling, no_road, road_mask)
+    if detector_runtime is not None:
+        overrides.setdefault("pipeline", {}).setdefault("detector", {})["runtime"] = detector_runtime
     settings = load_settings(config, overrides)
     out_dir = out or default_out_dir(video, settings.pipeline.baseline)
     outcome = process_video(video, out_dir, settings.pipeline, telemetry=telemetry, write_video=not no_video,
-                            progress=not quiet, max_frames=max_frames)
+                            progress=not quiet, max_frames=max_frames, batch_size=batch_size)
     typer.echo(one_line_summary(outcome.summary, outcome.out_dir))
 
 

@@ -1,0 +1,87 @@
+"""Decoding off the critical path: a thread reads frames into a bounded queue while the pipeline works.
+
+FFmpeg (PyAV) releases the GIL while it decodes and converts to BGR, so on a machine with a spare core the next
+frames are ready when the pipeline asks for them. The queue is bounded: memory stays at ``maxsize`` frames however
+fast the decoder is. Errors of the source (a damaged file) are raised in the consumer, as the same exception.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tracking.pipeline import Pipeline
+from tracking.types import FrameResult
+from vision.source import FrameSource
+from vision.types import Frame
+
+_DONE = object()
+
+
+class DecodeThread:
+    """``with DecodeThread(source) as frames: for frame in frames: ...`` - the thread is joined on exit."""
+
+    def __init__(self, source: FrameSource, maxsize: int = 8):
+        self.source = source
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, maxsize))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="airpatrol-decode", daemon=True)
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self) -> None:
+        try:
+            for frame in self.source:
+                if not self._put(frame):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._put(exc)
+            return
+        self._put(_DONE)
+
+    def __iter__(self) -> Iterator[Frame]:
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def __enter__(self) -> "DecodeThread":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Stop the producer before the caller closes the container it reads from.
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(timeout=0.1)
+
+
+@contextmanager
+def frame_results(pipeline: Pipeline, source: FrameSource, batch_size: int = 1, queue_frames: int | None = None
+                  ) -> Iterator[Iterator[FrameResult]]:
+    """Pipeline results for every frame of ``source``: decoded in a thread, detected ``batch_size`` frames at a time."""
+    if batch_size < 1:
+        raise ValueError(f"--batch-size {batch_size}: must be at least 1")
+    with DecodeThread(source, queue_frames or max(4, 2 * batch_size)) as frames:
+        if batch_size == 1:
+            yield (pipeline.step(f) for f in frames)
+        else:
+            from edge.batch.batched import BatchedPipeline
+
+            yield BatchedPipeline(pipeline).run(frames, batch_size)

@@ -1,0 +1,86 @@
+"""Long flights in segments: seeking, planning, and stitching track ids back together."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge.batch.segments import (
+    Segment, SegmentOutput, SeekingVideoSource, match_tracks, plan_segments, run_segment, stitch,
+)
+from tracking.pipeline import Pipeline
+from tracking.types import FrameResult, TrackState
+from vision.source import open_source
+from vision.types import Frame
+
+
+def test_plan_covers_every_frame_once():
+    segs = plan_segments(1000, 25.0, segment_s=12.0, overlap_s=2.0)
+    assert len(segs) == 4 and segs[0].start == 0 and segs[-1].end == 1000
+    assert all(a.end == b.start for a, b in zip(segs, segs[1:]))
+    assert segs[0].warmup == 0 and all(s.warmup == 50 for s in segs[1:])
+    assert plan_segments(100, 25.0, 60.0, 2.0) == [Segment(0, 0, 100, 0)]
+
+
+def test_seeking_source_gives_the_same_frames(detector_video):
+    with open_source(detector_video, max_frames=70) as src:
+        ref = {f.index: f for f in src}
+    with SeekingVideoSource(detector_video, 41, 70) as src:
+        got = list(src)
+    assert [f.index for f in got] == list(range(41, 70))
+    for f in got:
+        assert f.t == pytest.approx(ref[f.index].t, abs=1e-6)
+        assert np.array_equal(f.image, ref[f.index].image)
+
+
+def _result(index: int, boxes: dict[int, tuple]) -> FrameResult:
+    tracks = [TrackState(tid, np.array(b, np.float32), 0.9, 0) for tid, b in boxes.items()]
+    return FrameResult(Frame(index, index / 25, np.zeros((0, 0, 3), np.uint8)), tracks)
+
+
+def test_match_tracks_by_overlap():
+    earlier = [_result(i, {5: (10 + i, 10, 30 + i, 20), 6: (100, 100, 120, 110)}) for i in range(10)]
+    later = [_result(i, {1: (11 + i, 10, 31 + i, 20), 2: (300, 300, 320, 310), 3: (100, 100, 120, 110)})
+             for i in range(6, 14)]
+    assert match_tracks(earlier, later) == {1: 5, 3: 6}  # 2 is a new vehicle
+    shifted = [_result(i, {1: (16 + i, 10, 36 + i, 20)}) for i in range(6, 14)]  # IoU 0.6 over 4 frames: same
+    assert match_tracks(earlier, shifted) == {1: 5}
+    late = [_result(9, {4: (16 + 9, 10, 36 + 9, 20)})]  # one common frame needs a closer match
+    assert match_tracks(earlier, late) == {}
+    assert match_tracks(earlier, [_result(9, {4: (19.5, 10, 39.5, 20)})]) == {4: 5}
+
+
+def _output(segment: Segment, vehicles: dict[int, tuple[int, int, float, float]]) -> SegmentOutput:
+    """A segment's results: ``{local id: (first frame, last frame, x, y)}``, each vehicle driving right."""
+    results = []
+    for i in range(segment.start - segment.warmup, segment.end):
+        boxes = {tid: (x + 4 * i, y, x + 4 * i + 20, y + 10) for tid, (a, b, x, y) in vehicles.items() if a <= i <= b}
+        results.append(_result(i, boxes))
+    stats = {"frames": len(results), "ms_per_frame_by_stage": {}, "ego_motion_failures": 0, "detector_tiles": 0}
+    return SegmentOutput(segment, results, stats, "w.pt", "dual_layer", "cpu", 1.0)
+
+
+def test_stitch_keeps_ids_and_reports_each_frame_once():
+    first = _output(Segment(0, 0, 30, 0), {3: (0, 59, 0.0, 50.0), 4: (0, 10, 200.0, 90.0)})
+    second = _output(Segment(1, 30, 60, 10), {1: (20, 59, 0.7, 50.5), 2: (35, 59, 300.0, 90.0)})  # its own ids
+    stitched = stitch([second, first])  # any order
+    assert [r.frame.index for r in stitched] == list(range(60))
+    ids = {r.frame.index: {t.track_id for t in r.tracks} for r in stitched}
+    car = ids[0] & ids[59]  # the vehicle seen through the whole flight
+    assert len(car) == 1 and all(car <= ids[i] for i in range(60))
+    early, late = ids[0] - car, ids[40] - car
+    assert len(early) == 1 and len(late) == 1 and early != late  # new vehicle after the boundary: a new id
+
+
+@pytest.mark.slow  # three pipeline runs over 60 frames
+def test_segments_of_a_real_video_run_and_stitch(lean_config, detector_video):
+    cfg = lean_config.model_dump(mode="json")
+    outputs = [run_segment(str(detector_video), cfg, s) for s in (Segment(0, 0, 30, 0), Segment(1, 30, 60, 20))]
+    assert [[r.frame.index for r in o.results] for o in outputs] == [list(range(30)), list(range(10, 60))]
+    stitched = stitch(outputs)
+    assert [r.frame.index for r in stitched] == list(range(60))
+    for r in stitched:
+        assert len({t.track_id for t in r.tracks}) == len(r.tracks)
+    pipe = Pipeline(lean_config)  # the later segment's own frames are what its pipeline computed, ids aside
+    with open_source(detector_video, max_frames=60) as src:
+        ref = [pipe.step(f) for f in src]
+    assert len(stitched[5].tracks) == len(ref[5].tracks)
