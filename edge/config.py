@@ -13,6 +13,7 @@ import yaml
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from edge.service.config import ServiceConfig
 from tracking.config import PipelineConfig
 
 
@@ -38,6 +39,7 @@ class AirPatrolSettings(BaseSettings):
     data_dir: str | None = Field(None, description="where runs, uploads and the default database live")
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
+    service: ServiceConfig = ServiceConfig()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):

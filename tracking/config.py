@@ -19,6 +19,7 @@ class DetectorConfig(BaseModel):
         "auto", description="tiled inference: 'auto' tiles frames much larger than imgsz so small vehicles survive"
     )
     tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
+    min_tile_gain: float = Field(1.0, ge=0, description="'auto' tiling: extra vehicles a tile pass must find to be worth it")
     probe_every: int = Field(50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles")
     max_box_fraction: float = Field(0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame")
     half: bool = Field(True, description="FP16 inference on CUDA")

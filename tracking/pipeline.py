@@ -183,7 +183,7 @@ class Pipeline:
         # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
         # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
         # pixels long in its input.
-        det_scale = 1.0 if self.detector.tiling_active else self.config.detector.imgsz / max(self._size)
+        det_scale = 1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._size)
         ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
         blobs = blobs[ok]
         n = len(blobs)

@@ -93,10 +93,16 @@ class VehicleDetector:
         during a flight, so the choice is re-checked every ``probe_every`` frames instead of fixed once.
         """
         whole = self._predict([image])[0]
+        runs_before = self.tiles_run
         tiled = self._tiled(image, road_mask)
+        n_tiles = self.tiles_run - runs_before
         n_whole = int((whole.score >= 0.3).sum())
         n_tiled = int((tiled.score >= 0.3).sum())
-        self._tiling_now = n_tiled > 1.15 * n_whole + 1
+        # Tiles cost one detector pass each: keep them only when they pay, i.e. find clearly more vehicles and at
+        # least one more per extra pass (a nadir frame full of road needs 8 tiles at 1080p for a handful of cars
+        # that the motion layer finds anyway).
+        gain = n_tiled - n_whole
+        self._tiling_now = gain > 0.15 * n_whole + 1 and gain >= max(1, n_tiles - 1) * self.config.min_tile_gain
         return tiled if self._tiling_now else whole
     # -- inference ------------------------------------------------------------------------------------------
     def _predict(self, images: list[np.ndarray]) -> list[Detections]:

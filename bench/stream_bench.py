@@ -1,0 +1,317 @@
+"""Live-stream benchmark of `airpatrol serve`: N devices push JPEG frames at a fixed rate for a bounded time.
+
+The server runs as its own process (`airpatrol serve`, as deployed); per stream one client pushes frames over the
+push WebSocket in real time and one reads the live feed. Measured per run:
+
+* sustained processed fps (results received in the measuring window / window length), per stream and in total;
+* dropped frames (the service drops the oldest queued frames when it falls behind) in the window;
+* frame-to-result latency p50 / p95: from the client sending a frame to the client receiving its result
+  (network, JPEG decode, queueing, pipeline, feed);
+* server RSS over time (psutil).
+
+Usage (real detector, default drone footage from ../shared):
+    python bench/stream_bench.py --streams 1 2 --duration 30 --fps 25 --detector coco
+``--detector fake`` swaps in a trivial detector (the service and the rest of the pipeline are measured).
+``--overhead 60`` instead measures, in one process, what a stream worker adds to the pipeline's own time per frame.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import httpx
+import numpy as np
+import psutil
+import yaml
+from websockets.sync.client import connect
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared"))
+DEFAULT_CLIP = SHARED / "data/real_video/nadir_interchange/drone.mp4"
+COCO = SHARED / "models/yolov8n_coco_int8/yolov8n_int8.onnx"
+ADMIN = ("bench-admin", "bench-password-123")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
+    """The clip as JPEGs (encoded once, like a ground station would), scaled to ``width``."""
+    from vision.source import VideoFileSource
+
+    out = []
+    with VideoFileSource(clip, max_frames=limit) as src:
+        for f in src:
+            img = f.image
+            if img.shape[1] != width:
+                img = cv2.resize(img, (width, int(round(img.shape[0] * width / img.shape[1]))), interpolation=cv2.INTER_AREA)
+            out.append(cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 85])[1].tobytes())
+    return out
+
+
+def start_server(workdir: Path, detector: str, queue_frames: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    pipeline = {"device": "cpu", "road": {"enabled": False}}
+    service = {"bootstrap_admin": ADMIN[0], "bootstrap_admin_password": ADMIN[1], "job_workers": 0,
+               "queue_frames": queue_frames, "secret_key": "bench-secret-key-0123456789"}
+    if detector == "coco":
+        if not COCO.is_file():
+            raise SystemExit(f"{COCO}: COCO model not found (set AIRPATROL_SHARED or use --detector fake)")
+        pipeline["detector"] = {"weights": str(COCO)}
+    else:
+        service["pipeline_factory"] = "stream_bench:fake_pipeline"
+    cfg = workdir / "serve.yaml"
+    cfg.write_text(yaml.safe_dump({"database_url": f"sqlite:///{workdir / 'bench.db'}", "data_dir": str(workdir / "data"),
+                                   "pipeline": pipeline, "service": service}))
+    env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench")])}
+    log = open(workdir / "server.log", "wb")  # a file, not a pipe nobody reads (a full pipe would stall the server)
+    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(cfg), "--port", str(port),
+                             "--log-level", "warning"], env=env, stdout=log, stderr=log)
+    base = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited: {(workdir / 'server.log').read_text()[-2000:]}")
+        try:
+            if httpx.get(f"http://{base}/readyz", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("server did not become ready in 120 s")
+
+
+def fake_pipeline(config):
+    """A pipeline whose detector finds nothing: measures the service and the non-detector stages."""
+    from tracking.pipeline import Pipeline
+    from vision.types import Detections
+
+    class NoDetector:
+        weights, tiles_run, tiling_active = "bench:none", 0, False
+
+        def reset(self):
+            pass
+
+        def detect(self, image, road_mask=None, tiling=None):
+            return Detections()
+
+    return Pipeline(config, detector=NoDetector())
+
+
+class StreamClient:
+    """One device: pushes frames at ``fps`` and records when each result comes back."""
+
+    def __init__(self, base: str, auth: dict, frames: list[bytes], fps: float):
+        self.base, self.auth, self.frames, self.fps = base, auth, frames, fps
+        r = httpx.post(f"http://{base}/api/streams", headers=auth, json={"kind": "push", "name": "bench"})
+        r.raise_for_status()
+        self.id = r.json()["id"]
+        self.sent: dict[int, float] = {}
+        self.results: list[tuple[float, int, float]] = []  # (receive time, frame, latency s)
+        self.stop = threading.Event()
+        self.first_result = threading.Event()
+        self._threads = [threading.Thread(target=self._feed, daemon=True), threading.Thread(target=self._push, daemon=True)]
+
+    def start(self):
+        self._threads[0].start()
+        time.sleep(0.2)  # feed subscribed before the first frame
+        self._threads[1].start()
+
+    def _push(self):
+        with connect(f"ws://{self.base}/api/streams/{self.id}/push", additional_headers=self.auth,
+                     max_size=None, ping_timeout=60) as ws:
+            ws.send(json.dumps({"type": "hello", "fps": self.fps}))
+            t0, i = time.perf_counter(), 0
+            while not self.stop.is_set():
+                ws.send(json.dumps({"type": "frame", "t": i / self.fps}))
+                self.sent[i] = time.perf_counter()
+                ws.send(self.frames[i % len(self.frames)])
+                i += 1
+                delay = t0 + i / self.fps - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            ws.send(json.dumps({"type": "end"}))
+            try:
+                while True:
+                    ws.recv(timeout=30)
+            except Exception:
+                pass
+
+    def _feed(self):
+        with connect(f"ws://{self.base}/api/streams/{self.id}/feed", additional_headers=self.auth, max_size=None,
+                     ping_timeout=60) as ws:
+            while True:
+                try:
+                    msg = json.loads(ws.recv(timeout=60))
+                except Exception:
+                    return
+                now = time.perf_counter()
+                if msg["type"] == "result" and msg["frame"] in self.sent:
+                    self.results.append((now, msg["frame"], now - self.sent[msg["frame"]]))
+                    self.first_result.set()
+                elif msg["type"] == "status" and msg["state"] in ("finished", "failed"):
+                    return
+
+    def status(self) -> dict:
+        return httpx.get(f"http://{self.base}/api/streams/{self.id}", headers=self.auth, timeout=30).json()
+
+    def join(self):
+        for t in self._threads:
+            t.join(90)
+
+
+def run(n: int, frames: list[bytes], fps: float, duration: float, detector: str, queue_frames: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base = start_server(Path(tmp), detector, queue_frames)
+        server = psutil.Process(proc.pid)
+        try:
+            token = httpx.post(f"http://{base}/api/auth/login", json=dict(zip(("username", "password"), ADMIN))).json()
+            auth = {"Authorization": f"Bearer {token['access_token']}"}
+            clients = [StreamClient(base, auth, frames, fps) for _ in range(n)]
+            for c in clients:
+                c.start()
+            for c in clients:  # model loading and warm-up are not measured
+                if not c.first_result.wait(180):
+                    raise SystemExit(f"stream {c.id}: no result within 180 s: {c.status()}")
+            time.sleep(2.0)
+            before = [c.status() for c in clients]
+            cpu0 = server.cpu_times()
+            t_start, rss = time.perf_counter(), []
+            while (elapsed := time.perf_counter() - t_start) < duration:
+                rss.append((elapsed, server.memory_info().rss / 2**20))
+                time.sleep(1.0)
+            t_end = time.perf_counter()
+            cpu1 = server.cpu_times()
+            after = [c.status() for c in clients]
+            for c in clients:
+                c.stop.set()
+            for c in clients:
+                c.join()
+        finally:
+            proc.send_signal(signal.SIGTERM)  # graceful: the runs are completed
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    window = t_end - t_start
+    lat = [r[2] * 1000 for c in clients for r in c.results if t_start <= r[0] <= t_end]
+    per_stream = [sum(1 for r in c.results if t_start <= r[0] <= t_end) / window for c in clients]
+    return {
+        "streams": n, "window_s": round(window, 1),
+        "sent_fps_per_stream": round(sum(a["received"] - b["received"] for a, b in zip(after, before)) / n / window, 2),
+        "processed_fps_per_stream": [round(x, 2) for x in per_stream], "processed_fps_total": round(sum(per_stream), 2),
+        "dropped": sum(a["dropped"] - b["dropped"] for a, b in zip(after, before)),
+        "received": sum(a["received"] - b["received"] for a, b in zip(after, before)),
+        "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
+        "latency_ms_p95": round(float(np.percentile(lat, 95)), 1) if lat else None,
+        "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]] + [(round(rss[-1][0]), round(rss[-1][1]))],
+        # CPU the server process actually got (cores): on a shared machine, what it was given, not what it wanted
+        "server_cpu_cores": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / window, 2),
+        "load_average_1min": round(os.getloadavg()[0], 1),
+    }
+
+
+def service_overhead(frames: list[bytes], detector: str) -> dict:
+    """In one process, no network: ms per frame of the pipeline alone, and through a stream worker (JPEG decode,
+    queue, result JSON, metrics) without and with database writes. Each frame waits for the previous result, so
+    nothing is dropped."""
+    import functools
+
+    from edge.config import load_settings
+    from edge.service.context import ServiceContext
+    from edge.service.metrics import ServiceMetrics
+    from edge.service.push import decode_jpeg
+    from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
+    from tracking.config import PipelineConfig
+    from tracking.pipeline import Pipeline
+    from vision.types import Frame
+
+    pipeline = {"device": "cpu", "road": {"enabled": False}}
+    if detector == "coco":
+        pipeline["detector"] = {"weights": str(COCO)}
+    config = PipelineConfig(**pipeline)
+    make = (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+    out = {}
+    pipe = make()
+    h, w = decode_jpeg(frames[0]).shape[:2]
+    pipe.reset(w, h, 25.0)
+    pipe.step(Frame(0, 0.0, decode_jpeg(frames[0])))  # warm-up
+    t0 = time.perf_counter()
+    for i, jpg in enumerate(frames[1:], 1):
+        pipe.step(Frame(i, i / 25, decode_jpeg(jpg)))
+    out["pipeline_alone_ms"] = round(1000 * (time.perf_counter() - t0) / (len(frames) - 1), 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(None, {"data_dir": tmp, "database_url": f"sqlite:///{tmp}/o.db", "pipeline": pipeline})
+        ctx = ServiceContext(settings, lambda c: make())
+        for label, sessions in (("worker_ms", None), ("worker_with_db_ms", ctx.sessions)):
+            worker = StreamWorker(StreamSpec(1, "overhead", "push", None, None, 50.0, None),
+                                  WorkerDeps(settings.service, make, sessions, ServiceMetrics()))
+            worker.start()
+            worker.attach_pusher(object())
+            worker.push_frame(functools.partial(decode_jpeg, frames[0]), 0.0, None, time.perf_counter())
+            while worker.frames_processed < 1:  # warm-up: pipeline built, run opened
+                time.sleep(0.001)
+            t0 = time.perf_counter()
+            for i, jpg in enumerate(frames[1:], 1):
+                worker.push_frame(functools.partial(decode_jpeg, jpg), i / 25, None, time.perf_counter())
+                while worker.frames_processed < i + 1:
+                    time.sleep(0.0005)
+            out[label] = round(1000 * (time.perf_counter() - t0) / (len(frames) - 1), 1)
+            out["tracks_per_frame"] = len(worker.latest.tracks)
+            worker.stop()
+        ctx.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 2], help="concurrent streams, one run each")
+    ap.add_argument("--fps", type=float, default=25.0)
+    ap.add_argument("--duration", type=float, default=30.0, help="measured seconds per run (after warm-up)")
+    ap.add_argument("--detector", choices=("coco", "fake"), default="coco")
+    ap.add_argument("--clip", type=Path, default=DEFAULT_CLIP)
+    ap.add_argument("--width", type=int, default=960, help="frames are scaled to this width before JPEG encoding")
+    ap.add_argument("--queue-frames", type=int, default=4, help="service.queue_frames (the service default is 4)")
+    ap.add_argument("--overhead", type=int, default=0, metavar="FRAMES",
+                    help="instead: the service's own cost per frame, in-process, over this many frames")
+    args = ap.parse_args()
+    if not args.clip.is_file():
+        raise SystemExit(f"{args.clip}: clip not found (use --clip or set AIRPATROL_SHARED)")
+    frames = load_frames(args.clip, args.width, 250)
+    h, w = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR).shape[:2]
+    print(f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
+          f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
+          f"{psutil.cpu_count()} CPUs")
+    if args.overhead:
+        r = service_overhead(frames[: args.overhead + 1], args.detector)
+        print(json.dumps(r))
+        print(f"pipeline alone {r['pipeline_alone_ms']} ms/frame; through a stream worker {r['worker_ms']} ms, with "
+              f"database writes {r['worker_with_db_ms']} ms ({r['tracks_per_frame']} tracks in the last frame)")
+        return
+    for n in args.streams:
+        r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames)
+        print(json.dumps(r))
+        print(f"N={n}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
+              f"per stream) of {r['sent_fps_per_stream']} fps sent per stream; dropped {r['dropped']} of {r['received']} "
+              f"frames; latency p50 {r['latency_ms_p50']} ms, p95 {r['latency_ms_p95']} ms; "
+              f"server RSS MiB over time {r['rss_mib']}; server CPU {r['server_cpu_cores']} cores "
+              f"(load average {r['load_average_1min']})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Everything one service instance holds: database, auth signer, metrics, live streams, uploads, job workers.
+
+Built by :func:`edge.service.app.create_app` (database checks happen there, so a bad URL fails before the server
+listens); threads start in the app's lifespan and stop at shutdown.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import event, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from db.engine import default_data_dir, make_db_engine
+from db.models import User, utcnow
+from edge.config import AirPatrolSettings
+from edge.service.auth import Principal, SessionSigner
+from edge.service.ingest import StreamSourceError, check_source
+from edge.service.jobs import JobDeps, JobQueue, JobWorker
+from edge.service.metrics import ServiceMetrics
+from edge.service.models import StreamRow, create_service_tables
+from edge.service.uploads import UploadStore
+from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
+from tracking.config import PipelineConfig
+from tracking.pipeline import Pipeline
+
+log = logging.getLogger("airpatrol.service")
+
+PipelineFactory = Callable[[PipelineConfig], Pipeline]
+MAX_FINISHED_STREAMS = 50  # finished streams kept in memory (status, last snapshot) before the oldest are forgotten
+
+
+class ServiceSetupError(ValueError):
+    pass
+
+
+def service_sessions(url: str) -> sessionmaker[Session]:
+    """Sessions for the service's many threads (stream workers, job workers, requests) writing at once.
+
+    On SQLite, ``db.engine`` opens transactions with a deferred ``BEGIN``: a transaction that reads and then writes
+    fails at once with "database is locked" (SQLITE_BUSY_SNAPSHOT, the busy timeout does not apply) when another
+    connection committed in between - which concurrent writers do all the time. ``BEGIN IMMEDIATE`` takes the write
+    lock up front, so writers queue on the busy timeout instead. (MariaDB has row locks: nothing to change.)
+    """
+    from db.engine import _sqlite_begin
+
+    engine = make_db_engine(url)
+    if engine.dialect.name == "sqlite":
+        event.remove(engine, "begin", _sqlite_begin)
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def load_factory(spec: str) -> PipelineFactory:
+    module, _, name = spec.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ServiceSetupError(f"service.pipeline_factory {spec!r}: cannot import ({exc})") from None
+    if not callable(fn):
+        raise ServiceSetupError(f"service.pipeline_factory {spec!r}: not callable")
+    return fn
+
+
+def _secret(data_dir: Path, configured: str | None) -> str:
+    if configured:
+        return configured
+    path = data_dir / "service_secret.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+class ServiceContext:
+    def __init__(self, settings: AirPatrolSettings, pipeline_factory: PipelineFactory | None = None):
+        self.settings = settings
+        self.config = cfg = settings.service
+        self.data_dir = Path(settings.data_dir) if settings.data_dir else default_data_dir()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.database_url = settings.database_url or os.environ.get("AIRPATROL_DATABASE_URL") or \
+            f"sqlite:///{self.data_dir / 'airpatrol.db'}"
+        if pipeline_factory is None and cfg.pipeline_factory:
+            pipeline_factory = load_factory(cfg.pipeline_factory)
+        self.pipeline_factory: PipelineFactory = pipeline_factory or (lambda config: Pipeline(config))
+        self._prepare_database()
+        self.sessions = service_sessions(self.database_url)
+        self.signer = SessionSigner(_secret(self.data_dir, cfg.secret_key), cfg.session_ttl_s)
+        self.metrics = ServiceMetrics()
+        self.uploads = UploadStore(self.data_dir / "uploads", cfg, self.metrics)
+        self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts)
+        self.instance = cfg.instance_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+        self.streams: dict[int, StreamWorker] = {}
+        self._streams_lock = threading.Lock()
+        self.job_workers: list[JobWorker] = []
+        self._spare: Pipeline | None = None
+        self._spare_lock = threading.Lock()
+        self.accepting = False
+        self.metrics.add_callback(self._scrape_gauges)
+        self._bootstrap_admin()
+
+    # -- start / stop --------------------------------------------------------------------------------------
+    def _prepare_database(self) -> None:
+        from db.cli import ensure_schema
+        from db.migrate import require_current
+
+        try:
+            (ensure_schema if self.config.auto_migrate else require_current)(self.database_url)
+            engine = make_db_engine(self.database_url)
+            try:
+                create_service_tables(engine)
+            finally:
+                engine.dispose()
+        except ValueError:
+            raise
+        except Exception as exc:  # cannot connect, no permission...: one line naming the database
+            from sqlalchemy.engine import make_url
+
+            shown = make_url(self.database_url).render_as_string(hide_password=True)
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            raise ServiceSetupError(f"database {shown}: {reason}") from None
+
+    def _bootstrap_admin(self) -> None:
+        cfg = self.config
+        if not cfg.bootstrap_admin:
+            return
+        from db.crud import create_user
+
+        with self.sessions() as s, s.begin():
+            if s.scalar(select(User.id).limit(1)) is None:
+                if not cfg.bootstrap_admin_password:
+                    raise ServiceSetupError("service.bootstrap_admin is set but service.bootstrap_admin_password is not")
+                create_user(s, cfg.bootstrap_admin, cfg.bootstrap_admin_password, role="admin")
+                log.info("created admin user %s", cfg.bootstrap_admin)
+
+    def preload(self) -> None:
+        """Build one pipeline now (``airpatrol serve`` does, before it listens): missing or broken weights fail the
+        start with a clear error instead of the first stream, and the slow first model load (imports, ONNX/Torch
+        initialisation, which can hold the GIL for seconds) happens before any client is connected. The pipeline is
+        kept for the first stream. An app embedded elsewhere (tests, the dashboard's) loads models on first use."""
+        with self._spare_lock:
+            if self._spare is None:
+                self._spare = self.pipeline_factory(self.settings.pipeline)
+
+    def _stream_pipeline(self) -> Pipeline:
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        return spare or self.pipeline_factory(self.settings.pipeline)
+
+    def start(self) -> None:
+        cfg = self.config
+        if cfg.instance_id:
+            n = self.jobs.requeue_instance(cfg.instance_id)
+            if n:
+                log.warning("re-queued %d job(s) this instance was running when it stopped", n)
+        deps = JobDeps(cfg, self.settings.pipeline, self.pipeline_factory, self.sessions, self._resolve_upload,
+                       self.data_dir / "runs", self.metrics)
+        for i in range(cfg.job_workers):
+            worker = JobWorker(self.jobs, f"{self.instance}/{i}", deps)
+            worker.start()
+            self.job_workers.append(worker)
+        if cfg.resume_streams:
+            with self.sessions() as s:
+                rows = list(s.scalars(select(StreamRow).where(StreamRow.active.is_(True))))
+            for row in rows:
+                try:
+                    self.start_stream(row)
+                except StreamSourceError as exc:
+                    log.error("stream %s not resumed: %s", row.id, exc)
+        self.accepting = True
+
+    def shutdown(self, timeout: float = 20.0) -> None:
+        """Stop taking work; live runs are completed with what was processed, running jobs go back to the queue."""
+        self.accepting = False
+        for w in self.job_workers:
+            w.stop()
+        for sw in self.all_streams():
+            sw.stop(timeout)
+        for w in self.job_workers:
+            w.join(timeout)
+        self.job_workers.clear()
+        self.close()
+
+    def close(self) -> None:
+        """Close pooled database connections (the engine reconnects if it is used again)."""
+        self.sessions.kw["bind"].dispose()
+
+    # -- streams -------------------------------------------------------------------------------------------
+    def start_stream(self, row: StreamRow) -> StreamWorker:
+        source = check_source(row.url, self.config.stream_file_root) if row.kind == "pull" else None
+        spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id)
+        deps = WorkerDeps(self.config, self._stream_pipeline, self.sessions, self.metrics, on_ended=self._stream_ended)
+        worker = StreamWorker(spec, deps)
+        with self._streams_lock:
+            finished = [k for k, w in self.streams.items() if w.finished]
+            for k in finished[: max(0, len(finished) - MAX_FINISHED_STREAMS)]:  # oldest first (insertion order)
+                del self.streams[k]
+                self.metrics.forget_stream(str(k))
+            self.streams[row.id] = worker
+        worker.start()
+        return worker
+
+    def _stream_ended(self, stream_id: int) -> None:
+        """Ended by itself (file done, device sent end, failed): not resumed at the next start."""
+        with self.sessions() as s, s.begin():
+            row = s.get(StreamRow, stream_id)
+            if row is not None:
+                row.active, row.stopped_at = False, utcnow()
+
+    def stop_stream(self, s: Session, row: StreamRow) -> StreamWorker | None:
+        """Stop a stream for good (DELETE): its run is completed and it is not resumed at the next start."""
+        row.active, row.stopped_at = False, utcnow()
+        s.commit()
+        with self._streams_lock:
+            worker = self.streams.pop(row.id, None)
+        if worker is not None:
+            worker.stop()
+        self.metrics.forget_stream(str(row.id))
+        return worker
+
+    def stream(self, stream_id: int) -> StreamWorker | None:
+        with self._streams_lock:
+            return self.streams.get(stream_id)
+
+    def all_streams(self) -> list[StreamWorker]:
+        with self._streams_lock:
+            return list(self.streams.values())
+
+    def may_manage_stream(self, who: Principal, row: StreamRow) -> bool:
+        return who.kind == "user" and who.can_write or who.device_id is not None and who.device_id == row.device_id
+
+    # -- jobs / uploads ------------------------------------------------------------------------------------
+    def _resolve_upload(self, upload_id: str) -> Path:
+        with self.sessions() as s:
+            row = self.uploads.get(s, upload_id)
+            return self.uploads.complete_path(s, upload_id, row.kind)
+
+    # -- health / metrics ----------------------------------------------------------------------------------
+    def database_ok(self) -> str | None:
+        try:
+            with self.sessions() as s:
+                s.execute(text("SELECT 1"))
+            return None
+        except Exception as exc:
+            return str(exc).splitlines()[0][:200]
+
+    def _scrape_gauges(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        depth = GaugeMetricFamily("airpatrol_stream_queue_depth", "frames waiting in a stream's queue", labels=["stream"])
+        up = GaugeMetricFamily("airpatrol_stream_up", "1 while the stream is receiving frames", labels=["stream", "state"])
+        for w in self.all_streams():
+            depth.add_metric([w.key], len(w.queue))
+            up.add_metric([w.key, w.state], 1.0 if w.state == "live" else 0.0)
+        yield depth
+        yield up
+        jobs = GaugeMetricFamily("airpatrol_jobs", "batch jobs by status", labels=["status"])
+        try:
+            for status, n in self.jobs.counts().items():
+                jobs.add_metric([status], n)
+        except Exception:  # the database is down: /readyz says so; the scrape still works
+            pass
+        yield jobs

@@ -1,0 +1,219 @@
+"""Getting live frames in: the bounded drop-oldest frame queue, stream-URL checks, and the PyAV pull reader.
+
+A pull reader runs in its own thread: open the URL with PyAV (FFmpeg), decode, hand frames to the stream's worker;
+when the stream drops it reconnects with exponential back-off (the worker keeps the run and its time axis going).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from vision.types import CameraPose
+
+log = logging.getLogger("airpatrol.service.ingest")
+
+NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "udp", "tcp", "srt")
+# FFmpeg protocols a network stream may use, nested ones included (an HLS playlist must not point at file:, a
+# "concat:" or "subfile:" URL must not read local files).
+NETWORK_PROTOCOLS = "tcp,udp,rtp,rtsp,rtsps,http,https,tls,crypto,httpproxy,hls,srt,rtmp,rtmps,rtmpt,rtmpts"
+
+
+class StreamSourceError(ValueError):
+    """A stream URL or path the service refuses; the message says why."""
+
+
+@dataclass
+class IncomingFrame:
+    pixels: np.ndarray | Callable[[], np.ndarray]  # BGR uint8, or how to get it: decoded only if not dropped
+    t: float  # seconds since the first frame of this connection (the worker maps it onto the run's time axis)
+    received: float  # time.perf_counter() when it arrived (latency is measured from here)
+    pose: CameraPose | None = None
+    seq: int = -1  # frame number in the stream (set on arrival; gaps are dropped frames)
+
+    def image(self) -> np.ndarray:
+        """The pixels, converting now if that was deferred (a frame dropped from the queue never costs this)."""
+        if callable(self.pixels):
+            self.pixels = self.pixels()
+        return self.pixels
+
+
+class DropOldestQueue:
+    """Bounded FIFO between ingest and processing. When full, ``put`` discards the OLDEST item and counts it:
+    a live view wants the newest frames, and memory and latency must stay bounded when processing falls behind."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._items: deque = deque()
+        self._cond = threading.Condition()
+        self.dropped = 0
+        self.closed = False
+
+    def put(self, item) -> int:
+        """Add ``item``; returns how many old items were dropped to make room (0 or 1)."""
+        with self._cond:
+            dropped = 0
+            while len(self._items) >= self.maxsize:
+                self._items.popleft()
+                dropped += 1
+            self._items.append(item)
+            self.dropped += dropped
+            self._cond.notify()
+            return dropped
+
+    def get(self, timeout: float) -> object | None:
+        """The oldest item, or None after ``timeout`` seconds (or at once when closed and empty)."""
+        with self._cond:
+            if not self._items and not self.closed:
+                self._cond.wait(timeout)
+            return self._items.popleft() if self._items else None
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    open_url: str  # what PyAV opens
+    shown: str  # the same with any password replaced (logs, API, database)
+    is_file: bool
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def check_source(url: str, file_root: str | None) -> SourceSpec:
+    """Accept a network stream URL of a known protocol, or a file inside ``file_root``; refuse anything else."""
+    url = url.strip()
+    if not url or len(url) > 2048 or any(ord(c) < 32 for c in url):
+        raise StreamSourceError("stream url: empty, too long or contains control characters")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in NETWORK_SCHEMES:
+        if not urlsplit(url).hostname:
+            raise StreamSourceError(f"stream url {redact(url)}: no host")
+        return SourceSpec(url, redact(url), False)
+    if scheme not in ("", "file") and len(scheme) > 1:  # one letter: a Windows drive, i.e. a path
+        raise StreamSourceError(f"stream url: protocol {scheme!r} not allowed (use one of {', '.join(NETWORK_SCHEMES)})")
+    if file_root is None:
+        raise StreamSourceError("file streams are disabled on this server (set service.stream_file_root)")
+    root = Path(file_root).resolve()
+    raw = url[len("file://"):] if scheme == "file" else url
+    path = (root / raw).resolve()  # an absolute raw path replaces root here and is then checked like any other
+    if not path.is_relative_to(root):
+        raise StreamSourceError(f"stream file {raw!r}: outside the allowed folder")
+    if not path.is_file():
+        raise StreamSourceError(f"stream file {raw!r}: no such file in the allowed folder")
+    return SourceSpec(str(path), str(path.relative_to(root)), True)
+
+
+def ffmpeg_options(spec: SourceSpec) -> dict[str, str]:
+    if spec.is_file:
+        return {"protocol_whitelist": "file"}
+    opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000",
+            "fflags": "nobuffer"}
+    if spec.open_url.lower().startswith("rtsp"):
+        opts["rtsp_transport"] = "tcp"  # UDP RTP loses packets behind NAT and on lossy links
+    return opts
+
+
+class PullReader(threading.Thread):
+    """Reads one pull stream until ``stop`` is set (or a file ends). Events: connected, dropped, ended.
+
+    ``on_frame(IncomingFrame)`` and ``on_event(name, detail)`` are called from this thread.
+    """
+
+    def __init__(self, spec: SourceSpec, on_frame: Callable[[IncomingFrame], None],
+                 on_event: Callable[[str, str], None], *, open_timeout_s: float, read_timeout_s: float,
+                 backoff_initial_s: float, backoff_max_s: float, name: str):
+        super().__init__(name=name, daemon=True)
+        self.spec = spec
+        self.on_frame, self.on_event = on_frame, on_event
+        self.timeouts = (open_timeout_s, read_timeout_s)
+        self.backoff_initial_s, self.backoff_max_s = backoff_initial_s, backoff_max_s
+        self.stop_event = threading.Event()
+        self.fps = 25.0
+        self.connects = 0
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def run(self) -> None:
+        backoff = self.backoff_initial_s
+        while not self.stop_event.is_set():
+            got_frames = False
+            try:
+                got_frames = self._read_once()
+                if self.stop_event.is_set():
+                    return
+                if self.spec.is_file and got_frames:
+                    self.on_event("ended", "end of file")
+                    return
+                self.on_event("dropped", "stream ended")
+            except Exception as exc:  # FFmpeg/network errors of every kind: the stream is down, retry
+                if self.stop_event.is_set():
+                    return
+                self.on_event("dropped", _short(exc))
+            if got_frames:
+                backoff = self.backoff_initial_s  # it worked for a while: start the back-off again from the bottom
+            if self.stop_event.wait(backoff):
+                return
+            backoff = min(backoff * 2, self.backoff_max_s)
+
+    def _read_once(self) -> bool:
+        import av
+
+        container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
+        try:
+            if not container.streams.video:
+                raise StreamSourceError(f"{self.spec.shown}: no video stream")
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            self.fps = float(stream.average_rate or stream.guessed_rate or 0) or self.fps
+            self.connects += 1
+            self.on_event("connected", f"{stream.codec_context.name} {stream.codec_context.width}x"
+                                       f"{stream.codec_context.height} @ {self.fps:.2f} fps")
+            t_first = None
+            wall0 = time.monotonic()
+            got = False
+            for vf in container.decode(stream):
+                if self.stop_event.is_set():
+                    break
+                t_rel = float(vf.time) if vf.time is not None else 0.0
+                if t_first is None:
+                    t_first = t_rel
+                t_rel -= t_first
+                if self.spec.is_file:  # play a file at its own rate, like a live source
+                    lag = t_rel - (time.monotonic() - wall0)
+                    if lag > 0 and self.stop_event.wait(lag):
+                        break
+                self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), max(t_rel, 0.0),
+                                            time.perf_counter()))
+                got = True
+            return got
+        finally:
+            container.close()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]

@@ -1,0 +1,267 @@
+"""The persistent batch-job queue (table ``service_jobs``) and the worker threads that drain it.
+
+Exactly-once completion without a broker: a worker *claims* a job with one conditional UPDATE (status queued, or
+running with an expired lease -> running, owner = me, lease = now + ``job_lease_s``, attempts + 1); while it works
+it renews the lease (``heartbeat``) with an UPDATE that only matches while it is still the owner; it completes the
+job the same way. A worker that died stops renewing, its lease expires and another worker (or this instance after
+a restart) claims the job again; a worker that comes back from the dead finds it is no longer the owner and stops
+without completing. The same UPDATEs work on SQLite and MariaDB (no SKIP LOCKED needed). A job that died
+``job_max_attempts`` times is failed instead of retried forever. Graceful shutdown hands running jobs back
+(``release``: queued again, the attempt not counted).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from db.models import ProcessingRun, utcnow
+from db.sink import DatabaseSink
+from edge.service.config import ServiceConfig
+from edge.service.metrics import ServiceMetrics
+from edge.service.models import JOB_STATUSES, JobRow
+from tracking.config import PipelineConfig
+from tracking.pipeline import Pipeline
+from tracking.types import FrameResult, RunInfo
+
+log = logging.getLogger("airpatrol.service.jobs")
+
+
+class JobInterrupted(Exception):
+    def __init__(self, reason: str):  # shutdown | lease_lost | cancelled
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _fail_run(s: Session, run_id: int | None, why: str) -> None:
+    """An attempt's processing run that will never finish: failed, so nobody mistakes it for complete."""
+    if run_id is not None:
+        s.execute(update(ProcessingRun).where(ProcessingRun.id == run_id, ProcessingRun.status == "running")
+                  .values(status="failed", finished_at=utcnow(), error=why))
+
+
+class JobQueue:
+    def __init__(self, sessions: sessionmaker, lease_s: float, max_attempts: int):
+        self.sessions, self.lease_s, self.max_attempts = sessions, lease_s, max_attempts
+
+    def enqueue(self, s: Session, *, video_upload_id: str, log_upload_id: str | None, params: dict[str, Any],
+                created_by: str) -> JobRow:
+        job = JobRow(video_upload_id=video_upload_id, log_upload_id=log_upload_id, params=params,
+                     created_by=created_by, max_attempts=self.max_attempts, status="queued")
+        s.add(job)
+        s.flush()
+        return job
+
+    def _expired(self, now):
+        return and_(JobRow.status == "running", JobRow.lease_expires_at < now)
+
+    def claim(self, owner: str) -> JobRow | None:
+        now = utcnow()
+        with self.sessions() as s, s.begin():
+            for job in s.scalars(select(JobRow).where(self._expired(now), JobRow.attempts >= JobRow.max_attempts)):
+                job.status, job.finished_at, job.lease_owner = "failed", now, None
+                job.error = f"gave up after {job.attempts} attempts: the worker stopped each time (crash or kill)"
+                _fail_run(s, job.run_id, "the worker died (job abandoned)")
+            claimable = or_(JobRow.status == "queued", and_(self._expired(now), JobRow.attempts < JobRow.max_attempts))
+            job_id = s.scalar(select(JobRow.id).where(claimable).order_by(JobRow.id).limit(1))
+            if job_id is None:
+                return None
+            previous_run = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
+            won = s.execute(update(JobRow).where(JobRow.id == job_id, claimable).values(
+                status="running", lease_owner=owner, lease_expires_at=now + timedelta(seconds=self.lease_s),
+                heartbeat_at=now, attempts=JobRow.attempts + 1, started_at=now, run_id=None, progress=0.0,
+                frames_done=0)).rowcount == 1
+            if not won:
+                return None  # another worker was faster; try again at the next poll
+            _fail_run(s, previous_run, "the worker running this attempt stopped; the job was retried")
+            return s.get(JobRow, job_id)
+
+    def heartbeat(self, job_id: int, owner: str, **values) -> tuple[bool, bool]:
+        """Renew the lease and store progress. Returns (still the owner, cancel requested)."""
+        now = utcnow()
+        with self.sessions() as s, s.begin():
+            mine = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
+                                                  JobRow.status == "running").values(
+                lease_expires_at=now + timedelta(seconds=self.lease_s), heartbeat_at=now, **values)).rowcount == 1
+            cancel = bool(s.scalar(select(JobRow.cancel_requested).where(JobRow.id == job_id)))
+        return mine, cancel
+
+    def finish(self, job_id: int, owner: str, status: str, error: str | None = None, **values) -> bool:
+        assert status in JOB_STATUSES
+        with self.sessions() as s, s.begin():
+            return s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
+                                                  JobRow.status == "running").values(
+                status=status, error=error, finished_at=utcnow(), lease_owner=None, lease_expires_at=None,
+                **values)).rowcount == 1
+
+    def release(self, job_id: int, owner: str, why: str, count_attempt: bool = False) -> bool:
+        """Back to the queue. A graceful shutdown does not count as an attempt; an unexpected error does."""
+        with self.sessions() as s, s.begin():
+            run_id = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
+            ok = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
+                                                JobRow.status == "running").values(
+                status="queued", lease_owner=None, lease_expires_at=None, error=why,
+                attempts=JobRow.attempts if count_attempt else JobRow.attempts - 1)).rowcount == 1
+            if ok:
+                _fail_run(s, run_id, f"attempt interrupted ({why}); the job was queued again")
+            return ok
+
+    def requeue_instance(self, instance: str) -> int:
+        """At start: jobs this instance was running when it died go back to the queue at once (attempt counted)."""
+        with self.sessions() as s, s.begin():
+            jobs = list(s.scalars(select(JobRow).where(JobRow.status == "running",
+                                                       JobRow.lease_owner.like(f"{instance}/%"))))
+            for job in jobs:
+                _fail_run(s, job.run_id, "the service restarted during this attempt")
+                job.status, job.lease_owner, job.lease_expires_at = "queued", None, None
+                job.error = "interrupted by a restart of the service"
+            return len(jobs)
+
+    def cancel(self, s: Session, job: JobRow) -> None:
+        if job.status == "queued":
+            job.status, job.finished_at = "cancelled", utcnow()
+        elif job.status == "running":
+            job.cancel_requested = True
+
+    def counts(self) -> dict[str, int]:
+        with self.sessions() as s:
+            return dict(s.execute(select(JobRow.status, func.count()).group_by(JobRow.status)).all())
+
+
+class JobProgressSink:
+    """Renews the job's lease and reports progress while ``process_video`` runs; stops the run (by raising) when the
+    service shuts down, the job is cancelled, or another worker took it over."""
+
+    def __init__(self, queue: JobQueue, job_id: int, owner: str, every_s: float, stop: threading.Event,
+                 db_sink: DatabaseSink | None):
+        self.queue, self.job_id, self.owner, self.every_s, self.stop = queue, job_id, owner, every_s, stop
+        self.db_sink = db_sink
+        self.frames, self.frame_count, self._last = 0, None, 0.0
+
+    def _beat(self, progress: float | None = None) -> None:
+        values = {"frames_done": self.frames, "frame_count": self.frame_count}
+        if self.db_sink is not None and self.db_sink.run_id is not None:
+            values["run_id"] = self.db_sink.run_id
+        if progress is None and self.frame_count:
+            progress = min(0.99, self.frames / self.frame_count)
+        if progress is not None:
+            values["progress"] = progress
+        mine, cancel = self.queue.heartbeat(self.job_id, self.owner, **values)
+        self._last = time.monotonic()
+        if not mine:
+            raise JobInterrupted("lease_lost")
+        if cancel:
+            raise JobInterrupted("cancelled")
+
+    def open(self, info: RunInfo) -> None:
+        self.frame_count = info.frame_count
+        self._beat(0.0)  # records the run id at once: a crash from here on leaves a run to mark failed
+
+    def write(self, result: FrameResult) -> None:
+        self.frames += 1
+        if self.stop.is_set():
+            raise JobInterrupted("shutdown")
+        if time.monotonic() - self._last >= self.every_s:
+            self._beat()
+
+    def close(self, summary: dict) -> None:
+        pass  # completion is JobQueue.finish, after the database sink has committed the run
+
+    def abort(self, error: BaseException | None) -> None:
+        pass
+
+
+@dataclass
+class JobDeps:
+    config: ServiceConfig
+    pipeline_config: PipelineConfig
+    make_pipeline: Callable[[PipelineConfig], Pipeline]
+    sessions: sessionmaker
+    resolve_upload: Callable[[str], Path]  # upload id -> path of the complete file, ValueError otherwise
+    runs_dir: Path
+    metrics: ServiceMetrics
+
+
+class JobWorker(threading.Thread):
+    def __init__(self, queue: JobQueue, owner: str, deps: JobDeps):
+        super().__init__(name=f"job-worker-{owner}", daemon=True)
+        self.queue, self.owner, self.deps = queue, owner, deps
+        self.stop_event = threading.Event()
+        self.current: int | None = None
+        self._pipelines: dict[str, Pipeline] = {}
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                job = self.queue.claim(self.owner)
+            except Exception:  # database away for a moment: keep polling
+                log.exception("job worker %s: claim failed", self.owner)
+                job = None
+            if job is None:
+                self.stop_event.wait(self.deps.config.job_poll_s)
+                continue
+            self.current = job.id
+            try:
+                self._run_job(job)
+            finally:
+                self.current = None
+
+    def _pipeline(self, config: PipelineConfig) -> Pipeline:
+        key = config.model_dump_json()
+        if key not in self._pipelines:
+            if len(self._pipelines) >= 2:
+                self._pipelines.clear()
+            self._pipelines[key] = self.deps.make_pipeline(config)
+        return self._pipelines[key]
+
+    def _run_job(self, job: JobRow) -> None:
+        from edge.runner import process_video
+
+        d, params = self.deps, job.params or {}
+        log.info("job %s: attempt %s by %s", job.id, job.attempts, self.owner, extra={"job": job.id})
+        db_sink = None
+        try:
+            video = d.resolve_upload(job.video_upload_id)
+            telemetry = d.resolve_upload(job.log_upload_id) if job.log_upload_id else None
+            config = d.pipeline_config.model_copy(update={"baseline": bool(params.get("baseline"))})
+            db_sink = DatabaseSink(session_maker=d.sessions, speed_limit_kmh=params.get("speed_limit_kmh"),
+                                   task_round_id=params.get("task_round_id"), time_offset_s=params.get("time_offset_s"))
+            progress = JobProgressSink(self.queue, job.id, self.owner, d.config.job_heartbeat_s, self.stop_event, db_sink)
+            outcome = process_video(video, d.runs_dir / f"job-{job.id}", config, telemetry=telemetry,
+                                    pipeline=self._pipeline(config), extra_sinks=[db_sink, progress],
+                                    write_video=d.config.job_write_video, progress=False)
+            done = self.queue.finish(job.id, self.owner, "complete", progress=1.0, frames_done=progress.frames,
+                                     out_dir=str(outcome.out_dir), run_id=db_sink.run_id)
+            status = "complete" if done else "lost"
+            log.info("job %s: %s (%s frames)", job.id, status, progress.frames, extra={"job": job.id})
+        except JobInterrupted as exc:
+            status = exc.reason
+            if exc.reason == "shutdown":
+                self.queue.release(job.id, self.owner, "service shut down")
+            elif exc.reason == "cancelled":
+                self.queue.finish(job.id, self.owner, "cancelled", error="cancelled by a user")
+            log.info("job %s: interrupted (%s)", job.id, exc.reason, extra={"job": job.id})
+        except ValueError as exc:  # the input's fault (unreadable video, log not covering it...): retrying won't help
+            status = "failed"
+            self.queue.finish(job.id, self.owner, "failed", error=str(exc)[:2000])
+            log.warning("job %s failed: %s", job.id, exc, extra={"job": job.id})
+        except Exception as exc:  # ours or the environment's: retry while attempts are left
+            log.exception("job %s: attempt %s crashed", job.id, job.attempts, extra={"job": job.id})
+            if job.attempts < job.max_attempts:
+                status = "retry"
+                self.queue.release(job.id, self.owner, f"{type(exc).__name__}: {exc}"[:2000], count_attempt=True)
+            else:
+                status = "failed"
+                self.queue.finish(job.id, self.owner, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        d.metrics.jobs_finished.labels(status).inc()

@@ -1,0 +1,65 @@
+"""Login sessions, the caller, and the admin's user/device/token management."""
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Response, status
+
+from db.crud import authenticate_user, create_device, create_user, get_device, issue_device_token
+from db.validation import DbValidationError
+from edge.service.auth import SESSION_COOKIE
+from edge.service.deps import Admin, ContextDep, Reader, SessionDep
+from edge.service.schemas import DeviceIn, DeviceTokenOut, LoginIn, PrincipalOut, TokenOut, UserIn
+
+router = APIRouter(prefix="/api", tags=["auth"])
+
+
+@router.post("/auth/login", response_model=TokenOut)
+def login(body: LoginIn, response: Response, ctx: ContextDep, session: SessionDep):
+    """A session token for a user (also set as an HttpOnly SameSite=Strict cookie for the dashboard's pages)."""
+    user = authenticate_user(session, body.username, body.password)
+    if user is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong username or password")
+    token = ctx.signer.issue(user)
+    response.set_cookie(SESSION_COOKIE, token, max_age=ctx.signer.ttl_s, httponly=True, samesite="strict",
+                        secure=False)  # behind TLS the proxy should add Secure; plain HTTP on a field laptop otherwise
+    return TokenOut(access_token=token, role=user.role, expires_in=ctx.signer.ttl_s)
+
+
+@router.post("/auth/logout", status_code=204)
+def logout(response: Response):
+    response.delete_cookie(SESSION_COOKIE)
+
+
+@router.get("/auth/me", response_model=PrincipalOut)
+def me(who: Reader):
+    return PrincipalOut(kind=who.kind, id=who.id, name=who.name, role=who.role)
+
+
+@router.post("/users", response_model=PrincipalOut, status_code=201)
+def add_user(body: UserIn, _: Admin, session: SessionDep):
+    try:
+        user = create_user(session, body.username, body.password, role=body.role)
+        session.commit()
+    except DbValidationError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return PrincipalOut(kind="user", id=user.id, name=user.username, role=user.role)
+
+
+@router.post("/devices", response_model=PrincipalOut, status_code=201)
+def add_device(body: DeviceIn, _: Admin, session: SessionDep):
+    try:
+        device = create_device(session, body.serial, kind=body.kind, name=body.name, model=body.model)
+        session.commit()
+    except DbValidationError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return PrincipalOut(kind="device", id=device.id, name=device.serial, role="device")
+
+
+@router.post("/devices/{serial}/tokens", response_model=DeviceTokenOut, status_code=201)
+def add_device_token(serial: str, _: Admin, session: SessionDep):
+    """A new API token for the device; the response is the only time it is shown."""
+    device = get_device(session, serial)
+    if device is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"device {serial[:64]!r} not found")
+    token = issue_device_token(session, device, label="issued via API")
+    session.commit()
+    return DeviceTokenOut(device_id=device.id, serial=device.serial, token=token)

@@ -1,0 +1,80 @@
+"""When processing falls behind, the OLDEST frames are dropped and counted: memory and latency stay bounded."""
+from __future__ import annotations
+
+import threading
+import time
+
+from edge.service.ingest import DropOldestQueue, IncomingFrame
+from edge.service.metrics import ServiceMetrics
+from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
+from service_fakes import make_pipeline, render
+from service_helpers import wait_for
+
+
+def test_queue_drops_oldest_first():
+    q = DropOldestQueue(4)
+    dropped = [q.put(i) for i in range(10)]
+    assert dropped == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1] and q.dropped == 6 and len(q) == 4
+    assert [q.get(0.01) for _ in range(4)] == [6, 7, 8, 9]  # the newest survive, in order
+    t0 = time.monotonic()
+    assert q.get(0.05) is None and time.monotonic() - t0 >= 0.04  # empty: waits, then gives up
+    threading.Timer(0.05, q.close).start()
+    assert q.get(5.0) is None  # closing wakes a waiting consumer
+
+
+def test_slow_pipeline_drops_oldest_frames_and_processes_the_newest(settings):
+    cfg = settings.service.model_copy(update={"queue_frames": 3})
+    gate = threading.Event()
+
+    def slow_pipeline():
+        pipe = make_pipeline(settings.pipeline)
+        step = pipe.step
+
+        def gated_step(frame):
+            gate.wait(10)  # the "model" is stuck until the producer is done
+            return step(frame)
+        pipe.step = gated_step
+        return pipe
+
+    metrics = ServiceMetrics()
+    worker = StreamWorker(StreamSpec(1, "slow", "push", None, None, None, None),
+                          WorkerDeps(cfg, slow_pipeline, None, metrics))
+    worker.start()
+    assert worker.attach_pusher(object())
+    image = render(0)
+    for i in range(40):
+        worker.submit(IncomingFrame(image.copy(), i / 25, time.perf_counter()))
+        assert len(worker.queue) <= 3  # bounded at every moment
+    gate.set()
+    worker.stop()
+    stats = worker.stats()
+    assert stats["received"] == 40 and stats["processed"] + stats["dropped"] == 40
+    assert stats["dropped"] >= 40 - 3 - 1  # at most the queue plus the frame in hand got through
+    assert worker.latest.frame.index == 39  # the newest frame is never the one dropped
+    text = metrics.render().decode()
+    assert f'airpatrol_stream_frames_dropped_total{{stream="1"}} {float(stats["dropped"])}' in text
+    assert worker.state == "finished"
+
+
+def test_a_frame_that_breaks_the_pipeline_is_skipped_not_fatal(settings):
+    def flaky_pipeline():
+        pipe = make_pipeline(settings.pipeline)
+        step = pipe.step
+
+        def maybe_fail(frame):
+            if frame.index == 2:
+                raise RuntimeError("corrupt frame")
+            return step(frame)
+        pipe.step = maybe_fail
+        return pipe
+
+    worker = StreamWorker(StreamSpec(2, "flaky", "push", None, None, None, None),
+                          WorkerDeps(settings.service, flaky_pipeline, None, ServiceMetrics()))
+    worker.start()
+    worker.attach_pusher(object())
+    for i in range(5):
+        worker.submit(IncomingFrame(render(i), i / 25, time.perf_counter()))
+        wait_for(lambda: not len(worker.queue), 10, "the frame to be taken")
+    worker.stop()
+    assert worker.frame_errors == 1 and worker.frames_processed == 4 and "corrupt frame" in worker.last_error
+    assert worker.state == "finished"
