@@ -60,7 +60,10 @@ class CameraTrack:
         return len(self.x)
 
     def rotation(self, i: int) -> np.ndarray:
-        return rotation_world_to_camera(self.heading[i], self.pitch[i], self.roll[i])
+        cache = self.__dict__.setdefault("_rot_cache", {})
+        if i not in cache:
+            cache[i] = rotation_world_to_camera(self.heading[i], self.pitch[i], self.roll[i])
+        return cache[i]
 
     def centre(self, i: int) -> np.ndarray:
         return np.array([self.x[i], self.y[i], self.alt[i]])

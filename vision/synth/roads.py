@@ -110,6 +110,7 @@ class RoadNetwork:
     bus_share: float = 0.03
     van_share: float = 0.12
     style: str = "rural"  # ground texture style: "rural", "urban", "suburban"
+    long_trucks: bool = True  # semi-trailers (drawn rigid) only where curves are wide
 
 
 # ----------------------------------------------------------------------------------------------- geometry helpers
@@ -370,7 +371,7 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
     plan = SignalPlan([(0, green_main, 3.0, 2.0), (1, green_left, 3.0, 2.0), (2, green_main, 3.0, 2.0),
                        (3, green_left, 3.0, 2.0)])
     plan.offset_s = float(rng.uniform(0, plan.cycle))
-    rate = 0.13 * cfg.traffic_density
+    rate = 0.09 * cfg.traffic_density
     return RoadNetwork(
         routes=routes,
         spawn_rates=[rate] * len(choices),
@@ -380,6 +381,7 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
         parking=parking,
         target=(float(rng.uniform(-8, 8)), float(rng.uniform(-8, 8))),
         signals=plan,
+        long_trucks=False,
         truck_share=0.05,
         bus_share=0.05,
         style="urban",
@@ -469,6 +471,7 @@ def roundabout(cfg: SceneConfig, rng: np.random.Generator, half_len: float) -> R
         truck_share=0.06,
         bus_share=0.03,
         style="suburban",
+        long_trucks=False,
     )
 
 

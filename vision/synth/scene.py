@@ -42,7 +42,7 @@ class SceneConfig(BaseModel):
     width: int = Field(1280, ge=64, le=7680)
     height: int = Field(720, ge=64, le=4320)
     altitude_m: float = Field(80.0, ge=10, le=500, description="height above the road (DJI rel_alt)")
-    gimbal_pitch_deg: float = Field(-90.0, ge=-90, le=-30, description="-90 = nadir, -45 = oblique")
+    gimbal_pitch_deg: float = Field(-90.0, ge=-90, le=-40, description="-90 = nadir, -45 = oblique")
     heading_deg: float | None = Field(None, description="camera yaw from north, clockwise; None = random")
     camera: SynthCameraConfig = SynthCameraConfig()
 

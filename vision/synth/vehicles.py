@@ -36,6 +36,7 @@ PALETTE: list[tuple[str, tuple[int, int, int], float]] = [
     ("light_blue", (215, 170, 95), 0.01),
     ("asphalt", (0, 0, 0), 0.04),
 ]
+LC_FULL_RATE_SPEED = 12.0  # m/s; below it a lane change slows down proportionally
 CONTAINER_COLOURS = [(40, 50, 150), (130, 70, 30), (50, 110, 50), (110, 110, 110), (30, 110, 210), (60, 80, 120)]
 
 
@@ -74,13 +75,14 @@ def sample_colour(rng: np.random.Generator, asphalt_bgr: tuple[int, int, int]) -
     return name, tuple(int(np.clip(c + j, 0, 255)) for c, j in zip(bgr, jitter))
 
 
-def sample_spec(rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind: str = "moving") -> VehicleSpec:
+def sample_spec(rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind: str = "moving",
+                long_trucks: bool = True) -> VehicleSpec:
     if cls == "car":
         dims = (rng.uniform(3.8, 4.9), rng.uniform(1.7, 1.9), rng.uniform(1.4, 1.6))
     elif cls == "van":
         dims = (rng.uniform(4.8, 6.0), rng.uniform(1.9, 2.1), rng.uniform(1.9, 2.6))
     elif cls == "truck":
-        semi = rng.random() < 0.5
+        semi = rng.random() < 0.5 and long_trucks  # no rigid 16 m boxes in tight curves
         dims = (rng.uniform(13.5, 16.5) if semi else rng.uniform(7.0, 10.0), 2.5, rng.uniform(3.2, 4.0))
     elif cls == "bus":
         dims = (rng.uniform(11.0, 13.5), 2.55, rng.uniform(3.0, 3.3))
@@ -246,7 +248,8 @@ class TrafficSim:
             tau = np.clip(self.lc_t[ii] / self.lc_dur[ii], 0, 1)
             changing = self.prev[ii] >= 0
             d = np.where(changing, self.lc_d0[ii] * (1 - (3 * tau**2 - 2 * tau**3)), 0.0)
-            dd = np.where(changing, -self.lc_d0[ii] * (6 * tau - 6 * tau**2) / self.lc_dur[ii], 0.0)
+            rate = self._lc_rate(self.v[ii])
+            dd = np.where(changing, -self.lc_d0[ii] * (6 * tau - 6 * tau**2) / self.lc_dur[ii] * rate, 0.0)
             pos = p + d[:, None] * n
             vel = self.v[ii, None] * t + dd[:, None] * n
             x[m], y[m] = pos[:, 0], pos[:, 1]
@@ -255,6 +258,11 @@ class TrafficSim:
             hd[m] = np.where(still, np.arctan2(t[:, 1], t[:, 0]), hd[m])
             sp[m] = np.hypot(self.v[ii], dd)
         return x, y, hd, sp
+
+    @staticmethod
+    def _lc_rate(v: np.ndarray) -> np.ndarray:
+        """Lane changes progress slower at low speed, so that the vehicle's yaw stays plausible."""
+        return np.minimum(1.0, np.asarray(v) / LC_FULL_RATE_SPEED)
 
     def _mapped(self, idx_from: np.ndarray, onto: np.ndarray, use_prev: bool = False) -> np.ndarray:
         """Arc length of vehicles ``idx_from`` (columns) expressed on routes ``onto`` (rows); NaN if not there."""
@@ -295,7 +303,7 @@ class TrafficSim:
             cls = sample_class(self.rng, self.net)
             if cls in ("truck", "bus") and r in self.inner_lanes:
                 cls = "car"  # heavy vehicles keep off the inner lane of wide highways
-            spec = sample_spec(self.rng, self.next_vid, cls, self.asphalt)
+            spec = sample_spec(self.rng, self.next_vid, cls, self.asphalt, long_trucks=self.net.long_trucks)
             act = np.flatnonzero(self.active)
             gap, vl = (np.array([np.inf]), np.array([0.0]))
             if len(act):
@@ -402,19 +410,26 @@ class TrafficSim:
                 if cls in ("truck", "bus") and target in self.inner_lanes:
                     continue
                 a_new = self._accel(t, np.array([i]), np.array([target]))[0]
-                # the new follower must not brake hard because of us
                 s_i = self.s[i]
                 act = np.flatnonzero(self.active)
+                act = act[act != i]
                 sj = self._mapped(act, np.array([target]))[0]
-                behind = np.where((sj < s_i) & (act != i), s_i - sj, np.inf)
-                if np.isfinite(behind).any():
+                ahead = np.where(sj >= s_i, sj - s_i, np.inf)
+                if np.isfinite(ahead).any():  # room in front in the new lane
+                    ld = act[int(np.argmin(ahead))]
+                    if ahead.min() - (self.L[ld] + self.L[i]) / 2 < max(5.0, 0.6 * self.v[i]):
+                        continue
+                behind = np.where(sj < s_i, s_i - sj, np.inf)
+                a_f = 0.0
+                if np.isfinite(behind).any():  # the new follower must not brake hard because of us
                     f = act[int(np.argmin(behind))]
                     gap_f = behind.min() - (self.L[f] + self.L[i]) / 2
                     a_f = _idm(self.v[f], self.v0[f], gap_f, self.v[f] - self.v[i], self.a[f], self.b[f], self.T[f], 2.0)
-                    if gap_f < 3.0 or a_f < -2.5:
+                    if gap_f < max(5.0, 0.8 * self.v[f]) or a_f < -1.5:
                         continue
-                gain = a_new - acc[n] + (0.15 if right else -0.15)
-                if gain > 0.35 and gain > best_gain:
+                # MOBIL: own gain, minus a share of what the new follower loses, plus keep-right bias
+                gain = a_new - acc[n] + 0.3 * min(a_f, 0.0) + (0.2 if right else -0.2)
+                if gain > 0.5 and gain > best_gain:
                     best, best_gain = target, gain
             if best is None:
                 continue
@@ -424,6 +439,7 @@ class TrafficSim:
             self.lc_d0[i] = float(np.dot(p_old[0] - p_new[0], n_new))
             self.prev[i], self.route[i] = r, best
             self.lc_t[i], self.lc_dur[i] = 0.0, self.rng.uniform(3.0, 5.0)
+            self.lc_next[i] = t + self.lc_dur[i] + self.rng.uniform(5.0, 10.0)
 
     def step(self, t: float, dt: float) -> None:
         self._spawn(t)
@@ -439,7 +455,7 @@ class TrafficSim:
         self.v[idx] = np.maximum(v_new, 0.0)
         self.s[idx] += ds
         changing = self.prev[idx] >= 0
-        self.lc_t[idx] += dt * changing
+        self.lc_t[idx] += dt * changing * self._lc_rate(v)
         done = idx[changing & (self.lc_t[idx] >= self.lc_dur[idx])]
         self.prev[done] = -1
         self.lc_t[done] = 0.0
