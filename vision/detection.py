@@ -96,8 +96,8 @@ class VehicleDetector:
         runs_before = self.tiles_run
         tiled = self._tiled(image, road_mask)
         n_tiles = self.tiles_run - runs_before
-        n_whole = int((whole.score >= 0.3).sum())
-        n_tiled = int((tiled.score >= 0.3).sum())
+        n_whole = _count_on_road(whole, road_mask)
+        n_tiled = _count_on_road(tiled, road_mask)
         # Tiles cost one detector pass each: keep them only when they pay, i.e. find clearly more vehicles and at
         # least one more per extra pass (a nadir frame full of road needs 8 tiles at 1080p for a handful of cars
         # that the motion layer finds anyway).
@@ -157,6 +157,16 @@ class VehicleDetector:
     def tiling_active(self) -> bool:
         """Whether the last frame was detected in native-resolution tiles."""
         return self.config.tiling == "on" or self._tiling_now
+
+
+def _count_on_road(dets: Detections, road_mask: np.ndarray | None, min_score: float = 0.3) -> int:
+    """Confident detections whose centre is on the road: what tiling is for (parked cars in lots are not)."""
+    keep = dets.score >= min_score
+    if road_mask is not None and len(dets):
+        h, w = road_mask.shape[:2]
+        c = dets.centers.astype(int)
+        keep &= road_mask[c[:, 1].clip(0, h - 1), c[:, 0].clip(0, w - 1)] > 0
+    return int(keep.sum())
 
 
 def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:
