@@ -97,7 +97,7 @@ def eval_val(weights: Path, coco_onnx: Path, data_dir: Path, shared: Path) -> No
             k = list(metrics.box.ap_class_index).index(i)
             print(f"    {name:6s} AP50 {metrics.box.ap50[k]:.3f}")
     images = sorted((data_dir / "images" / "val").glob("*.jpg"))
-    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+    for label, path in _models(weights, coco_onnx):
         ap, p, r = vehicle_ap50(load(path), images)
         print(f"  {label:15s} class-agnostic vehicle AP50 {ap:.3f}  (P {p:.3f} R {r:.3f} at the F1-best threshold)")
 
@@ -147,7 +147,7 @@ def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[
 def eval_mot(weights: Path, coco_onnx: Path, shared: Path, max_frames: int | None) -> None:
     seq = shared / "data" / "mot" / "uavdt_M1303"
     print(f"\n(b) UAVDT M1303 ({seq}), ByteTrack conf=0.1 imgsz=640, IoU>=0.5:")
-    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+    for label, path in _models(weights, coco_onnx):
         s = mot_scores(path, seq, max_frames)
         print(f"  {label:15s} MOTA {100 * s['mota']:5.1f}  IDF1 {100 * s['idf1']:5.1f}  P {s['precision']:.3f}  "
               f"R {s['recall']:.3f}  IDsw {int(s['num_switches'])}  FP {int(s['num_false_positives'])}  "
@@ -185,7 +185,7 @@ def eval_video(weights: Path, coco_onnx: Path, shared: Path, frame_ids: list[int
         if index in frame_ids:
             frames[index] = image
     print(f"\n(c) {video.name} 1920x1080 nadir, tiled 640 px at native resolution, conf {conf}: vehicles per frame")
-    for label, path in (("COCO INT8 ONNX", coco_onnx), ("ours", weights)):
+    for label, path in _models(weights, coco_onnx):
         model = load(path)
         counts = []
         for index, image in frames.items():
@@ -200,6 +200,10 @@ def eval_video(weights: Path, coco_onnx: Path, shared: Path, frame_ids: list[int
         print(f"  {label:15s} " + "  ".join(f"f{i}: {c}" for i, c in zip(frames, counts)))
 
 
+def _models(weights: Path, coco_onnx: Path | None) -> list[tuple[str, Path]]:
+    return ([("COCO INT8 ONNX", coco_onnx)] if coco_onnx else []) + [("ours", weights)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--weights", type=Path, default=DEFAULT_WEIGHTS)
@@ -210,12 +214,14 @@ def main() -> None:
     parser.add_argument("--max-frames", type=int, default=None, help="limit UAVDT frames (quick look)")
     parser.add_argument("--video-frames", default="0,60,120,176")
     parser.add_argument("--video-conf", type=float, default=0.25)
+    parser.add_argument("--no-coco", action="store_true", help="skip the COCO INT8 baseline")
     parser.add_argument("--overlay-dir", type=Path, default=None, help="write frames with boxes drawn here")
     args = parser.parse_args()
     coco_onnx = args.coco_onnx or args.shared / "models" / "yolov8n_coco_int8" / "yolov8n_int8.onnx"
-    for path in (args.weights, coco_onnx):
-        if not path.is_file():
+    for path in (args.weights, None if args.no_coco else coco_onnx):
+        if path is not None and not path.is_file():
             parser.error(f"{path}: weights file not found")
+    coco_onnx = None if args.no_coco else coco_onnx
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     parts = set(args.parts.split(","))
     if "val" in parts:

@@ -103,6 +103,52 @@ def build_float_model(onnx_path: Path, cfg: str = "yolov8n.yaml"):
     return model.eval()
 
 
+def calibrate_batchnorm(model, batches) -> None:
+    """Re-express every BatchNorm so that training-mode batch statistics give (about) the same function.
+
+    The identity BN from ``build_float_model`` is exact in eval mode, but in train mode BN normalises by the batch's
+    own mean and variance, so the first training step would see a different network (every channel rescaled to unit
+    variance) and wreck the COCO features. Here each BN keeps its eval-mode function ``y = (x - m0) / s0 * g0 + b0``
+    while taking the real statistics (mean ``m``, std ``s`` of its input over ``batches``) as running statistics:
+    ``g = g0 * s / s0`` and ``b = b0 + g0 * (m - m0) / s0``. ``batches``: iterable of (B, 3, H, W) float tensors in 0-1.
+    """
+    sums: dict[str, list[torch.Tensor]] = {}
+    hooks = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            def accumulate(mod, inputs, output, name=name):
+                x = inputs[0].double()
+                total = sums.setdefault(name, [torch.zeros(x.shape[1], dtype=torch.float64)] * 2 + [0])
+                total[0] = total[0] + x.sum((0, 2, 3))
+                total[1] = total[1] + (x * x).sum((0, 2, 3))
+                total[2] += x.numel() // x.shape[1]
+
+            hooks.append(module.register_forward_hook(accumulate))
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                model(batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not sums:
+        raise ValueError("calibrate_batchnorm: no images were given")
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            total, total_sq, count = sums[name]
+            mean = total / count
+            var = (total_sq / count - mean * mean).clamp_min(0)
+            s0 = (module.running_var.double() + module.eps).sqrt()
+            s = (var + module.eps).sqrt()
+            g0, b0, m0 = module.weight.detach().double(), module.bias.detach().double(), module.running_mean.double()
+            with torch.no_grad():
+                module.weight.copy_(g0 * s / s0)
+                module.bias.copy_(b0 + g0 * (mean - m0) / s0)
+                module.running_mean.copy_(mean)
+                module.running_var.copy_(var)
+
+
 def save_checkpoint(model, out_path: Path, note: str = "") -> Path:
     """Save ``model`` the way Ultralytics' trainer does, so ``YOLO(out_path)`` loads it and can ``.train()``."""
     import ultralytics

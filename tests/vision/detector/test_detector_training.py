@@ -1,0 +1,71 @@
+"""Training set-up: the COCO -> vehicle head surgery, argument checks, and a tiny end-to-end smoke run (slow)."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from vision.detector.dataset import CLASS_NAMES
+from vision.detector.training import (
+    COCO_ROWS_FOR_OURS,
+    TrainingError,
+    make_init_checkpoint,
+    train_detector,
+    vehicle_head_from_coco,
+)
+
+
+def test_vehicle_head_reproduces_the_coco_vehicle_scores():
+    from ultralytics.nn.tasks import DetectionModel
+
+    torch.manual_seed(0)
+    coco = DetectionModel("yolov8n.yaml", nc=80, verbose=False).eval()
+    ours = vehicle_head_from_coco(coco).eval()
+    x = torch.rand(1, 3, 128, 128)
+    with torch.no_grad():
+        ref, out = coco(x)[0], ours(x)[0]
+    assert out.shape == (1, 4 + len(CLASS_NAMES), ref.shape[2])
+    torch.testing.assert_close(out[:, :4], ref[:, :4])  # boxes untouched
+    torch.testing.assert_close(out[:, 4:], ref[:, 4 + torch.tensor(COCO_ROWS_FOR_OURS)])
+    assert ours.names == dict(enumerate(CLASS_NAMES)) and coco.model[-1].nc == 80  # the source is not modified
+
+
+def test_unknown_init_is_rejected(tmp_path):
+    with pytest.raises(TrainingError, match="init must be"):
+        make_init_checkpoint("imagenet", tmp_path)
+    with pytest.raises(TrainingError, match="detection data not found"):
+        train_detector(tmp_path / "w.pt", data_dir=tmp_path / "d", shared=tmp_path / "no_shared")
+
+
+def _fake_shared(root):
+    """The four source folders with a few small random frames, one scene of each in val."""
+    rng = np.random.default_rng(0)
+    stems = {"madison_drone_view": ["0_1", "Drone2_(1)", "Drone2_(2)"],
+             "aerial_cars_drone": ["DJI_0762-00001", "DJI_0005-0001"],
+             "au_air": ["frame_20190829091111_x_1", "frame_20190905091750_x_1"],
+             "drift_obb": ["A_frame_0000"]}
+    for name, names in stems.items():
+        (root / "data" / "detection" / name / "images").mkdir(parents=True)
+        (root / "data" / "detection" / name / "labels").mkdir()
+        for stem in names:
+            image = rng.integers(60, 200, (160, 160, 3), dtype=np.uint8)
+            cv2.rectangle(image, (40, 60), (80, 80), (20, 20, 20), -1)  # a dark "car"
+            cv2.imwrite(str(root / "data" / "detection" / name / "images" / f"{stem}.jpg"), image)
+            line = "1 0.25 0.375 0.5 0.375 0.5 0.5 0.25 0.5\n" if name == "drift_obb" else "1 0.375 0.4375 0.25 0.125\n"
+            (root / "data" / "detection" / name / "labels" / f"{stem}.txt").write_text(
+                line if name != "madison_drone_view" else line.replace("1 ", "0 ", 1))
+    return root
+
+
+@pytest.mark.slow
+def test_one_epoch_smoke_run_writes_loadable_vehicle_weights(tmp_path):
+    from ultralytics import YOLO
+
+    shared = _fake_shared(tmp_path / "shared")
+    out = train_detector(tmp_path / "w.pt", data_dir=tmp_path / "data", epochs=1, imgsz=64, batch=4,
+                         init="scratch", shared=shared, label_teacher=False)
+    assert out.exists() and out.stat().st_size < 10e6
+    model = YOLO(str(out))
+    assert model.names == dict(enumerate(CLASS_NAMES))
+    model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=64, verbose=False)
