@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -90,6 +91,12 @@ def _file_line(path: Path | None, what: str, used: Path | None = None) -> str:
     return f"{shown} (sha256 {sha256(used)}, {used.stat().st_size / 1e6:.1f} MB)"
 
 
+def _hash_in(line: str | None) -> str | None:
+    """The sha256 in a weights line of the report (None: no weights, e.g. road layer disabled)."""
+    m = re.search(r"sha256 ([0-9a-f]{64})", line or "")
+    return m.group(1) if m else None
+
+
 def snapshot(path: Path, workdir: Path) -> Path:
     """A private copy of a weights file for the whole run: the shipped files may be replaced by a training job while
     the suite runs, and every sequence and both modes must use the same weights. Same file name (caches key on it)."""
@@ -122,6 +129,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--shared", type=Path, default=Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared")),
                    help="shared data folder holding data/mot/uavdt_M1303 (default: $AIRPATROL_SHARED or ../shared)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep sequences already scored in --workdir/results.json (same weights, suite and frames), "
+                        "e.g. after an interrupted run, and run only the rest")
     p.add_argument("--render-only", action="store_true", help="render the suite's clips into --workdir and stop")
     p.add_argument("--from-json", type=Path, default=None,
                    help="re-write the report from a saved accuracy.json / workdir results.json, running nothing")
@@ -178,6 +188,21 @@ def run_suite(args: argparse.Namespace) -> dict:
         "notes": notes,
         "workdir": str(settings.workdir),
     }
+    done: dict[str, dict] = {}
+    previous = settings.workdir / "results.json"
+    if args.resume and previous.is_file():
+        old = json.loads(previous.read_text())
+        om = old.get("meta", {})
+        if om.get("suite") == meta["suite"] and all(_hash_in(om.get(k)) == _hash_in(meta[k])
+                                                     for k in ("weights", "road_weights")):
+            done = {r["name"]: r for r in old.get("sequences", [])}
+            for k in ("date", "command", "weights", "road_weights"):  # the run is the earlier one, continued
+                meta[k] = om.get(k, meta[k])
+            notes.append(f"resumed {dt.datetime.now().astimezone().isoformat(timespec='seconds')} with "
+                         f"`{shlex.join(getattr(sys, 'orig_argv', sys.argv))}` after an interrupted run; "
+                         f"{len(done)} sequences scored before were kept")
+        else:
+            notes.append("--resume: earlier results.json used other weights or another suite; everything was re-run")
     load0 = load_average()
     if args.render_only:
         for spec in tqdm(seqs, desc="render suite", unit="clip"):
@@ -188,16 +213,21 @@ def run_suite(args: argparse.Namespace) -> dict:
     records = []
     bar = tqdm(total=len(seqs) * (1 + len(MODES)), desc="accuracy suite", unit="step", dynamic_ncols=True)
     for spec in seqs:
+        if spec.name in done and done[spec.name].get("frames") == spec.frames:
+            records.append(done[spec.name])
+            bar.update(1 + len(MODES))
+            continue
         bar.set_postfix_str(f"{spec.name}: render")
         prep = prepare(spec, settings.workdir)
         timing["generate_s"] += prep.generated_s
         bar.update(1)
         rec = {"name": spec.name, "kind": spec.kind, "group": spec.group, "factors": spec.factors,
-               "frames": spec.frames, "assets": prep.assets, "modes": {}}
+               "frames": spec.frames, "assets": prep.assets, "modes": {}, "run_s": {}}
         for mode in MODES:
             bar.set_postfix_str(f"{spec.name}: {mode}")
             t = time.perf_counter()
             rec["modes"][mode] = run_mode(spec, mode, prep, settings)
+            rec["run_s"][mode] = round(time.perf_counter() - t, 1)
             timing[f"{mode}_s"] += time.perf_counter() - t
             bar.update(1)
         records.append(rec)
@@ -207,9 +237,11 @@ def run_suite(args: argparse.Namespace) -> dict:
     if len(used) > 1:  # cannot happen with the snapshot; kept as a guard for the report's honesty
         notes.append(f"WARNING: runs used different detector weights: {sorted(map(str, used))}")
     timing["total_s"] = time.perf_counter() - t0
-    meta["runtime"] = (f"{timing['total_s'] / 60:.1f} min in all: rendering {timing['generate_s'] / 60:.1f} min "
-                       f"(0 when clips were reused), dual-layer runs {timing['dual_s'] / 60:.1f} min, baseline runs "
-                       f"{timing['baseline_s'] / 60:.1f} min (runs include scoring)")
+    pipeline_min = {m: sum(r["modes"][m].get("wall_s") or 0 for r in records) / 60 for m in MODES}
+    meta["runtime"] = (f"pipeline runs (process_video wall time, model loading included, scoring not): dual-layer "
+                       f"{pipeline_min['dual']:.1f} min + baseline {pipeline_min['baseline']:.1f} min = "
+                       f"{sum(pipeline_min.values()):.1f} min; this invocation {timing['total_s'] / 60:.1f} min in all, "
+                       f"of it rendering {timing['generate_s'] / 60:.1f} min (0 when clips were reused)")
     meta["timing_s"] = {k: round(v, 1) for k, v in timing.items()}
     if load0 is not None:
         meta["load_average"] = (f"{load0:.1f} at start, {load_average():.1f} at end (1-minute; other jobs share "
