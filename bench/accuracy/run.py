@@ -196,8 +196,11 @@ def run_suite(args: argparse.Namespace) -> dict:
         if om.get("suite") == meta["suite"] and all(_hash_in(om.get(k)) == _hash_in(meta[k])
                                                      for k in ("weights", "road_weights")):
             done = {r["name"]: r for r in old.get("sequences", [])}
-            for k in ("date", "command", "weights", "road_weights"):  # the run is the earlier one, continued
+            now_git = meta["git"]
+            for k in ("date", "command", "weights", "road_weights", "git", "machine"):  # the earlier run, continued
                 meta[k] = om.get(k, meta[k])
+            if now_git != meta["git"]:
+                notes.append(f"the code changed between the first part and the resumed part: resumed at {now_git}")
             notes.append(f"resumed {dt.datetime.now().astimezone().isoformat(timespec='seconds')} with "
                          f"`{shlex.join(getattr(sys, 'orig_argv', sys.argv))}` after an interrupted run; "
                          f"{len(done)} sequences scored before were kept")
