@@ -126,3 +126,17 @@ def test_condense_keeps_the_reported_numbers():
     assert (out["mota"], out["speed"]["mae_kmh"], out["speed"]["moving_mae_kmh"], out["ms_per_frame"],
             out["road_mask_iou"], out["tracks"]) == (0.5, 1.5, 1.6, 80.0, 0.7, 5)
     assert Prepared  # the runner's data class is importable without running anything
+
+
+def test_weights_snapshot_keeps_name_and_hash(tmp_path):
+    from bench.accuracy import run
+
+    w = tmp_path / "airpatrol_yolov8n.pt"
+    w.write_bytes(b"weights v1")
+    copy = run.snapshot(w, tmp_path / "work")
+    assert copy.name == w.name and copy.read_bytes() == b"weights v1"
+    w.write_bytes(b"weights v2")  # replaced by a training job mid-run: the copy stays as it was
+    assert copy.read_bytes() == b"weights v1" and run.snapshot(w, tmp_path / "work") != copy
+    line = run._file_line(w, "?", copy)
+    assert run._hash_in(line) == run.sha256(copy) != run.sha256(w)
+    assert run._hash_in("none (road layer disabled)") is None
