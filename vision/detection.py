@@ -131,9 +131,11 @@ class VehicleDetector:
             tiles = [t for t in tiles if _road_share(road_mask, t) > 0.01]
         self.tiles_run += len(tiles)
         parts = self._predict([image[y1:y2, x1:x2] for x1, y1, x2, y2 in tiles]) if tiles else []
+        cut = [cut_by_tile_edge(d.xyxy, t, w, h) for d, t in zip(parts, tiles)]
         for d, (x1, y1, _, _) in zip(parts, tiles):
             d.xyxy += np.array([x1, y1, x1, y1], np.float32)
-        return merge_overlapping(Detections.concat(parts), self.config.iou)
+        cut = np.concatenate([c for c, d in zip(cut, parts) if len(d)]) if any(len(d) for d in parts) else np.zeros(0, bool)
+        return merge_tiled(Detections.concat(parts), cut, self.config.iou)
 
     def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections:
         """Vehicles in one frame. ``tiling`` overrides the configured mode (the baseline never tiles)."""
@@ -175,15 +177,69 @@ def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:
     return float(np.count_nonzero(sub)) / max(1, sub.size)
 
 
-def merge_overlapping(dets: Detections, iou: float) -> Detections:
-    """Class-agnostic NMS across tiles (a vehicle cut by a tile border is seen twice)."""
+def cut_by_tile_edge(xyxy: np.ndarray, tile: tuple[int, int, int, int], width: int, height: int,
+                     margin: float = 3.0) -> np.ndarray:
+    """Which boxes (tile coordinates) touch an edge of the tile that lies inside the frame: possibly cut vehicles."""
+    x1, y1, x2, y2 = tile
+    b = np.asarray(xyxy, np.float32).reshape(-1, 4)
+    cut = np.zeros(len(b), bool)
+    if x1 > 0:
+        cut |= b[:, 0] <= margin
+    if y1 > 0:
+        cut |= b[:, 1] <= margin
+    if x2 < width:
+        cut |= b[:, 2] >= (x2 - x1) - margin
+    if y2 < height:
+        cut |= b[:, 3] >= (y2 - y1) - margin
+    return cut
+
+
+def merge_tiled(dets: Detections, cut: np.ndarray, iou: float, min_ios: float = 0.5) -> Detections:
+    """Join the per-tile detections into one set for the frame.
+
+    Plain NMS is not enough: a vehicle crossing a tile border is seen whole in one tile and as a fragment in the
+    other, and the fragment's IoU with the whole box is low (a third of a car gives IoU ~0.33), so NMS keeps both:
+    one vehicle, two boxes, the fragment a false positive. So a box that touches an inner tile edge (``cut``) and
+    lies mostly inside another box (intersection over its own area >= ``min_ios``) is merged into that box (their
+    union: when a long vehicle is cut in both tiles, the two fragments together are the vehicle). SAHI's
+    greedy non-maximum merging with the IoS metric does the same for all boxes; limiting it to cut boxes keeps two
+    close vehicles that are whole in their tiles apart.
+    """
+    cut = np.asarray(cut, bool).reshape(len(dets))
     if len(dets) < 2:
         return dets
+    keep = np.sort(_nms_indices(dets, iou))
+    dets, cut = dets[keep], cut[keep]
+    xyxy = dets.xyxy.copy()
+    score = dets.score.copy()
+    alive = np.ones(len(dets), bool)
+    area = np.maximum(xyxy[:, 2] - xyxy[:, 0], 0) * np.maximum(xyxy[:, 3] - xyxy[:, 1], 0)
+    for i in np.flatnonzero(cut)[np.argsort(area[cut])]:  # smallest fragments first
+        others = np.flatnonzero(alive)
+        others = others[others != i]
+        if not len(others):
+            break
+        ix = np.clip(np.minimum(xyxy[others, 2], xyxy[i, 2]) - np.maximum(xyxy[others, 0], xyxy[i, 0]), 0, None)
+        iy = np.clip(np.minimum(xyxy[others, 3], xyxy[i, 3]) - np.maximum(xyxy[others, 1], xyxy[i, 1]), 0, None)
+        ios = ix * iy / np.maximum(np.minimum(area[others], area[i]), 1e-6)
+        if ios.max() < min_ios:
+            continue
+        j = others[ios.argmax()]
+        xyxy[j, :2] = np.minimum(xyxy[j, :2], xyxy[i, :2])
+        xyxy[j, 2:] = np.maximum(xyxy[j, 2:], xyxy[i, 2:])
+        area[j] = (xyxy[j, 2] - xyxy[j, 0]) * (xyxy[j, 3] - xyxy[j, 1])
+        if score[i] > score[j]:
+            score[j], dets.class_id[j] = score[i], dets.class_id[i]
+        alive[i] = False
+    merged = Detections(xyxy, score, dets.class_id, dets.source, dets.moving)
+    return merged[alive]
+
+
+def _nms_indices(dets: Detections, iou: float) -> np.ndarray:
     import torch
     from torchvision.ops import nms
 
-    keep = nms(torch.from_numpy(dets.xyxy).float(), torch.from_numpy(dets.score).float(), iou).numpy()
-    return dets[np.sort(keep)]
+    return nms(torch.from_numpy(dets.xyxy).float(), torch.from_numpy(dets.score).float(), iou).numpy()
 
 
 def class_name(class_id: int) -> str:
