@@ -223,7 +223,9 @@ def render_markdown(results: dict, plots: list[str] | None = None) -> str:
     for note in meta.get("notes", []):
         L.append(f"- **note**: {note}")
     L += ["", "## Per sequence", "", "MOTA, FP/FN per evaluated frame, IDF1 and ID switches from `motmetrics` (IoU >= 0.5, "
-          "class-agnostic); speed MAE over matched vehicle-frames whose track is >= 1 s old (n = samples); time per "
+          "class-agnostic). Parked vehicles of the synthetic scenes are distractors (`airpatrol eval --parked ignore`): "
+          "AirPatrol measures traffic and drops parked cars off the road by design, so finding one is not scored as a "
+          "hit and missing one not as a miss; UAVDT is scored as labelled. Speed MAE over matched vehicle-frames whose track is >= 1 s old (n = samples); time per "
           "frame = the pipeline loop incl. decoding and file outputs, on this machine.", "", sequence_table(results, agg)]
     L += ["", "Pooled precision / recall (dual / baseline): a pipeline that finds few vehicles also makes few false "
           "positives, so read the FP rate together with these.", "",

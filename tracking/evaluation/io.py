@@ -154,9 +154,14 @@ def read_seqinfo(path: Path) -> tuple[float | None, int | None]:
     return fps, n
 
 
-def load_ground_truth(path: str | Path) -> GroundTruth:
+def load_ground_truth(path: str | Path, parked: str = "ignore") -> GroundTruth:
     """A scene folder (``gt/gt.txt``), a ``gt`` folder, a MOTChallenge ``gt.txt``, or UAVDT ``*_gt_whole.txt``
-    (its ``*_gt_ignore.txt`` beside it is used), or a folder holding one of those."""
+    (its ``*_gt_ignore.txt`` beside it is used), or a folder holding one of those.
+
+    ``parked``: what to do with the parked vehicles of a synthetic scene (``scene.json`` kind "parked").
+    "ignore" (default) makes them distractors, like MOTChallenge's static persons: finding one is not a false
+    positive, missing one is not a miss. AirPatrol measures traffic, and dropping parked cars off the road is part of
+    its design, so neither choice is scored. "count" scores them like any vehicle."""
     p = Path(path)
     if not p.exists():
         raise EvalInputError(f"{p}: ground truth not found")
@@ -185,6 +190,10 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     else:
         boxes, conf = read_mot(p)
         keep = conf > 0  # conf 0 marks boxes not to evaluate: they act as ignore regions
+        if parked == "ignore":
+            keep &= ~np.isin(boxes.ids, sorted(_parked_ids(seq_dir / "scene.json")))
+        elif parked != "count":
+            raise EvalInputError(f"parked must be 'ignore' or 'count', got {parked!r}")
         ign = boxes.subset(~keep)
         boxes = boxes.subset(keep)
         kind = "mot"
@@ -197,6 +206,17 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     if (seq_dir / "road_mask").is_dir():
         gt.road_mask_dir = seq_dir / "road_mask"
     return gt
+
+
+def _parked_ids(scene_json: Path) -> set[int]:
+    """Ids of the parked vehicles of a synthetic scene (empty when there is no scene.json)."""
+    if not scene_json.is_file():
+        return set()
+    try:
+        vehicles = json.loads(scene_json.read_text(encoding="utf-8"))["vehicles"]
+        return {int(k) for k, v in vehicles.items() if v.get("kind") == "parked"}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise EvalInputError(f"{scene_json}: not a scene.json with a 'vehicles' table") from None
 
 
 def read_summary(path: Path) -> dict | None:

@@ -39,7 +39,7 @@ def _timing(summary: dict | None) -> dict | None:
 
 
 def evaluate_run(run_dir: str | Path, gt_path: str | Path, iou_threshold: float = 0.5, min_track_s: float = 1.0,
-                 fps: float | None = None, write: bool = True) -> dict:
+                 fps: float | None = None, write: bool = True, parked: str = "ignore") -> dict:
     """Metrics of one run: MOT (MOTA, IDF1, HOTA when TrackEval is installed, FP/FN/ID switches), speed error of
     matched vehicles, road-mask IoU and time per frame. Writes ``eval.json`` into the run folder when ``write``."""
     run = Path(run_dir)
@@ -49,7 +49,7 @@ def evaluate_run(run_dir: str | Path, gt_path: str | Path, iou_threshold: float 
         raise EvalInputError(f"{run}: run folder not found")
     if not 0.0 < iou_threshold <= 1.0:
         raise EvalInputError(f"iou threshold {iou_threshold} must be in (0, 1]")
-    gt = load_ground_truth(gt_path)
+    gt = load_ground_truth(gt_path, parked=parked)
     pred, _ = read_mot(run / "tracks_mot.txt")
     summary = read_summary(run / "summary.json")
     fps_value, fps_from = _fps(fps, gt.fps, summary)
@@ -70,7 +70,7 @@ def evaluate_run(run_dir: str | Path, gt_path: str | Path, iou_threshold: float 
         "fps": fps_value,
         "fps_from": fps_from,
         "ignored": {"ground_truth_boxes": gt_ignored, "predicted_boxes": pred_ignored,
-                    "regions": len(gt.ignore)},
+                    "regions": len(gt.ignore), "parked": parked},
         "mot": mot,
     }
     if gt.speeds is not None:
@@ -143,10 +143,12 @@ def cli_eval(
     iou: Annotated[float, typer.Option(help="IoU a prediction needs to match a ground-truth box")] = 0.5,
     min_track_s: Annotated[float, typer.Option(help="speed errors only for tracks at least this old")] = 1.0,
     fps: Annotated[Optional[float], typer.Option(help="frame rate, when neither the GT nor the run states it")] = None,
+    parked: Annotated[str, typer.Option(help="parked vehicles of a synthetic scene: 'ignore' (neither found nor "
+                                              "missed counts) or 'count' (scored like traffic)")] = "ignore",
 ) -> None:
     """Score a run against ground truth: MOTA, IDF1, FP/FN, ID switches, speed error, road-mask IoU; writes eval.json."""
     try:
-        res = evaluate_run(run_dir, ground_truth, iou_threshold=iou, min_track_s=min_track_s, fps=fps)
+        res = evaluate_run(run_dir, ground_truth, iou_threshold=iou, min_track_s=min_track_s, fps=fps, parked=parked)
     except EvalInputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

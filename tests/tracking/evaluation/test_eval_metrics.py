@@ -133,10 +133,29 @@ def test_uavdt_layout_with_ignore_file(tmp_path):
     (run / "tracks_mot.txt").write_text("1,1,0,0,10,10,0.9,-1,-1,-1\n1,8,104,104,10,10,0.8,-1,-1,-1\n")
     res = evaluate_run(run, tmp_path)
     assert res["ground_truth_format"] == "uavdt"
-    assert res["ignored"] == {"ground_truth_boxes": 1, "predicted_boxes": 1, "regions": 1}
+    assert res["ignored"] == {"ground_truth_boxes": 1, "predicted_boxes": 1, "regions": 1, "parked": "ignore"}
     m = res["mot"]
     assert (m["num_objects"], m["num_false_positives"], m["num_misses"], m["mota"]) == (1, 0, 0, 1.0)
     assert json.loads((run / "eval.json").read_text())["mot"]["mota"] == 1.0
+
+
+def test_parked_vehicles_of_a_scene_are_distractors_unless_counted(tmp_path):
+    scene = tmp_path / "scene"
+    (scene / "gt").mkdir(parents=True)
+    (scene / "scene.json").write_text(json.dumps({"fps": 10, "vehicles": {"1": {"kind": "moving"},
+                                                                          "2": {"kind": "parked"},
+                                                                          "3": {"kind": "parked"}}}))
+    (scene / "gt" / "gt.txt").write_text("1,1,0,0,10,10,1,1,1\n1,2,100,100,10,10,1,1,1\n1,3,200,200,10,10,1,1,1\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    # the moving vehicle and parked vehicle 2 are found; parked vehicle 3 is not
+    (run / "tracks_mot.txt").write_text("1,1,0,0,10,10,0.9,-1,-1,-1\n1,5,101,100,10,10,0.8,-1,-1,-1\n")
+    ignored = evaluate_run(run, scene)["mot"]
+    assert (ignored["num_objects"], ignored["num_false_positives"], ignored["num_misses"]) == (1, 0, 0)
+    counted = evaluate_run(run, scene, parked="count")["mot"]
+    assert (counted["num_objects"], counted["num_false_positives"], counted["num_misses"]) == (3, 0, 1)
+    with pytest.raises(EvalInputError, match="parked"):
+        evaluate_run(run, scene, parked="sometimes")
 
 
 # ------------------------------------------------------------------------------------------------ generated clip
