@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from vision.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
-from vision.detector.training import DEFAULT_WEIGHTS, shared_root  # noqa: E402
+from vision.detector import DEFAULT_WEIGHTS  # noqa: E402
+from vision.detector.training import shared_root  # noqa: E402
 
 COCO_VEHICLES = (2, 5, 7)  # car, bus, truck
 

@@ -12,8 +12,8 @@ from dashboard.cli import cli_import_run, cli_user_add
 from db import cli as db_cli
 from tracking.evaluation.report import cli_eval
 from vision.synth.cli import cli_synth
-from vision.detector.training import cli_train_detector
-from vision.road.training import cli_train_road
+from vision.detector.cli import cli_train_detector
+from vision.road.cli import cli_train_road
 
 app = typer.Typer(
     name="airpatrol",

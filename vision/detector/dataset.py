@@ -77,7 +77,15 @@ class LabelTeacher:
     max_iou: float = 0.3  # a detection overlapping a label more than this is that label, not a missed vehicle
 
     def identity(self) -> str:
-        return f"{self.weights.name}:{self.weights.stat().st_size}:{self.conf}:{self.max_iou}"
+        """Names the teacher by its weights' content (the checkpoint file also holds a save date)."""
+        import torch
+
+        state = torch.load(self.weights, map_location="cpu", weights_only=False)["model"].state_dict()
+        digest = hashlib.sha256()
+        for key in sorted(state):
+            digest.update(key.encode())
+            digest.update(state[key].float().numpy().tobytes())
+        return f"{digest.hexdigest()[:16]}:{self.conf}:{self.max_iou}"
 
     def missing_labels(self, model, image: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(M, 5) extra ``cls cx cy w h`` rows for confident detections that match no label."""

@@ -13,20 +13,15 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import torch
-import typer
 
+from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA
 from vision.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
 from vision.detector.dequantize import DEFAULT_ONNX, build_float_model, calibrate_batchnorm, save_checkpoint
 
 COCO_ROWS_FOR_OURS = (2, 7, 5, 2)  # COCO ids of car, truck, bus, car -> our car, truck, bus, van
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "airpatrol_yolov8n.pt"
-# Chosen by measuring one epoch on the 2 shared CPU cores (docs/detector.md): ~70 minutes in all.
-DEFAULT_EPOCHS = 5
-DEFAULT_BATCH = 16
-DEFAULT_FREEZE = 10  # YOLOv8n layers 0-9 are the backbone
 
 
 class TrainingError(ValueError):
@@ -129,7 +124,7 @@ def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int 
                    batch: int = DEFAULT_BATCH, init: Literal["coco_int8", "scratch"] = "coco_int8",
                    extra_dirs: Sequence[Path] = (), seed: int = 0, shared: Path | None = None,
                    fraction: float = 1.0, freeze: int = DEFAULT_FREEZE, label_teacher: bool = True,
-                   resume: bool = False) -> Path:
+                   resume: bool = False, wise_alpha: float = DEFAULT_WISE_ALPHA) -> Path:
     """Build the data, fine-tune YOLOv8n on CPU and write the best weights (optimizer stripped, fp16) to ``out_weights``.
 
     ``freeze`` first layers stay as initialised (10 = the whole backbone: keeps COCO's features, which the small
@@ -137,8 +132,13 @@ def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int 
     model add the vehicles the labels of incomplete sources miss (dataset.LabelTeacher).
     ``fraction`` < 1 trains on that share of the training images (smoke tests and timing).
     ``resume`` continues an interrupted run with the same arguments from its last epoch (Ultralytics' resume).
+    ``wise_alpha`` < 1 writes ``(1 - a) * start + a * fine-tuned`` weights (``interpolate_weights``; WiSE-FT,
+    Wortsman et al. 2022): fine-tuning on our mostly top-down data makes the model less sure of oblique views, and
+    averaging with the start point keeps most of the gain on our data and COCO's oblique competence (docs/detector.md).
     """
     os.environ.setdefault("YOLO_OFFLINE", "1")  # never let ultralytics fetch weights, fonts or data
+    if not 0.0 <= wise_alpha <= 1.0:
+        raise TrainingError(f"wise_alpha must be in [0, 1], got {wise_alpha}")
     if epochs < 1 or batch < 1 or imgsz < 32:
         raise TrainingError(f"epochs, batch must be >= 1 and imgsz >= 32 (got {epochs}, {batch}, {imgsz})")
     shared = Path(shared) if shared else shared_root()
@@ -170,10 +170,33 @@ def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int 
         best = last
     out_weights = Path(out_weights)
     out_weights.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(best, out_weights)  # ultralytics already stripped the optimizer and halved it
+    if wise_alpha < 1.0 and init == "coco_int8":
+        interpolate_weights(init_ckpt, best, wise_alpha, out_weights)
+    else:
+        shutil.copyfile(best, out_weights)  # ultralytics already stripped the optimizer and halved it
     print(f"trained {epochs} epochs in {(time.monotonic() - started) / 60:.1f} min -> {out_weights} "
           f"({out_weights.stat().st_size / 1e6:.1f} MB)")
     return out_weights
+
+
+def interpolate_weights(start: Path, tuned: Path, alpha: float, out: Path) -> Path:
+    """Save ``tuned``'s checkpoint with every float tensor replaced by ``(1 - alpha) * start + alpha * tuned`` (fp16).
+
+    Both must be the same architecture (the fine-tuned model and the checkpoint its training started from). BatchNorm
+    running statistics are averaged too; the start point's are real statistics (``calibrate_batchnorm``).
+    """
+    from ultralytics.utils.torch_utils import torch_load
+
+    start_model = torch_load(start, map_location="cpu")["model"].float()
+    ckpt = torch_load(tuned, map_location="cpu")
+    model = (ckpt.get("ema") or ckpt["model"]).float()
+    a, b = start_model.state_dict(), model.state_dict()
+    if a.keys() != b.keys() or any(a[k].shape != b[k].shape for k in a):
+        raise TrainingError(f"{start} and {tuned} are not the same architecture: cannot average them")
+    model.load_state_dict({k: (1 - alpha) * a[k] + alpha * b[k] if b[k].is_floating_point() else b[k] for k in b})
+    ckpt.update(model=model.half(), ema=None, description=f"WiSE-FT average, alpha={alpha}: {start.name} + {tuned}")
+    torch.save(ckpt, out)
+    return out
 
 
 def _train(init_ckpt: Path, data_yaml: Path, epochs: int, imgsz: int, batch: int, seed: int, fraction: float,
@@ -188,24 +211,3 @@ def _train(init_ckpt: Path, data_yaml: Path, epochs: int, imgsz: int, batch: int
         warmup_epochs=min(3.0, epochs / 4), close_mosaic=max(1, epochs // 5), freeze=freeze or None,
         verbose=True,
     )
-
-
-def cli_train_detector(
-    out: Annotated[Path, typer.Option("--out", help="where to write the trained weights (.pt)")] = DEFAULT_WEIGHTS,
-    epochs: Annotated[int, typer.Option("--epochs", help="training epochs")] = DEFAULT_EPOCHS,
-    imgsz: Annotated[int, typer.Option("--imgsz", help="training image size (tiles are 640)")] = 640,
-    batch: Annotated[int, typer.Option("--batch", help="images per batch")] = DEFAULT_BATCH,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="work folder for the built data set")] = None,
-    extra: Annotated[list[Path] | None, typer.Option("--extra", help="extra YOLO-format folder(s) for training")] = None,
-    init: Annotated[str, typer.Option("--init", help="coco_int8 (fine-tune) or scratch")] = "coco_int8",
-    seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
-    freeze: Annotated[int, typer.Option("--freeze", help="first layers kept frozen (10 = backbone)")] = DEFAULT_FREEZE,
-    resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run with the same options")] = False,
-) -> None:
-    """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
-    if init not in ("coco_int8", "scratch"):
-        raise typer.BadParameter(f"--init must be coco_int8 or scratch, got {init!r}")
-    path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,
-                          extra_dirs=extra or (), seed=seed, freeze=freeze,
-                          resume=resume)
-    typer.echo(str(path))

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "road_unet.pt"
+from vision.road import DEFAULT_WEIGHTS  # noqa: F401  (re-exported: where the shipped weights live)
 DEFAULT_LONG_SIDE = 512
 # Input normalisation (BGR order, 0..255): a fixed, dataset-independent centring keeps the checkpoint self-contained.
 _MEAN = 127.5

@@ -10,6 +10,7 @@ from vision.detector.dataset import CLASS_NAMES
 from vision.detector.training import (
     COCO_ROWS_FOR_OURS,
     TrainingError,
+    interpolate_weights,
     make_init_checkpoint,
     train_detector,
     vehicle_head_from_coco,
@@ -36,6 +37,30 @@ def test_unknown_init_is_rejected(tmp_path):
         make_init_checkpoint("imagenet", tmp_path)
     with pytest.raises(TrainingError, match="detection data not found"):
         train_detector(tmp_path / "w.pt", data_dir=tmp_path / "d", shared=tmp_path / "no_shared")
+    with pytest.raises(TrainingError, match="wise_alpha"):
+        train_detector(tmp_path / "w.pt", wise_alpha=1.5)
+
+
+def test_weight_averaging_mixes_every_float_tensor(tmp_path):
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import DetectionModel
+
+    from vision.detector.dequantize import save_checkpoint
+
+    torch.manual_seed(0)
+    start, tuned = (DetectionModel("yolov8n.yaml", nc=4, verbose=False) for _ in range(2))
+    for module in tuned.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.fill_(1.0)
+    tuned.names = dict(enumerate(CLASS_NAMES))
+    save_checkpoint(start, tmp_path / "start.pt")
+    save_checkpoint(tuned, tmp_path / "tuned.pt")
+    out = interpolate_weights(tmp_path / "start.pt", tmp_path / "tuned.pt", 0.25, tmp_path / "mix.pt")
+    mixed = YOLO(str(out)).model.float().state_dict()
+    a, b = start.state_dict(), tuned.state_dict()
+    for key in ("model.0.conv.weight", "model.22.cv3.0.2.bias", "model.4.m.0.cv1.bn.running_mean"):
+        torch.testing.assert_close(mixed[key], (0.75 * a[key] + 0.25 * b[key]).half().float())
+    assert YOLO(str(out)).names == dict(enumerate(CLASS_NAMES))
 
 
 def _fake_shared(root):
