@@ -1,5 +1,5 @@
-"""Pipeline benchmark: frames/s of detector-only, full dual-layer pipeline and --baseline on the same clip,
-ms/frame per stage, peak RSS, and whether peak RSS stays flat on a clip 10x longer.
+"""Pipeline benchmark: frames/s of detector-only, full dual-layer pipeline (auto tiling, and --tiling off) and
+--baseline on the same clip, ms/frame per stage, peak RSS, and whether peak RSS stays flat on a clip 10x longer.
 
     python3 bench/pipeline_bench.py                       # default clip: ../shared nadir_interchange (1080p)
     python3 bench/pipeline_bench.py --clip VIDEO --frames 100 --weights W.pt
@@ -50,6 +50,8 @@ def _child(mode: str, clip: str, frames: int | None, weights: str | None, calibr
         from edge.runner import process_video
 
         cfg.baseline = mode == "baseline"
+        if mode == "dual_untiled":
+            cfg.detector.tiling = "off"  # the other layers' overhead alone, without native-resolution tiles
         with tempfile.TemporaryDirectory() as tmp:
             s = process_video(clip, Path(tmp) / "run", cfg, progress=False, max_frames=frames).summary
         out = {"frames": s["counts"]["frames"], "ms_per_frame": s["timings"]["ms_per_frame"],
@@ -96,15 +98,21 @@ def main() -> None:
         raise SystemExit(f"{a.clip}: clip not found (pass --clip)")
     if a.calibration is None and a.clip == DEFAULT_CLIP:
         a.calibration = str(DEFAULT_CLIP.parent / "georef_corners.json")
-    res = {m: _run(m, a.clip, a.frames, a.weights, a.calibration) for m in ("detector", "dual_layer", "baseline")}
+    modes = ("detector", "dual_layer", "dual_untiled", "baseline")
+    res = {m: _run(m, a.clip, a.frames, a.weights, a.calibration) for m in modes}
     print(f"clip: {a.clip} ({res['dual_layer']['frames']} frames)")
     print(f"{'mode':<12}{'fps':>8}{'ms/frame':>10}{'peak RSS MB':>13}")
     for m, r in res.items():
         print(f"{m:<12}{1000 / r['ms_per_frame']:>8.2f}{r['ms_per_frame']:>10.1f}{r['peak_rss_mb']:>13.0f}")
     ratio = res["dual_layer"]["ms_per_frame"] / res["baseline"]["ms_per_frame"]
     print(f"full pipeline / baseline time per frame: {ratio:.2f}x  (target <= 1.3x)")
+    untiled = res["dual_untiled"]["ms_per_frame"] / res["baseline"]["ms_per_frame"]
+    print(f"full pipeline with --tiling off / baseline: {untiled:.2f}x  (what the road, ego-motion and motion layers cost)")
     print("dual-layer ms/frame by stage: " + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_layer"]["by_stage"].items()))
-    print(f"detector tiles run: {res['dual_layer']['detector_tiles']}")
+    print("dual-layer --tiling off ms/frame by stage: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_untiled"]["by_stage"].items()))
+    print(f"detector tiles run: {res['dual_layer']['detector_tiles']} (dual-layer), "
+          f"{res['dual_untiled']['detector_tiles']} (--tiling off)")
     if not a.skip_long and shutil.which("ffmpeg"):
         with tempfile.TemporaryDirectory() as tmp:
             long_clip = _longer(a.clip, 10, Path(tmp))
