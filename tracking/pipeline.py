@@ -24,6 +24,7 @@ from vision.motion import MotionDetector
 from vision.types import CameraPose, Detections, DetectionSource, Frame
 
 MOVING_FRACTION = 0.15  # share of moving pixels that makes a detector box "moving"
+OFF_ROAD_MOVING_FRACTION, OFF_ROAD_MIN_SCORE = 0.4, 0.5  # what keeps a detector box the road mask misses
 MIN_VEHICLE_M, MAX_VEHICLE_M = 2.0, 26.0  # plausible vehicle lengths (motorbike-ish to articulated truck)
 
 
@@ -119,12 +120,14 @@ class Pipeline:
         dets = self.detector.detect(img, road)
         t = self._tick("detect", t)
 
-        dets = self._filter_boxes(dets, road, ground)
+        field = None
         if cfg.motion.enabled:
             s = self.ego.scale
             H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
             road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
             field = self.motion.update(grey, H_small, s, road_small)
+        dets = self._filter_boxes(dets, road, ground, field)
+        if field is not None:
             dets.moving = self.motion_fraction(field, dets) > MOVING_FRACTION
             if cfg.motion.add_missed:
                 dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px)])
@@ -142,11 +145,17 @@ class Pipeline:
         return result
 
     @staticmethod
-    def motion_fraction(field, dets: Detections) -> np.ndarray:
-        return field.moving_fraction(dets.xyxy)
+    def motion_fraction(field, dets: Detections, on_road_only: bool = False) -> np.ndarray:
+        return field.moving_fraction(dets.xyxy, on_road_only)
 
-    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground) -> Detections:
-        """Drop boxes off the road and boxes too large to be one vehicle."""
+    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground, field=None) -> Detections:
+        """Drop boxes off the road and boxes too large to be one vehicle.
+
+        A detected vehicle that moves against the (ego-motion compensated) background is traffic even where the road
+        mask says otherwise: the U-Net misses road at scales and looks it was not trained on (e.g. 40 m over a
+        junction, cars covering the lanes). Keeping those boxes lets them become tracks, and the road layer then
+        learns their lanes from the tracks, so the same vehicles are kept when they stop there.
+        """
         if not len(dets):
             return dets
         h, w = self._size[1], self._size[0]
@@ -159,7 +168,13 @@ class Pipeline:
         if road is not None:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
-            keep &= road[cy, cx] > 0
+            on_road = road[cy, cx] > 0
+            if field is not None:
+                # off the mapped road only confident boxes that are mostly moving pixels: clutter with some parallax
+                # or a passing shadow does not qualify
+                moving = self.motion_fraction(field, dets, on_road_only=False) > OFF_ROAD_MOVING_FRACTION
+                on_road |= moving & (dets.score >= OFF_ROAD_MIN_SCORE)
+            keep &= on_road
         return dets[keep]
 
     def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None) -> Detections:

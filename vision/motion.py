@@ -27,19 +27,22 @@ def _fast_median(a: np.ndarray) -> float:
 
 @dataclass
 class MotionField:
-    """Foreground mask (downscaled frame), the two-frame change mask, and the factor to full resolution."""
+    """Foreground mask (downscaled frame, restricted to the road when one was given), the two-frame change mask, the
+    factor to full resolution, and the foreground before the road restriction."""
 
     mask: np.ndarray
     scale: float  # small = full * scale
     changed: np.ndarray | None = None
+    unrestricted: np.ndarray | None = None
 
-    def moving_fraction(self, xyxy: np.ndarray) -> np.ndarray:
-        """Share of foreground pixels inside each full-resolution box."""
+    def moving_fraction(self, xyxy: np.ndarray, on_road_only: bool = True) -> np.ndarray:
+        """Share of foreground pixels inside each full-resolution box (``on_road_only=False``: ignore the road)."""
         out = np.zeros(len(xyxy), np.float32)
-        if self.mask is None or not len(xyxy):
+        mask = self.mask if on_road_only or self.unrestricted is None else self.unrestricted
+        if mask is None or not len(xyxy):
             return out
-        h, w = self.mask.shape
-        integral = cv2.integral((self.mask > 0).astype(np.uint8))
+        h, w = mask.shape
+        integral = cv2.integral((mask > 0).astype(np.uint8))
         b = np.round(np.asarray(xyxy, np.float64) * self.scale).astype(int)
         b[:, [0, 2]] = b[:, [0, 2]].clip(0, w)
         b[:, [1, 3]] = b[:, [1, 3]].clip(0, h)
@@ -83,10 +86,9 @@ class MotionDetector:
         alpha = np.where(fg > 0, ALPHA_FOREGROUND, ALPHA).astype(np.float32)
         self._bg = bg + alpha * (cur - bg)
         self._prev = cur
-        if road_mask_small is not None:
-            fg = cv2.bitwise_and(fg, road_mask_small)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
-        return MotionField(fg, scale, changed)
+        on_road = cv2.bitwise_and(fg, road_mask_small) if road_mask_small is not None else fg
+        return MotionField(on_road, scale, changed, unrestricted=fg)
 
     def blobs(self, field: MotionField, min_area_px: int | None = None) -> np.ndarray:
         """Bounding boxes (full resolution xyxy) of foreground blobs that are moving now."""
