@@ -43,24 +43,25 @@ def warp_xyah_states(stracks: list, H: np.ndarray) -> None:
     """
     if not stracks:
         return
-    for st in stracks:
-        m = st.mean
-        cx, cy = m[0], m[1]
-        p = H @ np.array([cx, cy, 1.0])
-        w = p[2]
-        # Local Jacobian of the homography at the centre.
-        J = (H[:2, :2] * w - np.outer(p[:2], H[2, :2])) / (w * w)
-        s = float(np.sqrt(abs(np.linalg.det(J))))
-        m[0], m[1] = p[0] / w, p[1] / w
-        m[3] *= s
-        m[4:6] = J @ m[4:6]
-        m[7] *= s
-        T = np.eye(8)
-        T[:2, :2] = J
-        T[4:6, 4:6] = J
-        T[3, 3] = T[7, 7] = s
-        st.mean = m
-        st.covariance = T @ st.covariance @ T.T
+    means = np.stack([st.mean for st in stracks]).astype(np.float64)  # (n, 8)
+    covs = np.stack([st.covariance for st in stracks]).astype(np.float64)  # (n, 8, 8)
+    p = np.column_stack([means[:, :2], np.ones(len(means))]) @ H.T  # (n, 3)
+    w = p[:, 2]
+    # Local Jacobian of the homography at each centre: (H2 * w - p_xy outer h3) / w^2
+    J = (H[None, :2, :2] * w[:, None, None] - p[:, :2, None] * H[None, 2, None, :2]) / (w * w)[:, None, None]
+    scale = np.sqrt(np.abs(np.linalg.det(J)))
+    means[:, 0], means[:, 1] = p[:, 0] / w, p[:, 1] / w
+    means[:, 3] *= scale
+    means[:, 4:6] = np.einsum("nij,nj->ni", J, means[:, 4:6])
+    means[:, 7] *= scale
+    T = np.zeros((len(means), 8, 8))
+    T[:, :2, :2] = J
+    T[:, 4:6, 4:6] = J
+    T[:, 2, 2] = T[:, 6, 6] = 1.0
+    T[:, 3, 3] = T[:, 7, 7] = scale
+    covs = T @ covs @ T.transpose(0, 2, 1)
+    for st, m, c in zip(stracks, means, covs):
+        st.mean, st.covariance = m, c
 
 
 class EgoCompensatedByteTrack(BYTETracker):

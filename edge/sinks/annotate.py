@@ -9,15 +9,18 @@ from tracking.types import FrameResult
 MOVING = (40, 220, 40)  # BGR
 STATIONARY = (200, 200, 200)
 FLAGGED = (0, 140, 255)
+ROAD_TINT = (255, 120, 0)
 
 
 def annotate(result: FrameResult, road_alpha: float = 0.22) -> np.ndarray:
     img = result.frame.image.copy()
     h, w = img.shape[:2]
     if result.road_mask is not None and road_alpha > 0:
-        tint = np.zeros_like(img)
-        tint[result.road_mask > 0] = (255, 120, 0)
-        img = cv2.addWeighted(img, 1.0, tint, road_alpha, 0)
+        # img + alpha * colour on road pixels, built with whole-image uint8 ops (boolean indexing of a 1080p frame
+        # costs ~10 ms per frame)
+        road = (result.road_mask > 0).astype(np.uint8)
+        tint = cv2.merge([road * np.uint8(round(c * road_alpha)) for c in ROAD_TINT])
+        img = cv2.add(img, tint)
     scale = max(0.35, min(0.8, w / 2400))
     thick = 1 if w < 1400 else 2
     for tr in result.tracks:
