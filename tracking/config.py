@@ -53,7 +53,14 @@ class MotionConfig(BaseModel):
     add_missed: bool = Field(True, description="add moving blobs the detector missed")
     max_blob_detector_px: float = Field(
         32.0, gt=0, description="moving blobs are added only when this small (long side) in the detector's input")
-    blob_score: float = Field(0.5, gt=0, le=1, description="confidence given to a moving blob (ByteTrack fuses it with IoU)")
+    blob_score: float = Field(
+        0.5, gt=0, le=1, description="confidence of a moving blob too small for the detector to see (long side below "
+                                     "detector_blind_px in its input): such a blob may start a track")
+    detector_blind_px: float = Field(
+        12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle")
+    visible_blob_score: float = Field(
+        0.2, gt=0, le=1, description="confidence of a moving blob the detector could have seen: below ByteTrack's "
+                                     "track_high_thresh, so it only extends tracks (ByteTrack's second association)")
 
 
 class TrackerConfig(BaseModel):

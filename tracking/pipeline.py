@@ -205,7 +205,13 @@ class Pipeline:
         cls = np.zeros(n, int)  # car, or truck when clearly longer than a car
         if ref and n:
             cls = np.where(np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) > 1.7 * ref, 1, 0)
-        return Detections(blobs, np.full(n, self.config.motion.blob_score, np.float32), cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
+        # A blob of a vehicle the detector is blind to may start a track; one it could have seen only keeps an existing
+        # track alive through the frames the detector misses (ByteTrack's low-score second association). Blobs that
+        # start tracks on their own were most of the dual layer's false positives (shadow-inclusive boxes, flicker).
+        mc = self.config.motion
+        in_detector_px = np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) * det_scale
+        score = np.where(in_detector_px < mc.detector_blind_px, mc.blob_score, mc.visible_blob_score).astype(np.float32)
+        return Detections(blobs, score, cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
 
     def _median_car_px(self) -> float | None:
         g = self.scale.size_prior_frame()
