@@ -54,13 +54,16 @@ class MotionConfig(BaseModel):
     max_blob_detector_px: float = Field(
         32.0, gt=0, description="moving blobs are added only when this small (long side) in the detector's input")
     blob_score: float = Field(
-        0.5, gt=0, le=1, description="confidence of a moving blob too small for the detector to see (long side below "
-                                     "detector_blind_px in its input): such a blob may start a track")
+        0.5, gt=0, le=1, description="confidence of a moving blob that may start a track (the detector is blind to it: "
+                                     "too small, or never tracked it)")
+    min_motion_track_s: float = Field(
+        1.0, ge=0, description="a track only motion blobs have fed is reported once it has lasted this long (the "
+                              "speed window: by then it also has a speed)")
     detector_blind_px: float = Field(
         12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle")
     visible_blob_score: float = Field(
-        0.2, gt=0, le=1, description="confidence of a moving blob the detector could have seen: below ByteTrack's "
-                                     "track_high_thresh, so it only extends tracks (ByteTrack's second association)")
+        0.2, gt=0, le=1, description="confidence of a moving blob on an already tracked vehicle the detector could "
+                                     "see: below ByteTrack's track_high_thresh, so it only extends that track")
 
 
 class TrackerConfig(BaseModel):

@@ -19,7 +19,7 @@ from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
 from vision.detection import VehicleDetector, resolve_device
-from vision.ego_motion import EgoMotionEstimator
+from vision.ego_motion import EgoMotionEstimator, warp_boxes
 from vision.motion import MotionDetector
 from vision.types import CameraPose, Detections, DetectionSource, Frame
 
@@ -69,6 +69,7 @@ class Pipeline:
         self.timings: Counter = Counter()
         self.frames = 0
         self.track_ids: set[int] = set()
+        self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
         self.ego_failures = 0
 
     # ------------------------------------------------------------------------------------------------------
@@ -130,7 +131,8 @@ class Pipeline:
         if field is not None:
             dets.moving = self.motion_fraction(field, dets) > MOVING_FRACTION
             if cfg.motion.add_missed:
-                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px)])
+                previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
+                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous)])
         t = self._tick("motion", t)
 
         rows = self.tracker.step(dets, H)
@@ -177,8 +179,10 @@ class Pipeline:
             keep &= on_road
         return dets[keep]
 
-    def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None) -> Detections:
-        """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed."""
+    def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None,
+                       previous_tracks: np.ndarray) -> Detections:
+        """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed.
+        ``previous_tracks``: last frame's track boxes, moved into this frame by the ego-motion."""
         blobs = self.motion.blobs(field)
         if not len(blobs):
             return Detections()
@@ -205,12 +209,18 @@ class Pipeline:
         cls = np.zeros(n, int)  # car, or truck when clearly longer than a car
         if ref and n:
             cls = np.where(np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) > 1.7 * ref, 1, 0)
-        # A blob of a vehicle the detector is blind to may start a track; one it could have seen only keeps an existing
-        # track alive through the frames the detector misses (ByteTrack's low-score second association). Blobs that
-        # start tracks on their own were most of the dual layer's false positives (shadow-inclusive boxes, flicker).
+        # A blob on a vehicle that is already tracked, and big enough for the detector to see, only keeps that track
+        # alive through the frames the detector misses (low score: ByteTrack's second association). As a high-score
+        # detection its loose box (vehicle + shadow) would start a second track beside the detector's, which was most
+        # of the dual layer's false positives. Blobs of vehicles the detector is blind to (too small) or has never
+        # tracked (an unusual colour or shape) keep the high score and may start tracks.
         mc = self.config.motion
         in_detector_px = np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) * det_scale
-        score = np.where(in_detector_px < mc.detector_blind_px, mc.blob_score, mc.visible_blob_score).astype(np.float32)
+        near_track = np.zeros(n, bool)
+        if n and len(previous_tracks):
+            near_track = _overlap_fraction(blobs, previous_tracks).max(1) > 0.3
+        extend_only = near_track & (in_detector_px >= mc.detector_blind_px)
+        score = np.where(extend_only, mc.visible_blob_score, mc.blob_score).astype(np.float32)
         return Detections(blobs, score, cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
 
     def _median_car_px(self) -> float | None:
@@ -240,6 +250,8 @@ class Pipeline:
             if s.speed_kmh is not None and not cfg.baseline:
                 tr.moving = s.speed_kmh >= cfg.speed.stationary_kmh
         self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
+        if not cfg.baseline:
+            tracks = self._confirmed(tracks, rows, dets)
         self.track_ids.update(tr.track_id for tr in tracks)
         self.frames += 1
         h, w = frame.image.shape[:2]
@@ -248,6 +260,27 @@ class Pipeline:
             metres_per_pixel=ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None,
             scale_source=ground.source if ground is not None else None,
         )
+
+    def _confirmed(self, tracks: list[TrackState], rows: np.ndarray, dets: Detections) -> list[TrackState]:
+        """The tracks worth reporting: any the detector has seen, and motion-only tracks once they have lasted.
+
+        A track only motion blobs ever fed is reported after ``motion.min_motion_track_s``: real movers the detector
+        cannot see last, while flicker (jitter, parallax, a shadow edge) rarely does. Measured on the accuracy suite:
+        motion-only tracks shorter than 15 frames were right in a quarter of their frames, longer ones in 60 %.
+        """
+        f = self.frames
+        seen = self._track_support
+        for (*_, tid, _score, _cls, idx) in rows:
+            i, tid = int(idx), int(tid)
+            entry = seen.setdefault(tid, [f, f, False])
+            entry[1] = f
+            entry[2] = entry[2] or (0 <= i < len(dets) and dets.source[i] == DetectionSource.DETECTOR)
+        if f % 50 == 0:  # forget tracks gone for longer than the tracker keeps them
+            horizon = f - self.config.tracker.track_buffer - 1
+            for tid in [t for t, e in seen.items() if e[1] < horizon]:
+                del seen[tid]
+        min_frames = self.config.motion.min_motion_track_s * self.fps
+        return [tr for tr in tracks if seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames]
 
     def stats(self) -> dict:
         n = max(1, self.frames)
