@@ -121,15 +121,16 @@ class Pipeline:
         dets = self.detector.detect(img, road)
         t = self._tick("detect", t)
 
-        field = None
+        field, moving_fraction = None, None
         if cfg.motion.enabled:
             s = self.ego.scale
             H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
             road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
             field = self.motion.update(grey, H_small, s, road_small)
-        dets = self._filter_boxes(dets, road, ground, field)
+            moving_fraction = field.moving_fraction(dets.xyxy, on_road_only=False)
+            dets.moving = moving_fraction > MOVING_FRACTION
+        dets = self._filter_boxes(dets, road, ground, moving_fraction)
         if field is not None:
-            dets.moving = self.motion_fraction(field, dets) > MOVING_FRACTION
             if cfg.motion.add_missed:
                 previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
                 dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous)])
@@ -146,11 +147,8 @@ class Pipeline:
         self._tick("speed", t)
         return result
 
-    @staticmethod
-    def motion_fraction(field, dets: Detections, on_road_only: bool = False) -> np.ndarray:
-        return field.moving_fraction(dets.xyxy, on_road_only)
-
-    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground, field=None) -> Detections:
+    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,
+                      moving_fraction: np.ndarray | None = None) -> Detections:
         """Drop boxes off the road and boxes too large to be one vehicle.
 
         A detected vehicle that moves against the (ego-motion compensated) background is traffic even where the road
@@ -171,11 +169,10 @@ class Pipeline:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
             on_road = road[cy, cx] > 0
-            if field is not None:
+            if moving_fraction is not None:
                 # off the mapped road only confident boxes that are mostly moving pixels: clutter with some parallax
                 # or a passing shadow does not qualify
-                moving = self.motion_fraction(field, dets, on_road_only=False) > OFF_ROAD_MOVING_FRACTION
-                on_road |= moving & (dets.score >= OFF_ROAD_MIN_SCORE)
+                on_road |= (moving_fraction > OFF_ROAD_MOVING_FRACTION) & (dets.score >= OFF_ROAD_MIN_SCORE)
             keep &= on_road
         return dets[keep]
 

@@ -136,7 +136,7 @@ class VehicleDetector:
         cut = [cut_by_tile_edge(d.xyxy, t, w, h) for d, t in zip(parts, tiles)]
         for d, (x1, y1, _, _) in zip(parts, tiles):
             d.xyxy += np.array([x1, y1, x1, y1], np.float32)
-        cut = np.concatenate([c for c, d in zip(cut, parts) if len(d)]) if any(len(d) for d in parts) else np.zeros(0, bool)
+        cut = np.concatenate(cut) if cut else np.zeros(0, bool)  # aligned with concat(parts): empty parts add nothing
         return merge_tiled(Detections.concat(parts), cut, self.config.iou)
 
     def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections:

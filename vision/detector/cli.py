@@ -26,13 +26,13 @@ def cli_train_detector(
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
     if init not in ("coco_int8", "scratch"):
         raise typer.BadParameter(f"--init must be coco_int8 or scratch, got {init!r}")
-    from vision.detector.training import TrainingError, train_detector  # torch: only when the command runs
+    from vision.detector.training import train_detector  # torch: only when the command runs
 
     try:
         path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,
                               extra_dirs=extra or (), seed=seed, freeze=freeze,
                               resume=resume, wise_alpha=wise_alpha)
-    except TrainingError as exc:  # bad options or data: one line, no traceback
+    except ValueError as exc:  # TrainingError, OnnxWeightsError: bad options or data, one line, no traceback
         typer.echo(f"airpatrol: error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(str(path))

@@ -133,8 +133,8 @@ def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int 
     ``fraction`` < 1 trains on that share of the training images (smoke tests and timing).
     ``resume`` continues an interrupted run with the same arguments from its last epoch (Ultralytics' resume).
     ``wise_alpha`` < 1 writes ``(1 - a) * start + a * fine-tuned`` weights (``interpolate_weights``; WiSE-FT,
-    Wortsman et al. 2022): fine-tuning on our mostly top-down data makes the model less sure of oblique views, and
-    averaging with the start point keeps most of the gain on our data and COCO's oblique competence (docs/detector.md).
+    Wortsman et al. 2022). Measured with 0.5: better on oblique UAVDT, but most tiny top-down vehicles are lost again,
+    so the default is 1 (docs/detector.md).
     """
     os.environ.setdefault("YOLO_OFFLINE", "1")  # never let ultralytics fetch weights, fonts or data
     if not 0.0 <= wise_alpha <= 1.0:
