@@ -1,5 +1,8 @@
 """Downloads: a flight's log as CSV / GeoJSON / KML / GPX, a run's tracks as CSV / GeoJSON / KML / MOTChallenge.
 
+A run's CSV, GeoJSON and KML hold its counted vehicles (:mod:`dashboard.vehicles`), the same ones every page counts;
+the MOTChallenge file is the tracker's raw output (every track id), as evaluation tools expect.
+
 KML is written with simplekml and GPX with gpxpy (the field's usual libraries); CSV and GeoJSON with the standard
 library. Large per-frame tables are streamed in chunks instead of being built in memory.
 """
@@ -15,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from dashboard.vehicles import counted
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
@@ -110,15 +114,15 @@ def run_csv(db: Session, run: ProcessingRun) -> Iterator[str]:
     yield _csv_line(RUN_CSV_COLUMNS)
     q = (select(TrackRow.track_no, TrackRow.class_name, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh,
                 TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon)
-         .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id)
+         .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id, counted())
          .order_by(TrackSpeed.frame, TrackRow.track_no).execution_options(yield_per=5000))
     for row in db.execute(q):
         yield _csv_line(row)
 
 
 def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
-    tracks = [t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id).order_by(TrackRow.track_no))
-              if t.path_geojson]
+    tracks = [t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted())
+                                    .order_by(TrackRow.track_no)) if t.path_geojson]
     if not tracks:
         raise ExportUnavailable(f"run {run.id} has no georeferenced tracks")
     return tracks

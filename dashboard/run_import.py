@@ -19,7 +19,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
-from db.models import ProcessingRun, TrackRow, Violation
+from db.models import ProcessingRun, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
 from vision.types import VEHICLE_CLASSES, Frame
 
@@ -36,8 +36,9 @@ class ImportedRun:
     run_id: int
     flight_id: int | None
     video_id: int | None
-    tracks: int
+    tracks: int  # counted vehicles (dashboard.vehicles), the number every page shows
     violations: int
+    fragments: int = 0  # track ids left out as too short to be a vehicle
 
 
 def _maker(target) -> sessionmaker:
@@ -177,8 +178,10 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     except BaseException as exc:
         sink.abort(exc)
         raise
+    from dashboard.vehicles import track_counts
+
     with maker() as s:
         run = s.get(ProcessingRun, sink.run_id)
-        n_tracks = s.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id))
+        vehicles, all_tracks = track_counts(s, run.id)
         n_viol = s.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id))
-        return ImportedRun(run.id, flight_id, run.video_id, n_tracks or 0, n_viol or 0)
+        return ImportedRun(run.id, flight_id, run.video_id, vehicles, n_viol or 0, all_tracks - vehicles)

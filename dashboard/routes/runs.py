@@ -11,22 +11,33 @@ from sqlalchemy.orm import Session
 from dashboard import charts, exports
 from dashboard.auth import viewer
 from dashboard.context import get_db, render
-from dashboard.mapdata import long_enough
+from dashboard.labels import flight_label, run_label, violation_time
+from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
 from dashboard.routes.common import BadQuery, not_found, opt_int
-from db.models import RUN_STATUSES, ProcessingRun, TrackRow, Video, Violation
+from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
 
 router = APIRouter()
 PAGE_SIZE = 50
+MAX_VEHICLE_ROWS = 2000  # the vehicle table is sorted and searched in the browser
 
 
-def run_row(run: ProcessingRun) -> dict:
+def run_row(run: ProcessingRun, vehicles: int | None = None) -> dict:
+    """A run for the lists; ``vehicles``: its counted vehicles (:mod:`dashboard.vehicles`), None while not complete."""
     s = run.summary_json or {}
     return {"run_id": run.id, "status": run.status, "progress": round(run.progress or 0.0, 4),
             "frames_done": run.frames_done, "frame_count": run.frame_count, "baseline": run.baseline,
             "flight_id": run.flight_id, "video_id": run.video_id, "error": run.error,
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "tracks": (s.get("counts") or {}).get("tracks"), "violations": s.get("violations")}
+            "tracks": vehicles if run.status == "complete" else None, "violations": s.get("violations"),
+            "label": run_label(run)}
+
+
+def run_rows(db: Session, runs: list[ProcessingRun]) -> list[dict]:
+    counts = vehicle_counts(db, [r.id for r in runs])
+    flight_ids = {r.flight_id for r in runs if r.flight_id}
+    flights = {f.id: flight_label(f) for f in db.scalars(select(Flight).where(Flight.id.in_(flight_ids)))} if flight_ids else {}
+    return [{**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id)} for r in runs]
 
 
 def _runs_query(request: Request):
@@ -60,23 +71,25 @@ def service_jobs(request: Request, db: Session) -> list | None:
 def run_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     query, status = _runs_query(request)
     runs = list(db.scalars(query.limit(PAGE_SIZE)))
-    return render(request, "runs.html", user, runs=[run_row(r) for r in runs], status=status or "",
+    return render(request, "runs.html", user, runs=run_rows(db, runs), status=status or "",
                   statuses=RUN_STATUSES, jobs=service_jobs(request, db))
 
 
 @router.get("/api/runs")
 def run_list_api(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     query, _ = _runs_query(request)
-    return {"runs": [run_row(r) for r in db.scalars(query.limit(PAGE_SIZE))]}
+    return {"runs": run_rows(db, list(db.scalars(query.limit(PAGE_SIZE))))}
 
 
 def run_stats(db: Session, run: ProcessingRun) -> dict:
-    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, long_enough())))
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted())))
     moving = [t.median_speed_kmh for t in tracks if t.moving and t.median_speed_kmh is not None]
     s = run.summary_json or {}
     timings = s.get("timings") or run.timings_json or {}
     n_viol = db.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id)) or 0
-    return {"tracks": len(tracks), "moving": sum(t.moving for t in tracks),
+    n_all = db.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id)) or 0
+    return {"tracks": len(tracks), "fragments": n_all - len(tracks), "min_vehicle_s": MIN_VEHICLE_S,
+            "moving": sum(t.moving for t in tracks),
             "stationary": sum(not t.moving for t in tracks), "frames": run.frames_done,
             "median_speed_kmh": round(statistics.median(moving), 1) if moving else None,
             "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
@@ -105,18 +118,34 @@ def _get_run(db: Session, run_id: int) -> ProcessingRun:
 def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     run = _get_run(db, run_id)
     stats = run_stats(db, run)
-    violations = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
-                            .join(TrackRow, TrackRow.id == Violation.track_id)
-                            .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc())).all()
-    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, long_enough())
-                             .order_by(TrackRow.max_speed_kmh.desc()).limit(200)))
+    flight = db.get(Flight, run.flight_id) if run.flight_id else None
+    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time))
+                  for v, no, cls in db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+                                               .join(TrackRow, TrackRow.id == Violation.track_id)
+                                               .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
+                             .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))
     video = db.get(Video, run.video_id) if run.video_id else None
     out_dir = exports.run_output_dir(run, db)
     has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
-    histogram = charts.speed_histogram([(stats["mode"], stats["moving_speeds"])]) if stats["moving_speeds"] else None
-    return render(request, "run.html", user, run=run, row=run_row(run), stats=stats, violations=violations,
-                  tracks=tracks, video=video, other=counterpart(db, run), histogram=histogram, has_video=has_video,
-                  formats=exports.RUN_FORMATS)
+    limit = run_speed_limit(db, run, [v for v, *_ in violations])
+    histogram = (charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
+                 if stats["moving_speeds"] else None)
+    return render(request, "run.html", user, run=run, row=run_row(run, stats["tracks"]), stats=stats,
+                  violations=violations, violator_ids={v.track_id for v, *_ in violations}, tracks=tracks,
+                  max_rows=MAX_VEHICLE_ROWS, video=video, flight=flight, limit_kmh=limit,
+                  flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
+                  histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS)
+
+
+def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:
+    """The limit the run was checked against: its violations say it, else its task's."""
+    if violations:
+        return max(v.limit_kmh for v in violations)
+    if run.task_round_id is None:
+        return None
+    return db.scalar(select(Task.speed_limit_kmh).join(TaskRound, TaskRound.task_id == Task.id)
+                     .where(TaskRound.id == run.task_round_id))
 
 
 @router.get("/runs/{run_id}/compare", name="run_compare")

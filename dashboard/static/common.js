@@ -54,6 +54,14 @@
     (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 
   document.addEventListener("DOMContentLoaded", () => {
+    // narrow screens: the nav folds behind a menu button; the map's filter panel starts closed
+    const toggle = document.getElementById("menu-toggle"), bar = document.querySelector(".topbar");
+    if (toggle) toggle.addEventListener("click", () => {
+      const open = bar.classList.toggle("open");
+      toggle.setAttribute("aria-expanded", String(open));
+    });
+    const panel = document.getElementById("map-panel");
+    if (panel && window.matchMedia("(max-width: 700px)").matches) panel.open = false;
     document.querySelectorAll("[data-figure]").forEach((el) => {
       const src = document.getElementById(el.dataset.figure);
       if (src) A.plot(el, JSON.parse(src.textContent)).catch((e) => { el.textContent = "chart failed: " + e.message; });
