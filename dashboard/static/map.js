@@ -158,7 +158,7 @@
     else map.setView([20, 0], 2);
     showCoords(map.getCenter());
     Object.values(overlays).forEach((layer) => layer.addTo(map));
-    L.control.layers(null, overlays, {collapsed: false}).addTo(map);
+    L.control.layers(null, overlays, {collapsed: window.matchMedia("(max-width: 700px)").matches}).addTo(map);
     const n = data.trajectories.features.length;
     const vehicles = data.runs.reduce((a, r) => a + (r.vehicles || 0), 0);
     el.dataset.trajectories = String(n);

@@ -13,9 +13,9 @@ ORIGIN = (48.137, 11.575)  # lat, lon of the synthetic road
 PASSWORDS = {"admin": "admin-pass-123", "operator": "operator-pass-123", "viewer": "viewer-pass-123"}
 
 
-def _metres_to_latlon(east: float, north: float) -> tuple[float, float]:
-    lat = ORIGIN[0] + north / 111_320.0
-    lon = ORIGIN[1] + east / (111_320.0 * math.cos(math.radians(ORIGIN[0])))
+def _metres_to_latlon(east: float, north: float, origin: tuple[float, float] = ORIGIN) -> tuple[float, float]:
+    lat = origin[0] + north / 111_320.0
+    lon = origin[1] + east / (111_320.0 * math.cos(math.radians(origin[0])))
     return lat, lon
 
 
@@ -35,10 +35,13 @@ def write_gpx(path: Path, start: datetime, seconds: int = 12) -> Path:
 
 
 def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: float = 10.0, frames: int = 60,
-                 telemetry: Path | None = None) -> Path:
+                 telemetry: Path | None = None, origin: tuple[float, float] = ORIGIN,
+                 fragments: tuple[int, ...] = ()) -> Path:
     """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
 
-    Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car.
+    Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car. Each entry of
+    ``fragments`` adds a short-lived track (that many frames, from frame 10) next to the road: the kind of fragment
+    a tracker leaves when it briefly loses a vehicle.
     """
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from tracking.types import FrameResult, RunInfo, TrackState
@@ -55,11 +58,19 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
         tracks = []
         for k, v in enumerate(list(speeds_kmh) + [0.0]):
             east, north = -40 + v / 3.6 * t, 4.0 * k
-            lat, lon = _metres_to_latlon(east, north)
+            lat, lon = _metres_to_latlon(east, north, origin)
             x, y = 100 + east * 5, 100 + north * 5
             tracks.append(TrackState(track_id=k + 1, xyxy=np.array([x, y, x + 20, y + 10], np.float32), score=0.9,
                                      class_id=0 if k % 2 == 0 else 1, moving=v > 0, speed_kmh=v if i >= 3 else None,
                                      speed_sigma_kmh=1.5, ground_xy=(east, north), lat=lat, lon=lon))
+        for j, length in enumerate(fragments):
+            if 10 <= i < 10 + length:
+                east, north = -20 + 2.0 * (i - 10), -6.0 - 3 * j
+                lat, lon = _metres_to_latlon(east, north, origin)
+                x, y = 100 + east * 5, 100 + north * 5
+                tracks.append(TrackState(track_id=100 + j, xyxy=np.array([x, y, x + 20, y + 10], np.float32),
+                                         score=0.5, class_id=0, moving=True, speed_kmh=None, speed_sigma_kmh=None,
+                                         ground_xy=(east, north), lat=lat, lon=lon))
         result = FrameResult(Frame(i, t, image), tracks)
         for s in sinks:
             s.write(result)
