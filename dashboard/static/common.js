@@ -38,9 +38,10 @@
   };
 
   /* Speed classes (km/h) and their colours: blue (slow) to dark red (fast); grey when unknown. */
-  A.SPEED_EDGES = [20, 40, 60, 80, 100, 120];
-  A.SPEED_COLOURS = ["#3b4cc0", "#2c9fd1", "#1fb58f", "#a5c31b", "#f2a31b", "#e5521b", "#b40426"];
-  A.UNKNOWN_COLOUR = "#8a8f98";
+  // from tracking/speed_classes.py (the annotated video draws with the same palette)
+  A.SPEED_EDGES = A.speed.edges;
+  A.SPEED_COLOURS = A.speed.colours;
+  A.UNKNOWN_COLOUR = A.speed.unknown;
   A.speedClass = function (v) {
     if (v === null || v === undefined || !isFinite(v)) return -1;
     let i = 0;

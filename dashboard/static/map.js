@@ -135,7 +135,7 @@
     add("Vehicle trajectories", traj);
 
     const violationLayer = L.geoJSON(null, {
-      pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 8, color: "#fff", weight: 2, fillColor: "#d63031",
+      pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 8, color: "#fff", weight: 2, fillColor: A.speed.violation,
                                                    fillOpacity: 0.95, className: "violation"}),
       onEachFeature: (f, l) => { const p = f.properties; l.bindPopup(popupRows([
         ["vehicle", `${A.esc(p.class)} #${p.track_no}`], ["speed", `${A.fmt(p.speed_kmh)} km/h`],
