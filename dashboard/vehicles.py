@@ -4,28 +4,30 @@ The tracker's raw output holds, besides the vehicles, short fragments: a vehicle
 under a new id, a motion blob that flickered for a few frames. Counting every track id overstates the traffic
 (on the real nadir clip: 133 ids for about 120 vehicles). A track counts as a vehicle when it was followed for at
 least ``MIN_VEHICLE_S`` seconds - the window the speed is measured over, so every counted vehicle can have a
-speed. ``import-run``, the runs list, the run page, the map and the exports all select with :func:`counted`, and
+speed - or when the video ended while it was tracked (a vehicle that just drove in; at least ``MIN_FRAMES_AT_END``
+frames, so a one-frame blip in the last frame does not count). ``import-run``, the runs list, the run page, the map and the exports all select with :func:`counted`, and
 ``tests/dashboard/test_vehicle_counts.py`` checks that they agree.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from db.models import TrackRow
+from db.models import ProcessingRun, TrackRow
 
 MIN_VEHICLE_S = 1.0
+MIN_FRAMES_AT_END = 3
 
 
 def counted():
     """SQL condition on :class:`TrackRow`: the track is a counted vehicle."""
-    return TrackRow.last_t - TrackRow.first_t >= MIN_VEHICLE_S
-
-
-def is_counted(track: TrackRow) -> bool:
-    return track.last_t - track.first_t >= MIN_VEHICLE_S
+    last_frame_of_run = (select(ProcessingRun.frames_done - 1).where(ProcessingRun.id == TrackRow.run_id)
+                         .scalar_subquery())
+    return or_(TrackRow.last_t - TrackRow.first_t >= MIN_VEHICLE_S,
+               and_(TrackRow.last_frame >= last_frame_of_run,
+                    TrackRow.last_frame - TrackRow.first_frame >= MIN_FRAMES_AT_END - 1))
 
 
 def vehicle_counts(db: Session, run_ids: Iterable[int]) -> dict[int, int]:

@@ -40,8 +40,8 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
     """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
 
     Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car. Each entry of
-    ``fragments`` adds a short-lived track (that many frames, from frame 10) next to the road: the kind of fragment
-    a tracker leaves when it briefly loses a vehicle.
+    ``fragments`` adds a short-lived track next to the road: that many frames from frame 10 (the kind of fragment a
+    tracker leaves when it briefly loses a vehicle), or a (first frame, frames) pair.
     """
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from tracking.types import FrameResult, RunInfo, TrackState
@@ -63,9 +63,10 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
             tracks.append(TrackState(track_id=k + 1, xyxy=np.array([x, y, x + 20, y + 10], np.float32), score=0.9,
                                      class_id=0 if k % 2 == 0 else 1, moving=v > 0, speed_kmh=v if i >= 3 else None,
                                      speed_sigma_kmh=1.5, ground_xy=(east, north), lat=lat, lon=lon))
-        for j, length in enumerate(fragments):
-            if 10 <= i < 10 + length:
-                east, north = -20 + 2.0 * (i - 10), -6.0 - 3 * j
+        for j, frag in enumerate(fragments):
+            first, length = frag if isinstance(frag, tuple) else (10, frag)
+            if first <= i < first + length:
+                east, north = -20 + 2.0 * (i - first), -6.0 - 3 * j
                 lat, lon = _metres_to_latlon(east, north, origin)
                 x, y = 100 + east * 5, 100 + north * 5
                 tracks.append(TrackState(track_id=100 + j, xyxy=np.array([x, y, x + 20, y + 10], np.float32),

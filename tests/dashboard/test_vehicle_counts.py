@@ -17,34 +17,35 @@ def test_every_page_and_export_counts_the_same_vehicles(tmp_path, db_url, client
     from dashboard.vehicles import MIN_VEHICLE_S
 
     gpx = write_gpx(tmp_path / "flight.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
-    # 5 movers + 1 parked car over 6 s, plus fragments of 3 frames (0.2 s) and 8 frames (0.7 s) at 10 fps
-    run_dir = make_run_dir(tmp_path / "run", telemetry=gpx, fragments=(3, 8))
+    # 5 movers + 1 parked car over 6 s (60 frames at 10 fps), fragments of 3 frames (0.2 s) and 8 frames (0.7 s),
+    # and a vehicle that drove in during the last 0.4 s (still tracked when the video ends: it counts)
+    run_dir = make_run_dir(tmp_path / "run", telemetry=gpx, fragments=(3, 8, (56, 4)))
     assert 0.7 < MIN_VEHICLE_S
     imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, device_serial="TEST-DRONE-1")
-    assert (imported.tracks, imported.fragments) == (6, 2)
+    assert (imported.tracks, imported.fragments) == (7, 2)
     # the pipeline's own per-track file keeps the 3-frame fragment: the database count is the one shown
     with open(run_dir / "tracks_summary.csv") as fh:
-        assert len(list(csv.DictReader(fh))) == 8
+        assert len(list(csv.DictReader(fh))) == 9
 
     c = client_for("viewer")
     listed = {r["run_id"]: r for r in c.get("/dashboard/api/runs").json()["runs"]}
-    assert listed[imported.run_id]["tracks"] == 6
-    assert re.search(r'<td class="num" data-k="tracks">6</td>', c.get("/dashboard/runs").text)
+    assert listed[imported.run_id]["tracks"] == 7
+    assert re.search(r'<td class="num" data-k="tracks">7</td>', c.get("/dashboard/runs").text)
 
     page = c.get(f"/dashboard/runs/{imported.run_id}").text
-    assert 'data-vehicles="6"' in page and "2 short track fragments not counted" in page
-    assert len(re.findall(r'<tr class="clickable" data-track="\d+" data-t="[\d.]+" data-class=', page)) == 6
+    assert 'data-vehicles="7"' in page and "2 short track fragments not counted" in page
+    assert len(re.findall(r'<tr class="clickable" data-track="\d+" data-t="[\d.]+" data-class=', page)) == 7
 
     layers = c.get(f"/dashboard/api/map?run_id={imported.run_id}").json()
-    assert [r["vehicles"] for r in layers["runs"]] == [6]
-    assert len(layers["trajectories"]["features"]) == 6
+    assert [r["vehicles"] for r in layers["runs"]] == [7]
+    assert len(layers["trajectories"]["features"]) == 7
 
     geo = json.loads(c.get(f"/dashboard/runs/{imported.run_id}/export.geojson").text)
-    assert len(geo["features"]) == 6
+    assert len(geo["features"]) == 7
     rows = list(csv.DictReader(io.StringIO(c.get(f"/dashboard/runs/{imported.run_id}/export.csv").text)))
-    assert len({r["track_no"] for r in rows}) == 6
+    assert len({r["track_no"] for r in rows}) == 7
     kml = ET.fromstring(c.get(f"/dashboard/runs/{imported.run_id}/export.kml").content)
-    assert len(kml.findall(".//{http://www.opengis.net/kml/2.2}Placemark")) == 6
+    assert len(kml.findall(".//{http://www.opengis.net/kml/2.2}Placemark")) == 7
 
 
 def test_import_run_cli_prints_the_counted_vehicles(tmp_path, db_url):
