@@ -296,6 +296,20 @@ def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: lis
     return {"bounds": None, "what": "nothing with a position"}
 
 
+def run_imagery(db: Session, runs: list[ProcessingRun]) -> list[dict]:
+    """Orthophotos of the runs (their video projected to the ground), as image overlays with lon/lat bounds."""
+    from dashboard.exports import run_output_dir
+    from dashboard.orthophoto import read_orthophoto
+
+    out = []
+    for r in runs:
+        meta = read_orthophoto(run_output_dir(r, db))
+        if meta is not None:
+            out.append({"run_id": r.id, "bounds": meta["bounds"], "metres_per_pixel": meta.get("metres_per_pixel"),
+                        "frames": len(meta.get("frames", []))})
+    return out
+
+
 def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: float = 60.0) -> dict:
     runs = select_runs(db, f, limit=max_runs)
     if f.run_id is not None and f.flight_id is None:
@@ -319,6 +333,7 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
                   "finished_at": r.finished_at.isoformat(timespec="seconds") if r.finished_at else None}
                  for r in runs],
     }
+    layers["imagery"] = run_imagery(db, runs)
     labels = {r["run_id"]: r["label"] for r in layers["runs"]}
     for v in layers["violations"]["features"]:
         v["properties"]["run_label"] = labels.get(v["properties"]["run_id"])

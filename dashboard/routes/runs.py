@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from dashboard import charts, exports
 from dashboard.auth import viewer
 from dashboard.context import get_db, render
+from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
 from dashboard.routes.common import BadQuery, not_found, opt_int
@@ -181,6 +182,15 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
     except exports.ExportUnavailable as exc:
         return PlainTextResponse(str(exc), status_code=404)
     return Response(body, media_type=exports.MEDIA_TYPES[fmt], headers=headers)
+
+
+@router.get("/runs/{run_id}/ortho.png")
+def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The run's orthophoto (its video projected to the ground, RGBA PNG); its bounds come with the map data."""
+    out_dir = exports.run_output_dir(_get_run(db, run_id), db)
+    if read_orthophoto(out_dir) is None:
+        raise not_found(f"orthophoto of run {run_id}")
+    return FileResponse(out_dir / ORTHO_PNG, media_type="image/png")
 
 
 @router.get("/runs/{run_id}/annotated.mp4")

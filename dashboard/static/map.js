@@ -26,11 +26,16 @@
   const showCoords = (ll) => { coordsEl.textContent = `${ll.lat.toFixed(6)}, ${ll.lng.toFixed(6)}`; };
   map.on("mousemove", (e) => showCoords(e.latlng));
   map.on("moveend", () => { if (!coordsEl.textContent || window.matchMedia("(hover: none)").matches) showCoords(map.getCenter()); });
-  const overlays = {};
+  const overlays = {}, bases = {};
+  // imagery lies under every vector layer (Leaflet's overlay pane is at z-index 400)
+  map.createPane("imagery").style.zIndex = 350;
+  bases["Plain background"] = L.layerGroup();
   if (cfg.tile_url) {
-    L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom}).addTo(map);
+    bases["Online map"] = L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom});
+    bases["Online map"].addTo(map);
   } else {
     el.classList.add("no-tiles");
+    bases["Plain background"].addTo(map);
   }
 
   // legend
@@ -93,6 +98,14 @@
     // layers are collected first and added once the view is set (Leaflet needs a centre and zoom to draw them)
     const add = (name, layer) => { overlays[name] = layer; if (layer.getBounds) {
       const b = layer.getBounds(); if (b.isValid()) bounds.extend(b); } };
+
+    // orthophotos: each run's own video projected to the ground (made at import), under its tracks
+    const imagery = L.layerGroup((data.imagery || []).map((im) => L.imageOverlay(`${cfg.run}${im.run_id}/ortho.png`,
+      im.bounds, {pane: "imagery", className: "ortho", alt: `imagery of run ${im.run_id}`, interactive: false})));
+    if ((data.imagery || []).length) {
+      overlays["Imagery from the video"] = imagery;
+      el.dataset.imagery = String(data.imagery.length);
+    }
 
     add("Task areas", L.geoJSON(data.tasks, {style: (f) => ({color: "#6c5ce7", weight: 2, fill: f.properties.kind === "area",
       fillOpacity: 0.05, dashArray: f.properties.kind === "road" ? "6 4" : null, className: "task-area"}),
@@ -158,7 +171,7 @@
     else map.setView([20, 0], 2);
     showCoords(map.getCenter());
     Object.values(overlays).forEach((layer) => layer.addTo(map));
-    L.control.layers(null, overlays, {collapsed: window.matchMedia("(max-width: 700px)").matches}).addTo(map);
+    L.control.layers(Object.keys(bases).length > 1 ? bases : null, overlays, {collapsed: window.matchMedia("(max-width: 700px)").matches}).addTo(map);
     const n = data.trajectories.features.length;
     const vehicles = data.runs.reduce((a, r) => a + (r.vehicles || 0), 0);
     el.dataset.trajectories = String(n);

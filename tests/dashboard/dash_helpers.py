@@ -36,18 +36,21 @@ def write_gpx(path: Path, start: datetime, seconds: int = 12) -> Path:
 
 def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: float = 10.0, frames: int = 60,
                  telemetry: Path | None = None, origin: tuple[float, float] = ORIGIN,
-                 fragments: tuple[int, ...] = ()) -> Path:
+                 fragments: tuple = (), video: bool = False) -> Path:
     """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
 
     Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car. Each entry of
     ``fragments`` adds a short-lived track next to the road: that many frames from frame 10 (the kind of fragment a
-    tracker leaves when it briefly loses a vehicle), or a (first frame, frames) pair.
+    tracker leaves when it briefly loses a vehicle), or a (first frame, frames) pair. ``video``: also write the
+    run's source video (:func:`write_road_video`), so the run can have an orthophoto.
     """
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from tracking.types import FrameResult, RunInfo, TrackState
     from vision.types import Frame
 
     folder.mkdir(parents=True, exist_ok=True)
+    if video:
+        write_road_video(folder / "video.mp4", frames, fps)
     info = RunInfo(str(folder / "video.mp4"), 1280, 720, fps, frames, {}, "test.pt", "dual_layer", "cpu")
     sinks = [MOTSink(folder), TrackCSVSink(folder), TrackSummarySink(folder), GeoJSONSink(folder)]
     for s in sinks:
@@ -85,6 +88,24 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
                "timings": {"fps": 12.5, "ms_per_frame": 80.0}}
     (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     return folder
+
+
+ROAD_BGR, FIELD_BGR = (0, 0, 220), (200, 80, 0)
+ROAD_ROWS = (95, 215)  # image rows of the lanes (north 0 to 20 m: box centres at rows 105 to 205)
+
+
+def write_road_video(path: Path, frames: int, fps: float) -> Path:
+    """The source video of :func:`make_run_dir`: a red road band (the lanes' rows) across a blue field, 1280x720."""
+    import cv2
+
+    img = np.empty((720, 1280, 3), np.uint8)
+    img[:] = FIELD_BGR
+    img[ROAD_ROWS[0]:ROAD_ROWS[1]] = ROAD_BGR
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (1280, 720))
+    for _ in range(frames):
+        out.write(img)
+    out.release()
+    return path
 
 
 def login(client, username: str, password: str):

@@ -36,7 +36,7 @@ def site(tmp_path_factory, template_db):
     shutil.copyfile(template_db, folder / "dash.db")
     url = f"sqlite:///{folder / 'dash.db'}"
     gpx = write_gpx(folder / "flight.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc), seconds=20)
-    near_dir = make_run_dir(folder / "near", telemetry=gpx, fragments=(3,))
+    near_dir = make_run_dir(folder / "near", telemetry=gpx, fragments=(3,), video=True)
     _h264(near_dir / "annotated.mp4")
     near = import_run_dir(near_dir, url, speed_limit_kmh=80.0, device_serial="M3E-DEMO-01")
     far = import_run_dir(make_run_dir(folder / "far", origin=FAR), url, speed_limit_kmh=80.0)
@@ -90,6 +90,30 @@ def test_map_opens_on_the_selected_run(driver, site):
     # scale bar and a coordinates readout that follows the pointer
     assert driver.find_element(By.CSS_SELECTOR, ".leaflet-control-scale-line").text.endswith(("m", "km"))
     assert "52.5" in driver.find_element(By.ID, "coords").text
+    assert not console_errors(driver)
+
+
+def test_imagery_from_the_video_lies_under_the_tracks(driver, site, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    base, near, _ = site
+    _load_map(driver, f"{base}/dashboard/map?run_id={near.run_id}")
+    assert driver.find_element(By.ID, "map").get_attribute("data-imagery") == "1"
+    img = driver.find_element(By.CSS_SELECTOR, "#map img.ortho")
+    wait_until(driver, lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img),
+               what="the orthophoto")
+    # the screen positions of the track vertices the camera saw fall on the image
+    inside = driver.execute_script("""
+        const m = window.AIRPATROL.map, r = arguments[0].getBoundingClientRect(), box = m.getContainer().getBoundingClientRect();
+        return fetch(window.location.pathname.replace(/map$/, 'api/map') + '?run_id=' + arguments[1]).then((x) => x.json())
+          .then((d) => d.trajectories.features.flatMap((f) => f.geometry.coordinates).map(([lon, lat]) => {
+            const p = m.latLngToContainerPoint([lat, lon]);
+            return [p.x + box.left >= r.left && p.x + box.left <= r.right && p.y + box.top >= r.top && p.y + box.top <= r.bottom, lon];
+          }));""", img, near.run_id)
+    assert sum(ok for ok, _ in inside) > 0.6 * len(inside)
+    labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".leaflet-control-layers-overlays label")]
+    assert "Imagery from the video" in " ".join(labels)
+    save_screenshot(driver, tmp_path / "imagery.png")
     assert not console_errors(driver)
 
 
