@@ -21,6 +21,11 @@ MIN_VEHICLE_S = 1.0
 MIN_FRAMES_AT_END = 3
 
 
+def is_vehicle(duration_s: float, frame_span: int, tracked_at_video_end: bool) -> bool:
+    """The same rule for a track held in memory (``airpatrol process``'s summary counts); ``frame_span``: last - first."""
+    return duration_s >= MIN_VEHICLE_S or (tracked_at_video_end and frame_span >= MIN_FRAMES_AT_END - 1)
+
+
 def counted():
     """SQL condition on :class:`TrackRow`: the track is a counted vehicle."""
     last_frame_of_run = (select(ProcessingRun.frames_done - 1).where(ProcessingRun.id == TrackRow.run_id)

@@ -55,7 +55,6 @@
   // -- a row: seek the video, show the profile
   async function showProfile(trackId) {
     const box = document.getElementById("profile");
-    box.hidden = false;
     document.getElementById("profile-title").textContent = "loading…";
     try {
       const d = await A.getJSON(cfg.profile + trackId + "/profile");
@@ -70,7 +69,7 @@
     }
   }
   document.querySelectorAll("tr.clickable").forEach((tr) => tr.addEventListener("click", () => {
-    if (video && tr.dataset.t) { video.currentTime = parseFloat(tr.dataset.t); video.scrollIntoView({block: "nearest"}); }
+    if (video && tr.dataset.t) { video.currentTime = parseFloat(tr.dataset.t); video.scrollIntoView({block: "nearest", behavior: "smooth"}); }
     showProfile(tr.dataset.track);
   }));
 })();

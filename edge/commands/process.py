@@ -76,5 +76,6 @@ def cli_process(
 def one_line_summary(s: dict, out_dir: Path) -> str:
     c, t, sp = s["counts"], s["timings"], s["speed_kmh"]
     speed = f", median speed {sp['median_of_moving']:.0f} km/h" if sp.get("median_of_moving") is not None else ""
-    return (f"{s['mode']}: {c['frames']} frames, {c['tracks']} tracks ({c['moving_tracks']} moving, "
+    vehicles = f"{c['vehicles']} vehicles, " if c.get("vehicles") is not None else ""
+    return (f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
             f"{c['stationary_tracks']} stationary){speed}, {t['fps']} fps -> {out_dir}")

@@ -84,7 +84,8 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
                "video": {"path": info.source, "width": 1280, "height": 720, "fps": fps, "frame_count": frames,
                          "duration_s": frames / fps, "codec": "h264"},
                "telemetry": str(telemetry) if telemetry else None, "weights": "test.pt", "device": "cpu",
-               "config": {}, "counts": {"frames": frames, "tracks": len(speeds_kmh) + 1},
+               "config": {}, "counts": {"frames": frames, "tracks": sinks[2].counts["tracks"],
+                                        "vehicles": sinks[2].counts["vehicles"]},
                "timings": {"fps": 12.5, "ms_per_frame": 80.0}}
     (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     return folder

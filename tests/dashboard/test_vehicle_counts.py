@@ -26,6 +26,8 @@ def test_every_page_and_export_counts_the_same_vehicles(tmp_path, db_url, client
     # the pipeline's own per-track file keeps the 3-frame fragment: the database count is the one shown
     with open(run_dir / "tracks_summary.csv") as fh:
         assert len(list(csv.DictReader(fh))) == 9
+    # ... and counts vehicles by the same rule for `airpatrol process`'s summary line
+    assert json.loads((run_dir / "summary.json").read_text())["counts"]["vehicles"] == 7
 
     c = client_for("viewer")
     listed = {r["run_id"]: r for r in c.get("/dashboard/api/runs").json()["runs"]}
