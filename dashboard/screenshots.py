@@ -5,7 +5,7 @@
 Each run folder (from ``airpatrol process``) is imported into a throw-away SQLite database (with its orthophoto),
 the dashboard is served on a free local port and Chromium takes: the map of the last run at 1600x1000
 (``dashboard_map_real.png``) and at 400x800 (``dashboard_map_phone.png``), its run page (``dashboard_run.png``), and a
-frame from the middle of its annotated video (``annotated_frame.png``). Needs selenium and Debian's chromium +
+frame from the middle of its annotated video (``annotated_frame.jpg``). Needs selenium and Debian's chromium +
 chromium-driver (paths from ``AIRPATROL_CHROMIUM`` / ``AIRPATROL_CHROMEDRIVER``); nothing is downloaded.
 """
 from __future__ import annotations
@@ -92,8 +92,9 @@ def _map(driver, url: str) -> None:
     time.sleep(1.0)  # the orthophoto and the fit animation
 
 
-def video_frame(run_dir: Path, out: Path) -> bool:
-    """The middle frame of the run's annotated video as PNG."""
+def video_frame(run_dir: Path, out: Path, crop: tuple[int, int] = (1280, 720)) -> bool:
+    """The centre (``crop`` pixels, full resolution so labels stay readable) of the middle frame of the run's
+    annotated video, as JPEG."""
     import av
     import cv2
 
@@ -104,7 +105,11 @@ def video_frame(run_dir: Path, out: Path) -> bool:
         n = c.streams.video[0].frames or 100
         for i, frame in enumerate(c.decode(video=0)):
             if i >= n // 2:
-                return bool(cv2.imwrite(str(out), frame.to_ndarray(format="bgr24")))
+                img = frame.to_ndarray(format="bgr24")
+                h, w = img.shape[:2]
+                cw, ch = min(w, crop[0]), min(h, crop[1])
+                img = img[(h - ch) // 2:(h + ch) // 2, (w - cw) // 2:(w + cw) // 2]
+                return bool(cv2.imwrite(str(out), img, [cv2.IMWRITE_JPEG_QUALITY, 88]))
     return False
 
 
@@ -157,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                 d.save_screenshot(str(args.out / "dashboard_map_phone.png"))
                 written.append("dashboard_map_phone.png")
         dispose_engines()
-    if video_frame(args.run_dirs[-1], args.out / "annotated_frame.png"):
-        written.append("annotated_frame.png")
+    if video_frame(args.run_dirs[-1], args.out / "annotated_frame.jpg"):
+        written.append("annotated_frame.jpg")
     print(f"written to {args.out}: {', '.join(written)}")
     return 0
 

@@ -179,7 +179,7 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     if driver.find_elements(By.ID, "run-video"):
         t = driver.execute_script("return document.getElementById('run-video').currentTime")
         assert abs(t - float(row.get_attribute("data-t"))) < 0.5
-    save_screenshot(driver, tmp_path / "run.png", docs_name="dashboard_run.png")
+    save_screenshot(driver, tmp_path / "run.png")
     assert not console_errors(driver)
 
 
@@ -208,7 +208,7 @@ def test_every_page_fits_the_screen_without_console_errors(site, width, height, 
                 assert m["width"] >= inner - 2 if width <= 700 else m["width"] > 1000
                 assert m["height"] >= 0.5 * d.execute_script("return window.innerHeight"), f"map squeezed: {m}"
                 if width == 400:
-                    save_screenshot(d, tmp_path / "map400.png", docs_name="dashboard_map_phone.png")
+                    save_screenshot(d, tmp_path / "map400.png")
             errors = console_errors(d)
             assert not errors, f"{page} at {width} px: {errors}"
         if width <= 700:  # the menu button opens the nav
