@@ -68,7 +68,69 @@
       document.getElementById("profile-title").textContent = "speed profile unavailable: " + e.message;
     }
   }
+  // -- replay: the run's tracks on a map with a marker per vehicle at the current time, in step with the video
+  const slider = document.getElementById("replay-t"), label = document.getElementById("replay-label");
+  const rel = document.getElementById("replay-map");
+  let setTime = () => {};
+  if (rel && window.L) {
+    const map = L.map(rel, {zoomSnap: 0.25, maxZoom: cfg.tile_url ? cfg.max_zoom : 22});
+    A.replayMap = map;
+    L.control.scale({imperial: false}).addTo(map);
+    map.createPane("imagery").style.zIndex = 350;
+    if (cfg.tile_url) L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom}).addTo(map);
+    else rel.classList.add("no-tiles");
+    const markers = L.layerGroup().addTo(map);
+    let tracks = [];
+    /* position and speed of a track at time t (linear between its vertices), null outside its time span */
+    const at = (f, t) => {
+      const ts = f.properties.times, c = f.geometry.coordinates, sp = f.properties.speeds_kmh || [];
+      if (t < ts[0] || t > ts[ts.length - 1]) return null;
+      let i = 1;
+      while (i < ts.length - 1 && ts[i] < t) i++;
+      const a = ts[i - 1], b = ts[i], w = b > a ? Math.min(1, Math.max(0, (t - a) / (b - a))) : 0;
+      return {lat: c[i - 1][1] + w * (c[i][1] - c[i - 1][1]), lon: c[i - 1][0] + w * (c[i][0] - c[i - 1][0]),
+              speed: sp[i] !== null && sp[i] !== undefined ? sp[i] : sp[i - 1]};
+    };
+    setTime = (t, from) => {
+      slider.value = String(t);
+      label.textContent = t.toFixed(1) + " s";
+      markers.clearLayers();
+      let n = 0;
+      tracks.forEach((f) => {
+        const p = at(f, t);
+        if (!p) return;
+        n++;
+        L.circleMarker([p.lat, p.lon], {radius: 6, weight: 2, color: "#fff", fillColor: A.speedColour(p.speed),
+                                        fillOpacity: 1, className: "replay-marker replay-" + f.properties.track_id})
+          .bindTooltip(`${A.esc(f.properties.class)} #${f.properties.track_no} ${A.fmt(p.speed, 0)} km/h`)
+          .on("click", () => showProfile(f.properties.track_id)).addTo(markers);
+      });
+      rel.dataset.markers = String(n);
+      rel.dataset.t = t.toFixed(2);
+      if (video && from !== "video" && Math.abs(video.currentTime - t) > 0.05) video.currentTime = t;
+    };
+    A.getJSON(cfg.map).then((data) => {
+      tracks = data.trajectories.features.filter((f) => (f.properties.times || []).length > 1);
+      (data.imagery || []).forEach((im) => L.imageOverlay(`${cfg.run}${im.run_id}/ortho.png`, im.bounds,
+        {pane: "imagery", className: "ortho", interactive: false}).addTo(map));
+      const lines = L.featureGroup(tracks.map((f) => L.polyline(f.geometry.coordinates.map((q) => [q[1], q[0]]),
+        {color: "#1f2d3d", weight: 1, opacity: 0.35, interactive: false}))).addTo(map);
+      if (data.view && data.view.bounds) map.fitBounds(L.latLngBounds(data.view.bounds).pad(0.05));
+      else if (lines.getBounds().isValid()) map.fitBounds(lines.getBounds());
+      else { rel.hidden = true; document.getElementById("replay").querySelector("h2 .muted").textContent =
+        "no map positions in this run (no telemetry or georeferenced calibration)"; }
+      setTime(parseFloat(slider.value) || 0, "video");
+      rel.dataset.loaded = "1";
+    }).catch((e) => { rel.textContent = "map data failed: " + e.message; rel.dataset.loaded = "error"; });
+    slider.addEventListener("input", () => setTime(parseFloat(slider.value), "slider"));
+    if (video) {
+      video.addEventListener("timeupdate", () => setTime(video.currentTime, "video"));
+      video.addEventListener("seeked", () => setTime(video.currentTime, "video"));
+    }
+  }
+
   document.querySelectorAll("tr.clickable").forEach((tr) => tr.addEventListener("click", () => {
+    if (tr.dataset.t) setTime(parseFloat(tr.dataset.t), "row");
     if (video && tr.dataset.t) { video.currentTime = parseFloat(tr.dataset.t); video.scrollIntoView({block: "nearest", behavior: "smooth"}); }
     showProfile(tr.dataset.track);
   }));

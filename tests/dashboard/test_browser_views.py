@@ -183,6 +183,36 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     assert not console_errors(driver)
 
 
+def test_replay_slider_moves_markers_and_the_video(driver, site):
+    from selenium.webdriver.common.by import By
+
+    from tests.dashboard.dash_helpers import _metres_to_latlon
+
+    base, near, _ = site
+    driver.get(f"{base}/dashboard/runs/{near.run_id}")
+    rel = driver.find_element(By.ID, "replay-map")
+    wait_until(driver, lambda d: rel.get_attribute("data-loaded") == "1", what="the replay map")
+    slide = "const s = document.getElementById('replay-t'); s.value = arguments[0]; s.dispatchEvent(new Event('input'));"
+    positions = "return [...document.querySelectorAll('#replay-map path.replay-marker')].length"
+    driver.execute_script(slide, 3.0)
+    assert rel.get_attribute("data-markers") == "6" and driver.execute_script(positions) == 6
+    # the 120 km/h car (track 5, lane 4 = 16 m north) is 100 m further east at t = 3 s than at t = 0
+    fastest = "const m = window.AIRPATROL.replayMap; let ll = null; m.eachLayer((l) => { if (l.options.className && " \
+              "l.options.className.includes('replay-5')) ll = l.getLatLng(); }); return ll && [ll.lat, ll.lng];"
+    lat, lon = driver.execute_script(fastest)
+    want_lat, want_lon = _metres_to_latlon(-40 + 120 / 3.6 * 3.0, 16.0)
+    assert abs(lat - want_lat) * 111_320 < 1.0 and abs(lon - want_lon) * 74_000 < 1.0
+    driver.execute_script(slide, 1.0)
+    lat1, lon1 = driver.execute_script(fastest)
+    assert 60 < (lon - lon1) * 74_500 < 73  # 2 s at 33.3 m/s
+    if driver.find_elements(By.ID, "run-video"):  # the video followed the slider; seeking it moves the slider
+        assert abs(driver.execute_script("return document.getElementById('run-video').currentTime") - 1.0) < 0.1
+        driver.execute_script("document.getElementById('run-video').currentTime = 4.5")
+        wait_until(driver, lambda d: abs(float(rel.get_attribute("data-t")) - 4.5) < 0.1, what="the slider to follow")
+        assert abs(float(driver.find_element(By.ID, "replay-t").get_attribute("value")) - 4.5) < 0.1
+    assert not console_errors(driver)
+
+
 PAGES = ["/map", "/runs", "/runs/{run}", "/flights", "/flights/{flight}", "/live", "/tasks", "/field-tests",
          "/devices", "/users"]
 
