@@ -33,7 +33,10 @@ def make_templates(prefix: str) -> Jinja2Templates:
     env.globals["u"] = lambda path="/": prefix.rstrip("/") + path
     env.filters["dt"] = lambda v: "" if v is None else v.strftime("%Y-%m-%d %H:%M:%S")
     env.filters["num"] = lambda v, nd=1: "" if v is None else f"{v:.{nd}f}"
+    from dashboard.labels import flight_label, run_label
     from tracking import speed_classes as sc
+
+    env.globals.update(flight_label=flight_label, run_label=run_label)
 
     env.globals["speed_palette"] = {"edges": list(sc.SPEED_EDGES_KMH), "colours": list(sc.SPEED_COLOURS),
                                     "unknown": sc.UNKNOWN_COLOUR, "violation": sc.VIOLATION_COLOUR}

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from dashboard.labels import run_label, violation_time
+from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.vehicles import counted, vehicle_counts
 from db.models import (
     Device, Flight, ProcessingRun, Task, TaskRound, TelemetrySampleRow, TrackRow, TrackSpeed, Video, Violation,
@@ -78,7 +78,8 @@ def flight_track_features(db: Session, flights: list[Flight], max_points: int = 
         geom = {"type": "LineString", "coordinates": coords} if len(coords) > 1 else {"type": "Point", "coordinates": coords[0]}
         features.append({"type": "Feature", "geometry": geom, "properties": {
             "flight_id": fl.id, "device": fl.device.serial if fl.device else None, "status": fl.status,
-            "start_time": fl.start_time.isoformat() if fl.start_time else None, "samples": fl.sample_count}})
+            "start_time": fl.start_time.isoformat(sep=" ", timespec="seconds") if fl.start_time else None,
+            "clock": fl.clock, "label": flight_label(fl), "samples": fl.sample_count}})
     return features
 
 
@@ -106,7 +107,7 @@ def drone_states(db: Session, live_stale_s: float = 60.0, now: datetime | None =
                 seen = last.time_utc or (fl.start_time + timedelta(seconds=last.t_s) if fl.start_time else seen)
             state["battery_pct"] = battery
             if seen is not None:
-                state["last_seen"] = seen.isoformat()
+                state["last_seen"] = seen.isoformat(sep=" ", timespec="seconds")
                 state["live"] = fl.clock == "utc" and 0 <= (now - seen).total_seconds() <= live_stale_s
         out.append(state)
     return out

@@ -115,8 +115,9 @@
       style: {color: "#1f2d3d", weight: 2, opacity: 0.8, dashArray: "4 4", className: "flight-track"},
       pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 4, className: "flight-track"}),
       onEachFeature: (f, l) => l.bindPopup(popupRows([
-        ["flight", `<a href="${cfg.flight}${f.properties.flight_id}">${f.properties.flight_id}</a>`],
-        ["device", A.esc(f.properties.device)], ["start", A.esc(f.properties.start_time || "unknown")],
+        ["flight", `<a href="${cfg.flight}${f.properties.flight_id}">${A.esc(f.properties.label || f.properties.flight_id)}</a>`],
+        ["device", A.esc(f.properties.device)], ["start", A.esc(f.properties.start_time ? f.properties.start_time +
+          (f.properties.clock === "utc" ? " UTC" : " (drone's local clock)") : "unknown")],
         ["status", A.esc(f.properties.status)]]))}));
 
     const traj = L.featureGroup();
