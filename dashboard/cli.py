@@ -68,3 +68,5 @@ def cli_import_run(
                   if result.fragments else ""))
     if result.orthophoto:
         typer.echo(f"{run_dir}: {result.orthophoto}")
+    if result.violations:
+        typer.echo(f"{run_dir}: {result.snapshots} violation snapshots in {run_dir / 'evidence'}")

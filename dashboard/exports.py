@@ -22,9 +22,9 @@ from dashboard.vehicles import counted
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
-RUN_FORMATS = ("csv", "geojson", "kml", "mot")
+RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip")  # zip: the violations with their snapshots
 MEDIA_TYPES = {"csv": "text/csv", "geojson": "application/geo+json", "kml": "application/vnd.google-earth.kml+xml",
-               "gpx": "application/gpx+xml", "mot": "text/plain"}
+               "gpx": "application/gpx+xml", "mot": "text/plain", "zip": "application/zip"}
 SAMPLE_COLUMNS = ["t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg",
                   "gimbal_yaw_deg", "gimbal_roll_deg", "ground_speed_ms", "vertical_speed_ms", "battery_pct",
                   "focal_len_mm", "frame_cnt"]
@@ -176,3 +176,34 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     if path is None or not path.is_file():
         raise ExportUnavailable(f"run {run.id}: no tracks_mot.txt (the run's output folder is unknown or was removed)")
     return path
+
+
+VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot"]
+
+
+def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
+    """``violations.csv`` (with each violation's time as the evidence supports it) and the snapshots it names."""
+    import zipfile
+
+    from dashboard.evidence import snapshot_name, snapshot_path
+    from dashboard.labels import violation_time
+    from db.models import Violation
+
+    flight = db.get(Flight, run.flight_id) if run.flight_id else None
+    folder = run_output_dir(run, db)
+    rows = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+                      .join(TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id)
+                      .order_by(Violation.t_s)).all()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        lines = [_csv_line(VIOLATION_COLUMNS)]
+        for v, track_no, cls in rows:
+            snap = snapshot_path(folder, track_no)
+            if snap is not None:
+                z.write(snap, f"snapshots/{snapshot_name(track_no)}")
+            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), v.limit_kmh, round(v.t_s, 2),
+                                    violation_time(v.occurred_at, v.t_s, flight and flight.clock,
+                                                   flight and flight.start_time),
+                                    v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else ""]))
+        z.writestr("violations.csv", "".join(lines))
+    return buf.getvalue()

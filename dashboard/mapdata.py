@@ -336,7 +336,13 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
     }
     layers["imagery"] = run_imagery(db, runs)
     labels = {r["run_id"]: r["label"] for r in layers["runs"]}
+    from dashboard.evidence import snapshot_path
+    from dashboard.exports import run_output_dir
+
+    folders = {r.id: run_output_dir(r, db) for r in runs}
     for v in layers["violations"]["features"]:
-        v["properties"]["run_label"] = labels.get(v["properties"]["run_id"])
+        p = v["properties"]
+        p["run_label"] = labels.get(p["run_id"])
+        p["snapshot"] = snapshot_path(folders.get(p["run_id"]), p["track_no"]) is not None
     layers["view"] = map_view(f, layers, runs, flights)
     return layers

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,8 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
-from db.models import ProcessingRun, Violation
+from dashboard.evidence import Wanted
+from db.models import ProcessingRun, TrackRow, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
 from vision.types import VEHICLE_CLASSES, Frame
 
@@ -41,6 +43,7 @@ class ImportedRun:
     violations: int
     fragments: int = 0  # track ids left out as too short to be a vehicle
     orthophoto: str | None = None  # what became of the run's orthophoto (made, or why not)
+    snapshots: int = 0  # violation snapshots written into the run folder (dashboard.evidence)
 
 
 def _maker(target) -> sessionmaker:
@@ -187,8 +190,23 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     with maker() as s:
         run = s.get(ProcessingRun, sink.run_id)
         vehicles, all_tracks = track_counts(s, run.id)
-        n_viol = s.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id))
-        return ImportedRun(run.id, flight_id, run.video_id, vehicles, n_viol or 0, all_tracks - vehicles, ortho_note)
+        wanted = [Wanted(no, t) for no, t in s.execute(select(TrackRow.track_no, Violation.t_s).join(
+            TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id))]
+        snapshots = _snapshots(run_dir, wanted, fps)
+        return ImportedRun(run.id, flight_id, run.video_id, vehicles, len(wanted), all_tracks - vehicles, ortho_note,
+                           snapshots)
+
+
+def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
+    """Evidence images of the violations; a run whose video is unreadable is still imported without them."""
+    from dashboard.evidence import make_snapshots
+
+    try:
+        return len(make_snapshots(run_dir, wanted, fps))
+    except (OSError, ValueError, cv2.error) as exc:  # av errors are OSError / ValueError subclasses
+        logging.getLogger(__name__).warning("%s: no violation snapshots (%s: %s)", run_dir, type(exc).__name__,
+                                            str(exc).splitlines()[0][:200])
+        return 0
 
 
 def _orthophoto(run_dir: Path) -> str:

@@ -8,7 +8,7 @@ from fastapi.responses import FileResponse, PlainTextResponse, Response, Streami
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard import charts, exports
+from dashboard import charts, evidence, exports
 from dashboard.auth import viewer
 from dashboard.context import get_db, render
 from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
@@ -120,14 +120,15 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     run = _get_run(db, run_id)
     stats = run_stats(db, run)
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
-    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time))
+    out_dir = exports.run_output_dir(run, db)
+    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
+                   evidence.snapshot_path(out_dir, no) is not None)
                   for v, no, cls in db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
                                                .join(TrackRow, TrackRow.id == Violation.track_id)
                                                .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
     tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
                              .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))
     video = db.get(Video, run.video_id) if run.video_id else None
-    out_dir = exports.run_output_dir(run, db)
     has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
     limit = run_speed_limit(db, run, [v for v, *_ in violations])
     histogram = (charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
@@ -178,6 +179,10 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
             return StreamingResponse(exports.run_csv(db, run), media_type="text/csv", headers=headers)
         if fmt == "mot":
             return FileResponse(exports.run_mot_path(run, db), media_type="text/plain", filename=name)
+        if fmt == "zip":
+            name = f"run_{run_id}_violations.zip"
+            return Response(exports.run_violations_zip(db, run), media_type="application/zip",
+                            headers={"Content-Disposition": f'attachment; filename="{name}"'})
         body = {"geojson": exports.run_geojson, "kml": exports.run_kml}[fmt](db, run)
     except exports.ExportUnavailable as exc:
         return PlainTextResponse(str(exc), status_code=404)
@@ -191,6 +196,15 @@ def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_
     if read_orthophoto(out_dir) is None:
         raise not_found(f"orthophoto of run {run_id}")
     return FileResponse(out_dir / ORTHO_PNG, media_type="image/png")
+
+
+@router.get("/runs/{run_id}/evidence/{track_no}.jpg")
+def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The snapshot of a violation (dashboard.evidence), made when the run was imported."""
+    path = evidence.snapshot_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
+    if path is None:
+        raise not_found(f"snapshot of vehicle #{track_no} of run {run_id}")
+    return FileResponse(path, media_type="image/jpeg")
 
 
 @router.get("/runs/{run_id}/annotated.mp4")

@@ -154,7 +154,9 @@
       onEachFeature: (f, l) => { const p = f.properties; l.bindPopup(popupRows([
         ["vehicle", `${A.esc(p.class)} #${p.track_no}`], ["speed", `${A.fmt(p.speed_kmh)} km/h`],
         ["limit", `${A.fmt(p.limit_kmh, 0)} km/h`],
-        ["when", A.esc(p.when)], ["run", `<a href="${cfg.run}${p.run_id}">${A.esc(p.run_label || p.run_id)}</a>`]]));
+        ["when", A.esc(p.when)], ["run", `<a href="${cfg.run}${p.run_id}">${A.esc(p.run_label || p.run_id)}</a>`]]
+        .concat(p.snapshot ? [["", `<a href="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg" target="_blank">` +
+          `<img class="snapshot" alt="snapshot" src="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg"></a>`]] : [])));
         l.on("click", () => showProfile(p.track_id)); }});
     add("Violations", violationLayer);
     drawTrajectories();

@@ -29,7 +29,8 @@ def test_import_makes_an_orthophoto_with_the_road_under_the_tracks(tmp_path, db_
     for east in (-10.0, 20.0, 60.0):
         for north in (0.0, 8.0, 16.0, 20.0):
             px = _pixel(ortho, meta["bounds"], *reversed(_metres_to_latlon(east, north)))
-            assert px[3] == 255 and np.abs(px[:3].astype(int) - ROAD_BGR).max() <= 30, (east, north, px)
+            road = np.abs(px[:3].astype(int) - ROAD_BGR).max() <= 30
+            assert px[3] == 255 and (road or px[:3].min() > 200), (east, north, px)  # road, or a car on it
         for north in (40.0, -10.0):
             px = _pixel(ortho, meta["bounds"], *reversed(_metres_to_latlon(east, north)))
             assert px[3] == 255 and np.abs(px[:3].astype(int) - FIELD_BGR).max() <= 30, (east, north, px)
@@ -39,10 +40,9 @@ def test_import_makes_an_orthophoto_with_the_road_under_the_tracks(tmp_path, db_
     assert [im["run_id"] for im in layers["imagery"]] == [imported.run_id]
     png = c.get(f"/dashboard/runs/{imported.run_id}/ortho.png")
     assert png.status_code == 200 and png.headers["content-type"] == "image/png"
-    # the track points the camera saw (from east -20 m on, 10 px inside the frame) lie inside the imagery
+    # every track point lies inside the imagery (the vehicles are in the frame all along)
     (s, w), (n, e) = layers["imagery"][0]["bounds"]
-    seen_from = _metres_to_latlon(-20.0, 0.0)[1]
-    points = [p for f in layers["trajectories"]["features"] for p in f["geometry"]["coordinates"] if p[0] >= seen_from]
+    points = [p for f in layers["trajectories"]["features"] for p in f["geometry"]["coordinates"]]
     assert len(points) > 30 and all(s <= lat <= n and w <= lon <= e for lon, lat in points)
 
 
