@@ -22,7 +22,9 @@ from dashboard.vehicles import counted
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
-RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip")  # zip: the violations with their snapshots
+RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip", "counts")
+RUN_FORMAT_LABELS = {"csv": "CSV (per frame)", "geojson": "GeoJSON", "kml": "KML", "mot": "MOTChallenge",
+                     "zip": "violations + snapshots (ZIP)", "counts": "counts (CSV)"}
 MEDIA_TYPES = {"csv": "text/csv", "geojson": "application/geo+json", "kml": "application/vnd.google-earth.kml+xml",
                "gpx": "application/gpx+xml", "mot": "text/plain", "zip": "application/zip"}
 SAMPLE_COLUMNS = ["t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg",

@@ -8,7 +8,7 @@ from fastapi.responses import FileResponse, PlainTextResponse, Response, Streami
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard import charts, evidence, exports
+from dashboard import charts, counts, evidence, exports
 from dashboard.auth import viewer
 from dashboard.context import get_db, render
 from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
@@ -131,13 +131,15 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     video = db.get(Video, run.video_id) if run.video_id else None
     has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
     limit = run_speed_limit(db, run, [v for v, *_ in violations])
+    traffic = counts.run_counts(db, run)
     histogram = (charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
                  if stats["moving_speeds"] else None)
     return render(request, "run.html", user, run=run, row=run_row(run, stats["tracks"]), stats=stats,
                   violations=violations, violator_ids={v.track_id for v, *_ in violations}, tracks=tracks,
                   max_rows=MAX_VEHICLE_ROWS, video=video, flight=flight, limit_kmh=limit,
                   flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
-                  histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS)
+                  histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
+                  format_labels=exports.RUN_FORMAT_LABELS, traffic=traffic, traffic_figure=counts.counts_figure(traffic))
 
 
 def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:
@@ -179,6 +181,9 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
             return StreamingResponse(exports.run_csv(db, run), media_type="text/csv", headers=headers)
         if fmt == "mot":
             return FileResponse(exports.run_mot_path(run, db), media_type="text/plain", filename=name)
+        if fmt == "counts":
+            return StreamingResponse(counts.counts_csv_lines(counts.run_counts(db, run)), media_type="text/csv",
+                                     headers={"Content-Disposition": f'attachment; filename="run_{run_id}_counts.csv"'})
         if fmt == "zip":
             name = f"run_{run_id}_violations.zip"
             return Response(exports.run_violations_zip(db, run), media_type="application/zip",
