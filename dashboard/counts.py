@@ -1,8 +1,9 @@
 """Traffic counts of a run: counted vehicles per direction and class, per time bin, with mean speed and violations.
 
 Direction is the compass heading from where a vehicle was first placed on the map to where it was last (its
-``path_geojson``): northbound, eastbound, southbound, westbound; *standing* when it moved less than
-``MIN_TRAVEL_M``; *no position* for runs without georeference. A vehicle is counted in the time bin of its first
+``path_geojson``, one point per 0.5 s): northbound, eastbound, southbound, westbound; *parked* for vehicles the
+pipeline found standing; *unknown* when a moving vehicle's path is shorter than ``MIN_TRAVEL_M``; *no position*
+for runs without georeference. A vehicle is counted in the time bin of its first
 sighting (video time). Counting lines and zones drawn on the map are not done yet.
 """
 from __future__ import annotations
@@ -17,22 +18,24 @@ from sqlalchemy.orm import Session
 from dashboard.vehicles import counted
 from db.models import ProcessingRun, TrackRow, Violation
 
-MIN_TRAVEL_M = 10.0
+MIN_TRAVEL_M = 2.0
 DIRECTIONS = ("northbound", "eastbound", "southbound", "westbound")
 COLUMNS = ["direction", "class", "vehicles", "mean_speed_kmh", "violations"]
 
 
-def direction(path_geojson: str | None) -> str:
+def direction(path_geojson: str | None, moving: bool = True) -> str:
+    if not moving:
+        return "parked"
     if not path_geojson:
         return "no position"
     geom = json.loads(path_geojson)
     if geom.get("type") != "LineString" or len(geom["coordinates"]) < 2:
-        return "standing"
+        return "unknown"
     (lon0, lat0), (lon1, lat1) = geom["coordinates"][0][:2], geom["coordinates"][-1][:2]
     north = math.radians(lat1 - lat0) * 6_371_000
     east = math.radians(lon1 - lon0) * 6_371_000 * math.cos(math.radians((lat0 + lat1) / 2))
     if math.hypot(east, north) < MIN_TRAVEL_M:
-        return "standing"
+        return "unknown"
     bearing = math.degrees(math.atan2(east, north)) % 360
     return DIRECTIONS[int(((bearing + 45) % 360) // 90)]
 
@@ -53,7 +56,7 @@ def run_counts(db: Session, run: ProcessingRun) -> dict:
     table: dict[tuple[str, str], dict] = defaultdict(lambda: {"vehicles": 0, "speeds": [], "violations": 0})
     bins: dict[str, Counter] = defaultdict(Counter)
     for t in tracks:
-        d = direction(t.path_geojson)
+        d = direction(t.path_geojson, t.moving)
         row = table[(d, t.class_name)]
         row["vehicles"] += 1
         if t.moving and t.median_speed_kmh is not None:
