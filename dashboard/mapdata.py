@@ -14,7 +14,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from dashboard.evidence import snapshot_path
+from dashboard.exports import run_output_dir
 from dashboard.labels import flight_label, run_label, violation_time
+from dashboard.orthophoto import read_orthophoto
 from dashboard.vehicles import counted, vehicle_counts
 from db.models import (
     Device, Flight, ProcessingRun, Task, TaskRound, TelemetrySampleRow, TrackRow, TrackSpeed, Video, Violation,
@@ -299,9 +302,6 @@ def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: lis
 
 def run_imagery(db: Session, runs: list[ProcessingRun]) -> list[dict]:
     """Orthophotos of the runs (their video projected to the ground), as image overlays with lon/lat bounds."""
-    from dashboard.exports import run_output_dir
-    from dashboard.orthophoto import read_orthophoto
-
     out = []
     for r in runs:
         meta = read_orthophoto(run_output_dir(r, db))
@@ -336,9 +336,6 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
     }
     layers["imagery"] = run_imagery(db, runs)
     labels = {r["run_id"]: r["label"] for r in layers["runs"]}
-    from dashboard.evidence import snapshot_path
-    from dashboard.exports import run_output_dir
-
     folders = {r.id: run_output_dir(r, db) for r in runs}
     for v in layers["violations"]["features"]:
         p = v["properties"]

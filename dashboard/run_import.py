@@ -17,7 +17,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 from dashboard import charts, counts, evidence, exports
 from dashboard.auth import viewer
 from dashboard.context import get_db, render
-from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.labels import flight_label, run_label, violation_time
-from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
+from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.routes.common import BadQuery, not_found, opt_int
+from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
 from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
 
 router = APIRouter()
