@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -36,6 +37,16 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
             items.insert(0, item)  # an older one asked for by id still shows by name
     return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices,
                   run_choices=[(r.id, run_label(r)) for r in runs], flight_choices=[(x.id, flight_label(x)) for x in flights])
+
+
+@router.get("/basemap/{z}/{x}/{y}")
+def basemap_tile(request: Request, z: int, x: int, y: int, user=Depends(viewer)):
+    """A tile of the operator's offline base map (basemap_file); 404 outside its area."""
+    basemap = ctx(request).basemap
+    tile = basemap.tile(z, x, y) if basemap is not None else None
+    if tile is None:
+        raise not_found(f"base-map tile {z}/{x}/{y}")
+    return Response(tile, media_type=basemap.media_type, headers={"Cache-Control": "private, max-age=86400"})
 
 
 @router.get("/api/map")

@@ -50,6 +50,24 @@
   };
   A.speedColour = (v) => { const c = A.speedClass(v); return c < 0 ? A.UNKNOWN_COLOUR : A.SPEED_COLOURS[c]; };
 
+  /* Base maps of a Leaflet map: the operator's offline basemap (served by the app), the online tiles, a plain
+     background. The first available one is shown; returns them for a layer switcher. Tiles are enlarged past their
+     deepest zoom (a 100 m road section may fill the screen). */
+  A.MAX_ZOOM = 22;
+  A.baseLayers = function (map, basemaps) {
+    const bases = {}, b = basemaps || {};
+    if (b.offline) bases["Offline map"] = L.tileLayer(b.offline.url, {attribution: b.offline.attribution,
+      minZoom: 0, maxNativeZoom: b.offline.max_zoom, maxZoom: A.MAX_ZOOM, className: "basemap-offline"});
+    if (b.online) bases["Online map"] = L.tileLayer(b.online.url, {attribution: b.online.attribution,
+      maxNativeZoom: b.online.max_zoom, maxZoom: A.MAX_ZOOM, className: "basemap-online"});
+    bases["Plain background"] = L.layerGroup();
+    const first = Object.keys(bases)[0];
+    bases[first].addTo(map);
+    if (first === "Plain background") map.getContainer().classList.add("no-tiles");
+    map.on("baselayerchange", (e) => map.getContainer().classList.toggle("no-tiles", e.name === "Plain background"));
+    return bases;
+  };
+
   A.fmt = (v, nd) => (v === null || v === undefined) ? "–" : Number(v).toFixed(nd === undefined ? 1 : nd);
   A.esc = (s) => String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g,
     (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));

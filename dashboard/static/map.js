@@ -6,8 +6,7 @@
   const cfg = JSON.parse(document.getElementById("map-config").textContent);
   const el = document.getElementById("map");
   const status = document.getElementById("map-status");
-  // without a base map nothing limits the zoom: a 100 m road section may fill the screen
-  const maxZoom = cfg.tile_url ? cfg.max_zoom : 22;
+  const maxZoom = A.MAX_ZOOM;
   const map = L.map(el, {zoomControl: true, preferCanvas: false, zoomSnap: 0.25, maxZoom: maxZoom});
   document.getElementById("profile-close").addEventListener("click", () => {
     document.getElementById("profile").hidden = true;
@@ -26,17 +25,10 @@
   const showCoords = (ll) => { coordsEl.textContent = `${ll.lat.toFixed(6)}, ${ll.lng.toFixed(6)}`; };
   map.on("mousemove", (e) => showCoords(e.latlng));
   map.on("moveend", () => { if (!coordsEl.textContent || window.matchMedia("(hover: none)").matches) showCoords(map.getCenter()); });
-  const overlays = {}, bases = {};
+  const overlays = {};
   // imagery lies under every vector layer (Leaflet's overlay pane is at z-index 400)
   map.createPane("imagery").style.zIndex = 350;
-  bases["Plain background"] = L.layerGroup();
-  if (cfg.tile_url) {
-    bases["Online map"] = L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom});
-    bases["Online map"].addTo(map);
-  } else {
-    el.classList.add("no-tiles");
-    bases["Plain background"].addTo(map);
-  }
+  const bases = A.baseLayers(map, cfg.basemaps);
 
   // legend
   const legend = document.getElementById("speed-legend");

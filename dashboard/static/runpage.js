@@ -73,12 +73,12 @@
   const rel = document.getElementById("replay-map");
   let setTime = () => {};
   if (rel && window.L) {
-    const map = L.map(rel, {zoomSnap: 0.25, maxZoom: cfg.tile_url ? cfg.max_zoom : 22});
+    const map = L.map(rel, {zoomSnap: 0.25, maxZoom: A.MAX_ZOOM});
     A.replayMap = map;
     L.control.scale({imperial: false}).addTo(map);
     map.createPane("imagery").style.zIndex = 350;
-    if (cfg.tile_url) L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom}).addTo(map);
-    else rel.classList.add("no-tiles");
+    const bases = A.baseLayers(map, cfg.basemaps);
+    if (Object.keys(bases).length > 1) L.control.layers(bases, null, {collapsed: true}).addTo(map);
     const markers = L.layerGroup().addTo(map);
     let tracks = [];
     /* position and speed of a track at time t (linear between its vertices), null outside its time span */
