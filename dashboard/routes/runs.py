@@ -9,11 +9,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard import charts, counts, evidence, exports
-from dashboard.auth import viewer
-from dashboard.context import get_db, render
+from dashboard.auth import operator, verify_csrf, viewer
+from dashboard.context import flash, get_db, render
 from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
-from dashboard.routes.common import BadQuery, not_found, opt_int
+from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
 from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
 from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
 
@@ -139,7 +139,9 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
                   max_rows=MAX_VEHICLE_ROWS, video=video, flight=flight, limit_kmh=limit,
                   flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
                   histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
-                  format_labels=exports.RUN_FORMAT_LABELS, traffic=traffic, traffic_figure=counts.counts_figure(traffic))
+                  format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
+                      read_orthophoto(out_dir) is None or any(not snap for *_, snap in violations)),
+                  traffic=traffic, traffic_figure=counts.counts_figure(traffic))
 
 
 def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:
@@ -201,6 +203,37 @@ def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_
     if read_orthophoto(out_dir) is None:
         raise not_found(f"orthophoto of run {run_id}")
     return FileResponse(out_dir / ORTHO_PNG, media_type="image/png")
+
+
+@router.post("/runs/{run_id}/artefacts", dependencies=[Depends(verify_csrf)])
+def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
+    """Make the orthophoto and the violation snapshots of a run that has none (e.g. a service job's run)."""
+    from dashboard.orthophoto import OrthophotoError, make_orthophoto
+
+    run = _get_run(db, run_id)
+    out_dir = exports.run_output_dir(run, db)
+    if out_dir is None or not (out_dir / "summary.json").is_file():
+        flash(request, f"run {run_id}: its output folder is unknown or gone; nothing to make them from", "error")
+        return redirect(request, f"/runs/{run_id}")
+    notes = []
+    if read_orthophoto(out_dir) is None:
+        try:
+            o = make_orthophoto(out_dir)
+            notes.append(f"orthophoto of {o.frames} frames at {o.metres_per_pixel:.2f} m/px")
+        except OrthophotoError as exc:
+            notes.append(f"no orthophoto: {exc}")
+    wanted = [evidence.Wanted(no, t) for no, t in db.execute(
+        select(TrackRow.track_no, Violation.t_s).join(TrackRow, TrackRow.id == Violation.track_id)
+        .where(Violation.run_id == run_id))]
+    fps = db.scalar(select(Video.fps).where(Video.id == run.video_id)) if run.video_id else None
+    if wanted:
+        try:
+            notes.append(f"{len(evidence.make_snapshots(out_dir, wanted, fps or 25.0))} of {len(wanted)} "
+                         "violation snapshots")
+        except (OSError, ValueError) as exc:
+            notes.append(f"no snapshots: {str(exc).splitlines()[0][:200]}")
+    flash(request, f"run {run_id}: " + "; ".join(notes or ["nothing to make"]))
+    return redirect(request, f"/runs/{run_id}")
 
 
 @router.get("/runs/{run_id}/evidence/{track_no}.jpg")

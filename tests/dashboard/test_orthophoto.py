@@ -55,3 +55,24 @@ def test_a_run_without_positions_or_video_is_imported_without_one(tmp_path, db_u
     c = client_for("viewer")
     assert c.get(f"/dashboard/api/map?run_id={imported.run_id}").json()["imagery"] == []
     assert c.get(f"/dashboard/runs/{imported.run_id}/ortho.png").status_code == 404
+
+
+def test_an_operator_makes_them_later_from_the_run_page(tmp_path, db_url, client_for):
+    from dashboard.run_import import import_run_dir
+    from tests.dashboard.dash_helpers import csrf_of
+
+    run_dir = make_run_dir(tmp_path / "run", video=True)
+    imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, orthophoto=False)
+    for f in (run_dir / "evidence").glob("*.jpg"):  # as if the run came from a service job without them
+        f.unlink()
+    viewer = client_for("viewer")
+    assert 'id="make-artefacts"' not in viewer.get(f"/dashboard/runs/{imported.run_id}").text
+    assert viewer.post(f"/dashboard/runs/{imported.run_id}/artefacts",
+                       data={"csrf_token": csrf_of(viewer)}).status_code == 403
+    op = client_for("operator")
+    assert 'id="make-artefacts"' in op.get(f"/dashboard/runs/{imported.run_id}").text
+    r = op.post(f"/dashboard/runs/{imported.run_id}/artefacts", data={"csrf_token": csrf_of(op)},
+                follow_redirects=True)
+    assert "orthophoto of " in r.text and "2 of 2 violation snapshots" in r.text
+    assert (run_dir / "ortho.png").is_file() and len(list((run_dir / "evidence").glob("*.jpg"))) == 2
+    assert 'id="make-artefacts"' not in op.get(f"/dashboard/runs/{imported.run_id}").text
