@@ -297,7 +297,10 @@ def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: lis
         bounds = features_bounds(feats)
         if bounds is not None:
             return {"bounds": bounds, "what": what}
-    return {"bounds": None, "what": "nothing with a position"}
+    if f.run_id is not None:
+        return {"bounds": None, "what": f"run {f.run_id}, which has no map positions (no telemetry or georeferenced "
+                                        "calibration)"}
+    return {"bounds": None, "what": "nothing with a map position"}
 
 
 def run_imagery(db: Session, runs: list[ProcessingRun]) -> list[dict]:

@@ -90,3 +90,21 @@ def test_violation_time_with_a_flight_log_is_the_flight_time(db_url, imported, c
         # GPX: UTC clock starting 2024-05-01 10:00:00; whole seconds, no microseconds
         assert re.fullmatch(r"2024-05-01 10:00:0\d UTC · video \d+\.\d s", p["when"]), p["when"]
         assert re.fullmatch(r"2024-05-01T10:00:0\d", p["occurred_at"])
+
+
+def test_a_run_without_positions_says_so(tmp_path, db_url, client_for):
+    import csv as _csv
+
+    from dashboard.run_import import import_run_dir
+
+    run_dir = make_run_dir(tmp_path / "a")
+    rows = list(_csv.DictReader(open(run_dir / "tracks.csv")))
+    for r in rows:  # as processed without any scale: no lat/lon
+        r["lat"] = r["lon"] = ""
+    with open(run_dir / "tracks.csv", "w", newline="") as fh:
+        w = _csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    run = import_run_dir(run_dir, db_url)
+    view = client_for("viewer").get(f"/dashboard/api/map?run_id={run.run_id}").json()["view"]
+    assert view["bounds"] is None and "has no map positions" in view["what"]
