@@ -68,6 +68,9 @@ class MotionConfig(BaseModel):
     visible_blob_score: float = Field(
         0.2, gt=0, le=1, description="confidence of a moving blob on an already tracked vehicle the detector could "
                                      "see: below ByteTrack's track_high_thresh, so it only extends that track")
+    promote_moving_fraction: float | None = Field(
+        None, ge=0, le=1, description="a detector box scored in ByteTrack's low band (track_low..new_track) whose "
+                                      "pixels move at least this much may start a track (off: None)")
     gate: MotionGateConfig = Field(MotionGateConfig(), description="a blob counts only after consistent motion over "
                                                                    "several frames (vision/motion_gate.py)")
 

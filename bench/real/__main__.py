@@ -32,6 +32,7 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "gate-loose": {"motion.gate.noise_factor": 0.5, "motion.gate.min_frames": 4, "motion.gate.min_straightness": 0.5},
     "gate-strict": {"motion.gate.noise_factor": 2.0, "motion.gate.min_frames": 7, "motion.gate.min_straightness": 0.7},
     "no-motion-blobs": {"motion.add_missed": False},
+    "promote-movers": {"motion.promote_moving_fraction": 0.3},
 }
 
 
