@@ -254,7 +254,7 @@ class ServiceContext:
             return str(exc).splitlines()[0][:200]
 
     def _scrape_gauges(self):
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         depth = GaugeMetricFamily("airpatrol_stream_queue_depth", "frames waiting in a stream's queue", labels=["stream"])
         up = GaugeMetricFamily("airpatrol_stream_up", "1 while the stream is receiving frames", labels=["stream", "state"])
@@ -263,6 +263,11 @@ class ServiceContext:
             up.add_metric([w.key, w.state], 1.0 if w.state == "live" else 0.0)
         yield depth
         yield up
+        lost = CounterMetricFamily("airpatrol_stream_frames_lost", "frames skipped because the stream's data was "
+                                   "damaged (until the next keyframe)", labels=["stream"])
+        for w in self.all_streams():
+            lost.add_metric([w.key], w.frames_lost)
+        yield lost
         jobs = GaugeMetricFamily("airpatrol_jobs", "batch jobs by status", labels=["status"])
         try:
             for status, n in self.jobs.counts().items():

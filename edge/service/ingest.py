@@ -131,28 +131,58 @@ def ffmpeg_options(spec: SourceSpec) -> dict[str, str]:
         return {"protocol_whitelist": "file"}
     opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000",
             "fflags": "nobuffer"}
-    if spec.open_url.lower().startswith("rtsp"):
+    scheme = urlsplit(spec.open_url).scheme.lower()
+    if scheme.startswith("rtsp"):
         opts["rtsp_transport"] = "tcp"  # UDP RTP loses packets behind NAT and on lossy links
+    elif scheme == "udp":
+        # A 1080p keyframe is hundreds of datagrams arriving at once: a bigger socket buffer (capped by the kernel's
+        # net.core.rmem_max) keeps them, and an overrun of FFmpeg's own FIFO is a loss to resync from, not an error.
+        opts.update(buffer_size=str(4 * 1024 * 1024), overrun_nonfatal="1")
     return opts
 
 
 class PullReader(threading.Thread):
-    """Reads one pull stream until ``stop`` is set (or a file ends). Events: connected, dropped, ended.
+    """Reads one pull stream until ``stop`` is set (or a file ends).
 
-    ``on_frame(IncomingFrame)`` and ``on_event(name, detail)`` are called from this thread.
+    Events passed to ``on_event(name, detail)``: ``connected`` (the demuxer is open; frames follow once a keyframe
+    arrives), ``locked`` (first clean frame of this connection), ``corrupt`` (damaged data: frames skipped up to the
+    next keyframe and counted in ``lost_frames``), ``dropped`` (the source is gone: reconnect with back-off),
+    ``ended`` (a file played to its end). ``on_frame(IncomingFrame)`` and ``on_event`` run in this thread.
+    Decoder errors never reconnect: only the demuxer failing (timeout, connection closed, end of stream) does.
     """
 
     def __init__(self, spec: SourceSpec, on_frame: Callable[[IncomingFrame], None],
                  on_event: Callable[[str, str], None], *, open_timeout_s: float, read_timeout_s: float,
-                 backoff_initial_s: float, backoff_max_s: float, name: str):
+                 backoff_initial_s: float, backoff_max_s: float, name: str, keyframe_wait_s: float = 10.0):
         super().__init__(name=name, daemon=True)
         self.spec = spec
         self.on_frame, self.on_event = on_frame, on_event
         self.timeouts = (open_timeout_s, read_timeout_s)
         self.backoff_initial_s, self.backoff_max_s = backoff_initial_s, backoff_max_s
+        self.keyframe_wait_s = keyframe_wait_s
         self.stop_event = threading.Event()
         self.fps = 25.0
         self.connects = 0
+        self._gate = None  # the current connection's KeyframeGate
+        self._past = {"lost_packets": 0, "corruptions": 0, "waited_packets": 0}  # of earlier connections
+
+    def _total(self, name: str) -> int:
+        gate = self._gate
+        return self._past[name] + (getattr(gate.stats, name) if gate is not None else 0)
+
+    @property
+    def lost_frames(self) -> int:
+        """Frames skipped after corruption until the decoder locked on again (all connections)."""
+        return self._total("lost_packets")
+
+    @property
+    def corruptions(self) -> int:
+        return self._total("corruptions")
+
+    @property
+    def waited_packets(self) -> int:
+        """Packets skipped after (re)connecting until the first keyframe (never decodable: not a loss)."""
+        return self._total("waited_packets")
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -182,6 +212,8 @@ class PullReader(threading.Thread):
     def _read_once(self) -> bool:
         import av
 
+        from edge.service.lockon import KeyframeGate
+
         container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
         try:
             if not container.streams.video:
@@ -190,28 +222,58 @@ class PullReader(threading.Thread):
             stream.thread_type = "AUTO"
             self.fps = float(stream.average_rate or stream.guessed_rate or 0) or self.fps
             self.connects += 1
-            self.on_event("connected", f"{stream.codec_context.name} {stream.codec_context.width}x"
-                                       f"{stream.codec_context.height} @ {self.fps:.2f} fps")
-            t_first = None
-            wall0 = time.monotonic()
+            self.on_event("connected", f"{stream.codec_context.name}, waiting for a keyframe")
+            self._gate = gate = KeyframeGate(stream.codec_context, self.keyframe_wait_s,
+                                             on_corruption=lambda why: self.on_event("corrupt", why))
+            clock = _ConnectionClock(self.spec.is_file)
             got = False
-            for vf in container.decode(stream):
+            for packet in container.demux(stream):
                 if self.stop_event.is_set():
+                    return got
+                if packet.size == 0:  # the demuxer's end-of-stream marker
                     break
-                t_rel = float(vf.time) if vf.time is not None else 0.0
-                if t_first is None:
-                    t_first = t_rel
-                t_rel -= t_first
-                if self.spec.is_file:  # play a file at its own rate, like a live source
-                    lag = t_rel - (time.monotonic() - wall0)
-                    if lag > 0 and self.stop_event.wait(lag):
-                        break
-                self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), max(t_rel, 0.0),
-                                            time.perf_counter()))
+                for vf in gate.feed(packet):
+                    if not got:
+                        got = True
+                        self.on_event("locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ {self.fps:.2f} fps"
+                                                f" (after {gate.stats.waited_packets} packets before the first keyframe)")
+                    if not self._deliver(vf, clock):
+                        return got
+            for vf in gate.flush():
+                if not self._deliver(vf, clock):
+                    return got
                 got = True
             return got
         finally:
+            gate, self._gate = self._gate, None
+            if gate is not None:
+                for name in self._past:
+                    self._past[name] += getattr(gate.stats, name)
             container.close()
+
+    def _deliver(self, vf, clock: "_ConnectionClock") -> bool:
+        t_rel = clock.relative(vf.time)
+        if clock.paced:  # play a file at its own rate, like a live source
+            lag = t_rel - (time.monotonic() - clock.wall0)
+            if lag > 0 and self.stop_event.wait(lag):
+                return False
+        self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), t_rel, time.perf_counter()))
+        return True
+
+
+class _ConnectionClock:
+    """Frame times relative to the first delivered frame of one connection (never negative)."""
+
+    def __init__(self, paced: bool):
+        self.paced = paced
+        self.first: float | None = None
+        self.wall0 = time.monotonic()
+
+    def relative(self, t: float | None) -> float:
+        t = float(t) if t is not None else 0.0
+        if self.first is None:
+            self.first, self.wall0 = t, time.monotonic()
+        return max(t - self.first, 0.0)
 
 
 def _short(exc: BaseException) -> str:

@@ -201,7 +201,12 @@ class StreamWorker:
             if self._reader.connects > 1:
                 self.reconnects += 1
                 self.deps.metrics.reconnects.labels(self.key).inc()
+            self._set_state("syncing", detail)
+        elif event == "locked":
             self._set_state("live", detail)
+        elif event == "corrupt":  # frames up to the next keyframe are skipped and counted (``lost``)
+            self.last_error = f"corrupt data: {detail}"
+            self._set_state("syncing", f"{detail}; skipping to the next keyframe", level=logging.WARNING)
         elif event == "dropped":
             self.last_error = detail
             self._set_state("reconnecting", detail, level=logging.WARNING)
@@ -367,7 +372,16 @@ class StreamWorker:
     def stats(self) -> dict:
         return {"received": self.frames_received, "processed": self.frames_processed, "dropped": self.queue.dropped,
                 "queue": len(self.queue), "fps": round(self.fps, 2), "errors": self.frame_errors,
-                "reconnects": self.reconnects}
+                "reconnects": self.reconnects, "lost": self.frames_lost, "corruptions": self.corruptions}
+
+    @property
+    def frames_lost(self) -> int:
+        """Frames of a pull stream skipped because the data was damaged (up to the next keyframe)."""
+        return self._reader.lost_frames if self._reader is not None else 0
+
+    @property
+    def corruptions(self) -> int:
+        return self._reader.corruptions if self._reader is not None else 0
 
     def summary(self) -> dict:
         stats = self._pipeline.stats() if self._pipeline is not None else {}
