@@ -227,22 +227,20 @@ class PullReader(threading.Thread):
                                              on_corruption=lambda why: self.on_event("corrupt", why))
             clock = _ConnectionClock(self.spec.is_file)
             got = False
+            reported = (-1, -1)  # (corruptions, lost) when "locked" was last reported
             for packet in container.demux(stream):
                 if self.stop_event.is_set():
                     return got
-                if packet.size == 0:  # the demuxer's end-of-stream marker
-                    break
-                for vf in gate.feed(packet):
-                    if not got:
-                        got = True
-                        self.on_event("locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ {self.fps:.2f} fps"
-                                                f" (after {gate.stats.waited_packets} packets before the first keyframe)")
+                for vf in gate.feed(packet):  # the last, empty packet flushes the decoder
+                    if reported[0] != gate.stats.corruptions:  # first frame of the connection, or after a resync
+                        how = (f"after {gate.stats.waited_packets} packets before the first keyframe" if not got else
+                               f"resynced at a keyframe; {gate.stats.lost_packets - max(reported[1], 0)} frames lost")
+                        self.on_event("locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ "
+                                                f"{self.fps:.2f} fps ({how})")
+                        reported = (gate.stats.corruptions, gate.stats.lost_packets)
+                    got = True
                     if not self._deliver(vf, clock):
                         return got
-            for vf in gate.flush():
-                if not self._deliver(vf, clock):
-                    return got
-                got = True
             return got
         finally:
             gate, self._gate = self._gate, None

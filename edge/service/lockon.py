@@ -49,8 +49,10 @@ class KeyframeGate:
 
     def feed(self, packet) -> Iterator:
         """The clean frames ``packet`` completes (none while waiting for a keyframe)."""
-        import av
-
+        if packet.size == 0:  # the demuxer's end-of-stream packet: it flushes the decoder's last frames
+            if self.locked:
+                yield from self._decode(packet)
+            return
         if not self.locked:
             if packet.is_keyframe and not packet.is_corrupt:
                 self._lock()
@@ -62,6 +64,11 @@ class KeyframeGate:
         if packet.is_corrupt:  # the demuxer saw data missing (MPEG-TS continuity counter jump, truncated packet)
             self._resync("damaged packet (data missing in the transport)")
             return
+        yield from self._decode(packet)
+
+    def _decode(self, packet) -> Iterator:
+        import av
+
         try:
             frames = self.ctx.decode(packet)
         except av.error.FFmpegError as exc:  # InvalidDataError and friends: this packet or its references are bad
@@ -72,19 +79,6 @@ class KeyframeGate:
                 self._resync("decoder flagged a corrupt frame")
                 return
             yield frame
-
-    def flush(self) -> Iterator:
-        """Frames still inside the decoder at the end of a connection."""
-        import av
-
-        if not self.locked:
-            return
-        try:
-            for frame in self.ctx.decode(None):
-                if not frame.is_corrupt:
-                    yield frame
-        except av.error.FFmpegError:
-            pass
 
     def _lock(self) -> None:
         self.locked = self.ever_locked = True
