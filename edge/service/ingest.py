@@ -134,6 +134,8 @@ def ffmpeg_options(spec: SourceSpec) -> dict[str, str]:
     scheme = urlsplit(spec.open_url).scheme.lower()
     if scheme.startswith("rtsp"):
         opts["rtsp_transport"] = "tcp"  # UDP RTP loses packets behind NAT and on lossy links
+    elif scheme.startswith("rtmp"):
+        opts["rtmp_live"] = "live"  # a live stream: never ask the server to seek
     elif scheme == "udp":
         # A 1080p keyframe is hundreds of datagrams arriving at once: a bigger socket buffer (capped by the kernel's
         # net.core.rmem_max) keeps them, and an overrun of FFmpeg's own FIFO is a loss to resync from, not an error.
@@ -161,6 +163,7 @@ class PullReader(threading.Thread):
         self.backoff_initial_s, self.backoff_max_s = backoff_initial_s, backoff_max_s
         self.keyframe_wait_s = keyframe_wait_s
         self.stop_event = threading.Event()
+        self._wake = threading.Event()  # cuts a back-off wait short (a publisher is back)
         self.fps = 25.0
         self.connects = 0
         self._gate = None  # the current connection's KeyframeGate
@@ -186,6 +189,17 @@ class PullReader(threading.Thread):
 
     def stop(self) -> None:
         self.stop_event.set()
+        self._wake.set()
+
+    def retry_now(self) -> None:
+        """Reconnect at once instead of after the back-off (the source is known to be back)."""
+        self._wake.set()
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait out a back-off; True when the reader is stopped."""
+        self._wake.wait(seconds)
+        self._wake.clear()
+        return self.stop_event.is_set()
 
     def run(self) -> None:
         backoff = self.backoff_initial_s
@@ -205,7 +219,7 @@ class PullReader(threading.Thread):
                 self.on_event("dropped", _short(exc))
             if got_frames:
                 backoff = self.backoff_initial_s  # it worked for a while: start the back-off again from the bottom
-            if self.stop_event.wait(backoff):
+            if self._pause(backoff):
                 return
             backoff = min(backoff * 2, self.backoff_max_s)
 

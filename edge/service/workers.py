@@ -56,8 +56,8 @@ class LiveDatabaseSink(DatabaseSink):
 class StreamSpec:
     id: int
     name: str
-    kind: str  # pull | push
-    source: SourceSpec | None  # pull streams only
+    kind: str  # pull | push | publish (an RTMP publisher, read back from the relay like a pull stream)
+    source: SourceSpec | None  # pull and publish streams
     device_id: int | None
     speed_limit_kmh: float | None
     task_round_id: int | None
@@ -97,6 +97,7 @@ class StreamWorker:
         self._conn_offset: float | None = None
         self._last_t: float | None = None
         self._last_wall = 0.0
+        self.gaps: list[dict] = []  # source outages inside this run: run time where it began, seconds
         self._input_done = threading.Event()
         self._done = threading.Event()
         self._stopped = False  # by stop() (shutdown, DELETE), not by the stream itself
@@ -111,7 +112,7 @@ class StreamWorker:
         self._preview: tuple[int, bytes] | None = None
         self._thread = threading.Thread(target=self._process_loop, name=f"stream-{spec.id}", daemon=True)
         self._reader: PullReader | None = None
-        if spec.kind == "pull":
+        if spec.kind in ("pull", "publish"):
             assert spec.source is not None
             self._reader = PullReader(
                 spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
@@ -158,6 +159,8 @@ class StreamWorker:
             if self._conn_offset is None:  # after a gap, the real time that passed: speeds stay right
                 gap = max(1.0 / self.fps_in, time.monotonic() - self._last_wall)
                 self._conn_offset = 0.0 if self._last_t is None else self._last_t + gap - frame.t
+                if self._last_t is not None:
+                    self.gaps.append({"t": round(self._last_t, 3), "seconds": round(gap, 3)})
             t = frame.t + self._conn_offset
             if self._last_t is not None and t <= self._last_t:
                 t = self._last_t + 1.0 / self.fps_in  # broken timestamps must not run the clock backwards
@@ -388,6 +391,7 @@ class StreamWorker:
         return {"source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
                 "mode": self._pipeline.mode if self._pipeline else None, "live": True, "stream_id": self.spec.id,
                 "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")}, **self.stats(),
+                "gaps": list(self.gaps),
                 "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")}}
 
     def status(self) -> dict:
@@ -395,7 +399,7 @@ class StreamWorker:
                 "source": self.spec.source.shown if self.spec.source else None, "device_id": self.spec.device_id,
                 "speed_limit_kmh": self.spec.speed_limit_kmh, "state": self.state, "run_id": self.run_id,
                 "last_error": self.last_error, "db_error": self.db_error, "subscribers": len(self.feed),
-                "started_at": self.started_at.isoformat() + "Z", **self.stats()}
+                "started_at": self.started_at.isoformat() + "Z", "gaps": self.gaps[-20:], **self.stats()}
 
     def preview_jpeg(self) -> bytes | None:
         """The latest frame with overlays as JPEG (encoded once per frame however many viewers ask)."""
