@@ -33,6 +33,7 @@ from tracking.pipeline import Pipeline
 log = logging.getLogger("airpatrol.service")
 
 PipelineFactory = Callable[[PipelineConfig], Pipeline]
+PLAYER_WAIT_S = 5.0  # longest a publisher waits for the service's reader to subscribe
 MAX_FINISHED_STREAMS = 50  # finished streams kept in memory (status, last snapshot) before the oldest are forgotten
 
 
@@ -246,22 +247,28 @@ class ServiceContext:
                 return "invalid or revoked stream key"
             device_id, serial = device.id, device.serial
         with self._publish_lock:
+            playing = self.rtmp.expect_player(key)
             for w in self.all_streams():
                 if w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished:
                     log.info("device %s publishes again from %s: stream %s continues", serial, addr, w.spec.id)
-                    if w._reader is not None:
-                        w._reader.retry_now()
-                    return None
-            with self.sessions() as s, s.begin():
-                row = StreamRow(name=f"{serial} (RTMP)", kind="publish", url=None, device_id=device_id,
-                                created_by=f"device:{serial}")
-                s.add(row)
-                s.flush()
-                s.expunge(row)
-            source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)
-            worker = self.start_stream(row, source)
-            log.info("device %s publishes RTMP from %s: stream %s", serial, addr, row.id)
-            return None if worker else "could not start"
+                    w.restart_reader()
+                    break
+            else:
+                self._start_publish_stream(key, device_id, serial, addr)
+        # Let the publisher in once our reader is subscribed (or after a few seconds, whatever happens).
+        if not playing.wait(PLAYER_WAIT_S):
+            log.warning("device %s: the reader did not subscribe within %.0f s; its first GOP may be lost", serial,
+                        PLAYER_WAIT_S)
+        return None
+
+    def _start_publish_stream(self, key: str, device_id: int, serial: str, addr: str) -> None:
+        with self.sessions() as s, s.begin():
+            row = StreamRow(name=f"{serial} (RTMP)", kind="publish", url=None, device_id=device_id,
+                            created_by=f"device:{serial}")
+            s.add(row)
+        source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)  # in memory only
+        self.start_stream(row, source)
+        log.info("device %s publishes RTMP from %s: stream %s", serial, addr, row.id)
 
     def _stream_ended(self, stream_id: int) -> None:
         """Ended by itself (file done, device sent end, failed): not resumed at the next start."""

@@ -129,8 +129,10 @@ def check_source(url: str, file_root: str | None) -> SourceSpec:
 def ffmpeg_options(spec: SourceSpec) -> dict[str, str]:
     if spec.is_file:
         return {"protocol_whitelist": "file"}
-    opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000",
-            "fflags": "nobuffer"}
+    # No "fflags nobuffer": it throws away the packets read while probing the stream, and with a long-GOP encoder
+    # the keyframe among them is the only one for seconds (measured: first frame 7 s later on a 7 s GOP). Keeping
+    # them costs latency only at the start (the drop-oldest queue catches up at once).
+    opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000"}
     scheme = urlsplit(spec.open_url).scheme.lower()
     if scheme.startswith("rtsp"):
         opts["rtsp_transport"] = "tcp"  # UDP RTP loses packets behind NAT and on lossy links
@@ -264,6 +266,8 @@ class PullReader(threading.Thread):
             container.close()
 
     def _deliver(self, vf, clock: "_ConnectionClock") -> bool:
+        if self.stop_event.is_set():  # replaced or stopped: its frames no longer count
+            return False
         t_rel = clock.relative(vf.time)
         if clock.paced:  # play a file at its own rate, like a live source
             lag = t_rel - (time.monotonic() - clock.wall0)

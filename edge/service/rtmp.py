@@ -37,8 +37,11 @@ rtmp {{
         application live {{
             live on;
             record off;
-            # A publisher must be authorised by the service; only the service (on this machine) may play.
+            # A publisher must be authorised by the service; only the service (on this machine) may play. on_play
+            # tells the service its reader is subscribed, so the publisher is let in only then: its first keyframe
+            # (the only one for seconds with a long-GOP encoder) reaches the reader.
             on_publish {callback};
+            on_play {callback};
             notify_method post;
             allow play 127.0.0.1;
             deny play all;
@@ -64,6 +67,8 @@ class RtmpRelay:
         self.module = module
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
+        self._players: dict[str, threading.Event] = {}  # stream key -> set when the service's reader plays it
+        self._players_lock = threading.Lock()
         self._thread = threading.Thread(target=self._supervise, name="rtmp-relay", daemon=True)
         self.restarts = 0
 
@@ -107,6 +112,18 @@ class RtmpRelay:
                 self._spawn()
             else:
                 backoff = 0.5
+
+    def expect_player(self, key: str) -> threading.Event:
+        """An event set when the service's reader starts playing ``key`` (nginx's on_play)."""
+        with self._players_lock:
+            ev = self._players[key] = threading.Event()
+            return ev
+
+    def player_started(self, key: str) -> None:
+        with self._players_lock:
+            ev = self._players.pop(key, None)
+        if ev is not None:
+            ev.set()
 
     @property
     def running(self) -> bool:

@@ -114,10 +114,25 @@ class StreamWorker:
         self._reader: PullReader | None = None
         if spec.kind in ("pull", "publish"):
             assert spec.source is not None
-            self._reader = PullReader(
-                spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
-                read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
-                backoff_max_s=self.cfg.reconnect_max_s, name=f"pull-{spec.id}")
+            self._reader = self._make_reader()
+
+    def _make_reader(self) -> PullReader:
+        return PullReader(
+            self.spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
+            read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
+            backoff_max_s=self.cfg.reconnect_max_s, name=f"pull-{self.spec.id}")
+
+    def restart_reader(self) -> None:
+        """Read the source over a fresh connection now (a publisher started again: the old connection may still
+        be waiting on the publisher that left). Counts, and the run, go on."""
+        old = self._reader
+        if old is None or self._input_done.is_set():
+            return
+        old.stop()  # it ends at its next packet or timeout; its late frames are harmless (same run, same clock)
+        new = self._make_reader()
+        new.connects, new._past = old.connects, {k: old._total(k) for k in old._past}
+        self._reader = new
+        new.start()
 
     # -- life cycle ------------------------------------------------------------------------------------------
     def start(self) -> None:

@@ -23,8 +23,11 @@ async def rtmp_on_publish(request: Request, secret: str = ""):
             or not hmac.compare_digest(secret, relay.secret):
         return Response(status_code=status.HTTP_403_FORBIDDEN)
     form = {k: v[0] for k, v in parse_qs((await request.body()).decode("latin-1")).items()}
-    if form.get("call") != "publish" or form.get("app") != "live":
+    if form.get("app") != "live" or form.get("call") not in ("publish", "play"):
         return Response(status_code=status.HTTP_403_FORBIDDEN)
+    if form["call"] == "play":  # our reader (nginx lets only 127.0.0.1 play)
+        relay.player_started(form.get("name", ""))
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
     refused = await run_in_threadpool(ctx.rtmp_publish, form.get("name", ""), form.get("addr", "?"))
     if refused:
         return Response(refused, status_code=status.HTTP_403_FORBIDDEN)
