@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import shutil
+import subprocess
 import threading
 import time
 from collections import deque
@@ -111,6 +113,9 @@ def check_source(url: str, file_root: str | None) -> SourceSpec:
     if scheme in NETWORK_SCHEMES:
         if not urlsplit(url).hostname:
             raise StreamSourceError(f"stream url {redact(url)}: no host")
+        if scheme == "srt" and shutil.which("ffmpeg") is None:
+            raise StreamSourceError(f"stream url {redact(url)}: srt:// needs the ffmpeg program built with libsrt "
+                                    f"(Debian: apt-get install ffmpeg); PyAV's own FFmpeg has no SRT")
         return SourceSpec(url, redact(url), False)
     if scheme not in ("", "file") and len(scheme) > 1:  # one letter: a Windows drive, i.e. a path
         raise StreamSourceError(f"stream url: protocol {scheme!r} not allowed (use one of {', '.join(NETWORK_SCHEMES)})")
@@ -169,6 +174,7 @@ class PullReader(threading.Thread):
         self.fps = 25.0
         self.connects = 0
         self._gate = None  # the current connection's KeyframeGate
+        self._relay: SrtRelay | None = None
         self._past = {"lost_packets": 0, "corruptions": 0, "waited_packets": 0}  # of earlier connections
 
     def _total(self, name: str) -> int:
@@ -192,6 +198,9 @@ class PullReader(threading.Thread):
     def stop(self) -> None:
         self.stop_event.set()
         self._wake.set()
+        relay = self._relay
+        if relay is not None:
+            relay.close()  # a read blocked on its pipe ends now
 
     def retry_now(self) -> None:
         """Reconnect at once instead of after the back-off (the source is known to be back)."""
@@ -230,7 +239,12 @@ class PullReader(threading.Thread):
 
         from edge.service.lockon import KeyframeGate
 
-        container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
+        relay = None
+        if urlsplit(self.spec.open_url).scheme.lower() == "srt":
+            relay = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
+            container = relay.open()
+        else:
+            container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
         try:
             if not container.streams.video:
                 raise StreamSourceError(f"{self.spec.shown}: no video stream")
@@ -264,6 +278,8 @@ class PullReader(threading.Thread):
                 for name in self._past:
                     self._past[name] += getattr(gate.stats, name)
             container.close()
+            if relay is not None:
+                relay.close()
 
     def _deliver(self, vf, clock: "_ConnectionClock") -> bool:
         if self.stop_event.is_set():  # replaced or stopped: its frames no longer count
@@ -275,6 +291,46 @@ class PullReader(threading.Thread):
                 return False
         self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), t_rel, time.perf_counter()))
         return True
+
+
+class SrtRelay:
+    """SRT through the system ``ffmpeg`` (PyAV's bundled FFmpeg is built without libsrt): it receives the SRT stream
+    and hands it on unchanged as MPEG-TS on a pipe, which PyAV demuxes like any other stream. Its exit (source gone,
+    SRT timeout) ends the pipe, which the reader treats as a dropped stream."""
+
+    def __init__(self, url: str, open_timeout_s: float, read_timeout_s: float):
+        sep = "&" if "?" in url else "?"
+        if "timeout=" not in url:  # libsrt's options: microseconds for the read timeout, ms for connecting
+            url += f"{sep}timeout={int(read_timeout_s * 1e6)}&connect_timeout={int(open_timeout_s * 1000)}"
+        self.url = url
+        self.proc: subprocess.Popen | None = None
+
+    def open(self):
+        import av
+
+        self.proc = subprocess.Popen(
+            ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-i", self.url, "-map", "0:v:0", "-c", "copy",
+             "-f", "mpegts", "pipe:1"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            return av.open(self.proc.stdout, format="mpegts", options={"analyzeduration": "1000000",
+                                                                        "probesize": "1000000"})
+        except Exception:
+            err = self.close()
+            raise ConnectionError(f"srt: {err or 'no stream'}") from None
+
+    def close(self) -> str:
+        """Stop the relay; returns the last line it printed (why it ended)."""
+        proc, self.proc = self.proc, None  # once, whichever thread (reader or stop) comes first
+        if proc is None:
+            return ""
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            _, err = proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            return ""
+        lines = (err or b"").decode("utf-8", "replace").strip().splitlines()
+        return lines[-1][:200] if lines else ""
 
 
 class _ConnectionClock:

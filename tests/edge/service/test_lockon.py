@@ -1,5 +1,5 @@
-"""Locking on to live long-GOP streams: FFmpeg encodes the test clip live as H.264/H.265 with a keyframe every 3 s and
-sends it as MPEG-TS over UDP (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
+"""Locking on to live long-GOP streams: the test clip encoded by FFmpeg as H.264/H.265 with a keyframe every 3 s, sent
+at its real rate as MPEG-TS over UDP or SRT (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
 source. It must wait for keyframes instead of reconnecting, skip damage to the next keyframe, count the loss, and
 reconnect only when the source is gone."""
 from __future__ import annotations
@@ -24,12 +24,24 @@ ENCODERS = {
 }
 
 
-def live_encoder(clip, codec: str, url: str) -> subprocess.Popen:
-    """A long-GOP live encoder: the clip looped at its real rate, encoded now, MPEG-TS to ``url``."""
+@pytest.fixture(scope="module")
+def long_gop(clip, tmp_path_factory):
+    """The clip looped to 60 s and encoded with a keyframe every GOP_S seconds: MPEG-TS files per codec."""
+    folder = tmp_path_factory.mktemp("long-gop")
+    out = {}
+    for codec in ENCODERS:
+        out[codec] = folder / f"long_{codec}.ts"
+        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-stream_loop", "14", "-i", str(clip),
+                        *ENCODERS[codec], "-preset", "ultrafast", "-f", "mpegts", str(out[codec])], check=True,
+                       stdin=subprocess.DEVNULL)
+    return out
+
+
+def live_encoder(long_gop: dict, codec: str, url: str) -> subprocess.Popen:
+    """A long-GOP live source: the encoded stream sent at its real rate (``-re``) as MPEG-TS to ``url``."""
     return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip), *ENCODERS[codec],
-         "-preset", "ultrafast", "-tune", "zerolatency", "-f", "mpegts", url],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-i", str(long_gop[codec]), "-c", "copy",
+         "-f", "mpegts", url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 class Recorder:
@@ -71,6 +83,7 @@ class UdpRelay(threading.Thread):
         self.sock.settimeout(0.2)
         self.out, self.out_port = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), out_port
         self.to_lose = 0
+        self.forwarded = 0
         self.running = True
 
     def cut(self, n: int) -> None:
@@ -86,6 +99,7 @@ class UdpRelay(threading.Thread):
                 self.to_lose -= 1
                 continue
             self.out.sendto(data, ("127.0.0.1", self.out_port))
+            self.forwarded += 1
 
     def close(self):
         self.running = False
@@ -95,9 +109,9 @@ class UdpRelay(threading.Thread):
 
 
 @pytest.mark.parametrize("codec", ["h264", "hevc"])
-def test_joining_a_long_gop_udp_stream_mid_gop_waits_for_the_keyframe(clip, codec):
+def test_joining_a_long_gop_udp_stream_mid_gop_waits_for_the_keyframe(long_gop, codec):
     port = free_port()
-    encoder = live_encoder(clip, codec, f"udp://127.0.0.1:{port}?pkt_size=1316")
+    encoder = live_encoder(long_gop, codec, f"udp://127.0.0.1:{port}?pkt_size=1316")
     rec = Recorder()
     pull = reader(f"udp://127.0.0.1:{port}", rec)
     try:
@@ -119,7 +133,7 @@ def test_joining_a_long_gop_udp_stream_mid_gop_waits_for_the_keyframe(clip, code
     assert times[0] == 0.0 and all(b > a for a, b in zip(times, times[1:]))
 
 
-def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnects(server, clip):
+def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnects(server, long_gop):
     import httpx
     from websockets.sync.client import connect
 
@@ -129,7 +143,7 @@ def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnec
     base, relay_port, port = f"http://{addr}", free_port(), free_port()
     relay = UdpRelay(relay_port, port)
     relay.start()
-    encoder = live_encoder(clip, "h264", f"udp://127.0.0.1:{relay_port}?pkt_size=1316")
+    encoder = live_encoder(long_gop, "h264", f"udp://127.0.0.1:{relay_port}?pkt_size=1316")
     try:
         r = httpx.post(f"{base}/api/streams", headers=creds["operator"],
                        json={"kind": "pull", "url": f"udp://127.0.0.1:{port}", "name": "udp-long-gop"})
@@ -158,10 +172,44 @@ def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnec
         encoder.kill()  # now the source is really gone: the reader reconnects (with back-off) until it is back
         encoder.wait()
         wait_for(lambda: state()["state"] == "reconnecting", 10, "the lost source to be noticed")
-        encoder = live_encoder(clip, "h264", f"udp://127.0.0.1:{relay_port}?pkt_size=1316")
+        encoder = live_encoder(long_gop, "h264", f"udp://127.0.0.1:{relay_port}?pkt_size=1316")
         back = wait_for(lambda: (s := state())["state"] == "live" and s, 20, "the stream to come back")
         assert back["reconnects"] >= 1 and back["run_id"] == before[0]["run_id"]
     finally:
         encoder.kill()
         encoder.wait()
         relay.close()
+
+
+def _ffmpeg_has_srt() -> bool:
+    out = subprocess.run(["ffmpeg", "-hide_banner", "-protocols"], capture_output=True, text=True).stdout
+    return shutil.which("ffmpeg") is not None and any(line.strip() == "srt" for line in out.splitlines())
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None or not _ffmpeg_has_srt(), reason="ffmpeg without SRT (libsrt)")
+def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gone(long_gop):
+    """SRT through the system ffmpeg (PyAV has no libsrt): an SRT listener sending long-GOP H.264; the service calls."""
+    port = free_port()
+    url = f"srt://127.0.0.1:{port}?mode=listener"
+    encoder = live_encoder(long_gop, "h264", url)
+    rec = Recorder()
+    pull = reader(f"srt://127.0.0.1:{port}", rec)
+    try:
+        time.sleep(0.5)
+        pull.start()
+        wait_for(lambda: len(rec.frames) >= 25, 15, "frames over SRT")
+        assert rec.names()[:2] == ["connected", "locked"] and pull.connects == 1
+        assert rec.frames[0].image().shape == (240, 320, 3)
+        encoder.kill()  # the source is gone
+        encoder.wait()
+        wait_for(lambda: "dropped" in rec.names(), 10, "the lost SRT source to be noticed")
+        n = len(rec.frames)
+        encoder = live_encoder(long_gop, "h264", url)
+        wait_for(lambda: len(rec.frames) >= n + 25, 20, "frames after the source came back")
+    finally:
+        pull.stop()
+        encoder.kill()
+        encoder.wait()
+    pull.join(10)
+    assert not pull.is_alive()
+    assert pull.connects >= 2 and pull.corruptions == 0
