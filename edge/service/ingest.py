@@ -202,6 +202,10 @@ class PullReader(threading.Thread):
         if relay is not None:
             relay.close()  # a read blocked on its pipe ends now
 
+    def _hide(self, text: str) -> str:
+        """FFmpeg's errors quote the URL; the real one may hold a password or a publisher's stream key."""
+        return text.replace(self.spec.open_url.split("?")[0], self.spec.shown)
+
     def retry_now(self) -> None:
         """Reconnect at once instead of after the back-off (the source is known to be back)."""
         self._wake.set()
@@ -227,7 +231,7 @@ class PullReader(threading.Thread):
             except Exception as exc:  # FFmpeg/network errors of every kind: the stream is down, retry
                 if self.stop_event.is_set():
                     return
-                self.on_event("dropped", _short(exc))
+                self.on_event("dropped", self._hide(_short(exc)))
             if got_frames:
                 backoff = self.backoff_initial_s  # it worked for a while: start the back-off again from the bottom
             if self._pause(backoff):
