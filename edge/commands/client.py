@@ -1,12 +1,29 @@
 """`airpatrol upload` and `airpatrol stream`: the ground-station side of the edge service."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from edge.commands.errors import user_errors
+
+
+def network_errors(fn):
+    """The server unreachable or the link gone for good: one line (``user_errors`` turns it into exit 2)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import httpx
+        from websockets.exceptions import WebSocketException
+
+        from edge.client.api import ClientError
+
+        try:
+            return fn(*args, **kwargs)
+        except (httpx.HTTPError, WebSocketException, ConnectionError, TimeoutError) as exc:
+            raise ClientError(f"{kwargs.get('server') or 'server'}: {type(exc).__name__}: {exc}"[:300]) from None
+    return wrapper
 
 ServerOpt = Annotated[Optional[str], typer.Option("--server", help="edge service URL (default: AIRPATROL_SERVER_URL)")]
 TokenHelp = "device token: AIRPATROL_DEVICE_TOKEN or device_token in --config (never on the command line: it would " \
@@ -46,6 +63,7 @@ class _Bar:
 
 
 @user_errors
+@network_errors
 def cli_upload(
     video: Annotated[Path, typer.Argument(help="recorded flight video")],
     log: Annotated[Optional[Path], typer.Option("--log", help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI "
@@ -105,6 +123,7 @@ def cli_upload(
 
 
 @user_errors
+@network_errors
 def cli_stream(
     source: Annotated[str, typer.Argument(help="video file, camera (0, /dev/video0) or stream URL (rtsp://, udp://...)")],
     server: ServerOpt = None,
