@@ -14,10 +14,19 @@ def _go():
 
 
 def speed_profile(times: list[float], speeds: list[float | None], title: str | None = None,
-                  limit_kmh: float | None = None) -> str:
+                  limit_kmh: float | None = None, sigmas: list[float | None] | None = None) -> str:
+    """Speed over time; with ``sigmas`` a +-2 sigma band around it (a violation needs the band's lower edge above
+    the limit)."""
     go = _go()
-    fig = go.Figure(go.Scatter(x=times, y=speeds, mode="lines+markers", marker=dict(size=3), name="speed",
-                               connectgaps=False))
+    fig = go.Figure()
+    if sigmas is not None and any(s is not None for s in sigmas):
+        lo = [None if v is None or s is None else v - 2 * s for v, s in zip(speeds, sigmas)]
+        hi = [None if v is None or s is None else v + 2 * s for v, s in zip(speeds, sigmas)]
+        fig.add_trace(go.Scatter(x=times, y=hi, mode="lines", line=dict(width=0), showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=times, y=lo, mode="lines", line=dict(width=0), fill="tonexty",
+                                 fillcolor="rgba(52,152,219,0.2)", name="± 2σ", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=times, y=speeds, mode="lines+markers", marker=dict(size=3), name="speed",
+                             connectgaps=False))
     if limit_kmh:
         fig.add_hline(y=limit_kmh, line=dict(color="#c0392b", dash="dash"), annotation_text=f"limit {limit_kmh:g} km/h")
     fig.update_layout(title=title, xaxis_title="video time (s)", yaxis_title="speed (km/h)",

@@ -11,6 +11,7 @@ from dashboard.context import ctx, get_db, render
 from dashboard.mapdata import map_layers
 from dashboard.routes.common import map_filter, not_found, redirect
 from db.models import Device, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
+from tracking.types import TRUSTED_FLAGS
 
 router = APIRouter()
 MAX_PROFILE_POINTS = 3000
@@ -41,14 +42,18 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
     track = db.get(TrackRow, track_id)
     if track is None:
         raise not_found(f"track {track_id}")
-    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.flag)
+    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.flag)
                       .where(TrackSpeed.track_id == track_id).order_by(TrackSpeed.frame)).all()
     step = max(1, len(rows) // MAX_PROFILE_POINTS + (len(rows) % MAX_PROFILE_POINTS > 0))
     rows = rows[::step]
     limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
     run = db.get(ProcessingRun, track.run_id)
-    figure = charts.speed_profile([r.t_s for r in rows], [None if r.flag else r.speed_kmh for r in rows], None, limit)
+    trusted = [r.flag in TRUSTED_FLAGS for r in rows]  # size-prior speeds count, with their sigma
+    figure = charts.speed_profile([r.t_s for r in rows], [r.speed_kmh if ok else None for r, ok in zip(rows, trusted)],
+                                  None, limit, [r.sigma_kmh if ok else None for r, ok in zip(rows, trusted)])
     return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,
             "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
             "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,
-            "baseline": run.baseline if run else None, "figure": figure}
+            "baseline": run.baseline if run else None,
+            "scale_source": ((run.summary_json or {}).get("scale") or {}).get("source") if run else None,
+            "figure": figure}

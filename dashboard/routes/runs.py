@@ -5,7 +5,7 @@ import statistics
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from dashboard import charts, exports
@@ -13,7 +13,7 @@ from dashboard.auth import viewer
 from dashboard.context import get_db, render
 from dashboard.mapdata import long_enough
 from dashboard.routes.common import BadQuery, not_found, opt_int
-from db.models import RUN_STATUSES, ProcessingRun, TrackRow, Video, Violation
+from db.models import RUN_STATUSES, ProcessingRun, TrackRow, TrackSpeed, Video, Violation
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -82,7 +82,8 @@ def run_stats(db: Session, run: ProcessingRun) -> dict:
             "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
             "fps": timings.get("fps"), "ms_per_frame": timings.get("ms_per_frame"),
             "mode": s.get("mode") or ("baseline" if run.baseline else "dual_layer"),
-            "device": run.device, "weights": run.weights, "moving_speeds": moving}
+            "device": run.device, "weights": run.weights, "moving_speeds": moving,
+            "scale": s.get("scale") or {}, "violation_rule": s.get("violation_rule")}
 
 
 def counterpart(db: Session, run: ProcessingRun) -> ProcessingRun | None:
@@ -105,8 +106,11 @@ def _get_run(db: Session, run_id: int) -> ProcessingRun:
 def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     run = _get_run(db, run_id)
     stats = run_stats(db, run)
-    violations = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+    # the speed's sigma is the track_speeds row the violation was taken from (same track, same video time)
+    violations = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name, TrackSpeed.sigma_kmh)
                             .join(TrackRow, TrackRow.id == Violation.track_id)
+                            .outerjoin(TrackSpeed, and_(TrackSpeed.track_id == Violation.track_id,
+                                                        TrackSpeed.t_s == Violation.t_s))
                             .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc())).all()
     tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, long_enough())
                              .order_by(TrackRow.max_speed_kmh.desc()).limit(200)))

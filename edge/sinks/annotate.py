@@ -29,7 +29,7 @@ def annotate(result: FrameResult, road_alpha: float = 0.22) -> np.ndarray:
         cv2.rectangle(img, (x1, y1), (x2, y2), color, thick)
         label = f"{tr.track_id}"
         if tr.speed_kmh is not None and tr.moving:
-            label += f" {tr.speed_kmh:.0f} km/h"
+            label += f" {tr.speed_kmh:.0f}" + (f"+-{tr.speed_sigma_kmh:.0f}" if tr.speed_sigma_kmh else "") + " km/h"
         elif not tr.moving:
             label += " parked"
         (tw, th), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
@@ -38,7 +38,7 @@ def annotate(result: FrameResult, road_alpha: float = 0.22) -> np.ndarray:
         cv2.putText(img, label, (x1 + 1, ty), cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
     info = f"t={result.frame.t:6.2f}s  vehicles={sum(t.moving for t in result.tracks)} moving"
     if result.metres_per_pixel:
-        info += f"  {result.metres_per_pixel:.3f} m/px ({result.scale_source})"
+        info += f"  {result.metres_per_pixel:.3f} m/px ({result.scale_detail or result.scale_source})"
     cv2.putText(img, info, (8, int(22 * scale + 8)), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 3, cv2.LINE_AA)
     cv2.putText(img, info, (8, int(22 * scale + 8)), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), 1, cv2.LINE_AA)
     return img
