@@ -29,7 +29,7 @@ from db.engine import begin_write, session_factory
 from db.models import (
     Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation, grid_cell, utcnow,
 )
-from tracking.types import TRUSTED_FLAGS, FrameResult, RunInfo, lower_bound_kmh, violation_rule
+from tracking.types import FrameResult, RunInfo, lower_bound_kmh, trusted_speed, violation_rule
 from vision.types import VEHICLE_CLASSES
 
 PATH_SPACING_S = 0.5  # GeoJSON path: one point every half second is plenty for a map
@@ -99,7 +99,7 @@ class DatabaseSink:
             t.frames += 1
             t.moving_frames += bool(tr.moving)
             speed, lat, lon = _finite(tr.speed_kmh), _finite(tr.lat), _finite(tr.lon)
-            if speed is not None and tr.speed_flag in TRUSTED_FLAGS:
+            if speed is not None and trusted_speed(tr.speed_flag, _finite(tr.speed_sigma_kmh)):
                 t.speeds.append((speed, f.t, lat, lon, _finite(tr.speed_sigma_kmh)))
             if lat is not None and lon is not None and f.t - t.path_t >= PATH_SPACING_S:
                 t.path.append([round(lon, 7), round(lat, 7)])

@@ -8,9 +8,12 @@ import numpy as np
 
 from vision.types import Frame
 
-# Speeds that count for a track's aggregates and for violations: unflagged ones, and those whose only flag is the
-# size-prior scale (their sigma carries that scale's uncertainty). "implausible_*" speeds never count.
-TRUSTED_FLAGS = (None, "low_confidence_scale")
+def trusted_speed(flag: str | None, sigma_kmh: float | None) -> bool:
+    """Speeds that count for a track's aggregates and for violations: unflagged ones, and size-prior ones
+    (``low_confidence_scale``) that carry their sigma, which includes that scale's uncertainty. ``implausible_*``
+    speeds never count."""
+    return flag is None or (flag == "low_confidence_scale" and sigma_kmh is not None)
+
 # a violation needs speed - VIOLATION_SIGMAS * sigma > limit: too fast with ~98 % confidence (one-sided 2 sigma)
 VIOLATION_SIGMAS = 2.0
 

@@ -3,9 +3,8 @@
 Every tracked vehicle is measured in the image itself, not by its box: detector boxes and motion blobs of vehicles
 10 px long are several pixels looser than the vehicle (blob dilation, shadow, quantisation), which at that size is
 a 40 % error. Around the track's box the pixels that differ from the local road surface (median and spread of a
-ring around the box) form the vehicle; the component at the box centre gives second moments (each pixel weighted by
-its share of the vehicle's contrast, so partly covered edge pixels count partly), and a uniform bar of length n has
-variance n^2 / 12. Moments along the direction of travel give the
+ring around the box) form the vehicle; the component at the box centre, cut at half the vehicle's own contrast
+(where a blurred edge crosses the true one), gives second moments, and a bar of n pixels has variance (n^2 - 1) / 12. Moments along the direction of travel give the
 vehicle's length, across it its width (less smeared by motion than the length); the box's own long and short side
 are not used. Compared with class priors (car 4.5 x 1.8 m, van, truck, bus) each vehicle gives pixels per metre;
 one vote per track, robust statistics over the tracks (median, MAD).
@@ -57,8 +56,8 @@ class VehicleMeasure:
 
 
 def _extent(var: float) -> float:
-    """Side of a uniform bar with this variance (continuous: side^2 / 12)."""
-    return math.sqrt(12.0 * max(var, 0.0))
+    """Pixels of a uniform bar with this variance ((n^2 - 1) / 12)."""
+    return math.sqrt(12.0 * max(var, 0.0) + 1.0)
 
 
 def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | None) -> VehicleMeasure | None:
@@ -90,26 +89,27 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     best = min(range(1, n), key=lambda k: float(np.hypot(*(centroids[k] - c))) - 0.3 * math.sqrt(stats[k, 4]))
     if stats[best, 4] < 4 or np.hypot(*(centroids[best] - c)) > half:
         return None
-    # Weighted moments: each pixel counts by how much of the vehicle's contrast it has, so edge pixels count by the
-    # share of them the vehicle covers (a thresholded mask adds about a pixel to every side). The mask is grown by
-    # one pixel so faint edge pixels under the threshold are not lost.
-    comp = cv2.dilate((labels == best).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
-    comp &= (labels == 0) | (labels == best)
+    # The vehicle's outline at half its contrast: a blurred edge crosses half contrast where the true edge is, so
+    # blur (which at 4-px widths would add a pixel or two) and faint shadow fringes drop out. Pixels of the grown
+    # component at or above half of the vehicle's typical contrast; a mask whose pixel centres lie inside an
+    # n-pixel bar has variance (n^2 - 1) / 12.
+    region = cv2.dilate((labels == best).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    region &= (labels == 0) | (labels == best)
     contrast = np.abs(patch - bg)
-    full = float(np.percentile(contrast[labels == best], 75))
-    wgt = np.where(comp, np.clip(contrast / max(full, 1e-6), 0.0, 1.0), 0.0)
-    ys, xs = np.nonzero(wgt > 0)
-    w = wgt[ys, xs].astype(np.float64)
+    level = max(0.5 * float(np.percentile(contrast[labels == best], 90)), 2.0 * spread, 0.5 * MIN_CONTRAST)
+    ys, xs = np.nonzero(region & (contrast >= level))
+    if len(xs) < 3:
+        return None
     pts = np.column_stack([xs, ys]).astype(np.float64)
-    pts -= (w[:, None] * pts).sum(0) / w.sum()
-    cov = (w[:, None] * pts).T @ pts / w.sum()
+    pts -= pts.mean(0)
+    cov = pts.T @ pts / len(pts)
     if direction is None:
         evals, evecs = np.linalg.eigh(cov)
         u = evecs[:, 1]
     else:
         u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
     v = np.array([-u[1], u[0]])
-    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(round(w.sum())))
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dashboard.context import ctx, get_db, render
 from dashboard.mapdata import map_layers
 from dashboard.routes.common import map_filter, not_found, redirect
 from db.models import Device, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
-from tracking.types import TRUSTED_FLAGS
+from tracking.types import trusted_speed
 
 router = APIRouter()
 MAX_PROFILE_POINTS = 3000
@@ -48,7 +48,7 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
     rows = rows[::step]
     limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
     run = db.get(ProcessingRun, track.run_id)
-    trusted = [r.flag in TRUSTED_FLAGS for r in rows]  # size-prior speeds count, with their sigma
+    trusted = [trusted_speed(r.flag, r.sigma_kmh) for r in rows]  # size-prior speeds count, with their sigma
     figure = charts.speed_profile([r.t_s for r in rows], [r.speed_kmh if ok else None for r, ok in zip(rows, trusted)],
                                   None, limit, [r.sigma_kmh if ok else None for r, ok in zip(rows, trusted)])
     return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,

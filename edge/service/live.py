@@ -11,7 +11,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from tracking.types import TRUSTED_FLAGS, FrameResult, TrackState, lower_bound_kmh, violation_rule
+from tracking.types import FrameResult, TrackState, lower_bound_kmh, trusted_speed, violation_rule
 from vision.types import VEHICLE_CLASSES
 
 
@@ -47,7 +47,7 @@ class LiveViolations:
             return []
         events = []
         for tr in result.tracks:
-            if tr.speed_kmh is None or tr.speed_flag not in TRUSTED_FLAGS or not math.isfinite(tr.speed_kmh):
+            if tr.speed_kmh is None or not math.isfinite(tr.speed_kmh) or not trusted_speed(tr.speed_flag, tr.speed_sigma_kmh):
                 continue
             if lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) <= self.limit or tr.track_id in self._reported:
                 continue

@@ -54,7 +54,7 @@ def test_measure_vehicle_gives_length_and_width_along_travel():
     assert measure_vehicle(_road(np.random.default_rng(1)), box, None) is None  # nothing stands out: no measure
 
 
-def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0):
+def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0, blur_px: float = 0.0):
     """Cars (4.2-4.8 m x 1.75-1.85 m, bright and dark) driving in all directions at 50-100 km/h."""
     rng = np.random.default_rng(seed)
     cars = []
@@ -71,14 +71,17 @@ def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0
             y = c["y"] + f * c["v"] * math.sin(math.radians(c["ang"]))
             boxes.append(_draw(img, x, y, c["L"], c["Wd"], c["ang"], c["grey"]))
             ids.append(i + 1)
+        if blur_px:
+            img = cv2.GaussianBlur(img, (0, 0), blur_px)
         gs.observe_vehicles(f / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
                             np.zeros(len(ids), bool), None)
 
 
-@pytest.mark.parametrize("mpp", [0.43, 0.2])
-def test_nadir_scale_from_cars_of_ten_pixels_and_up(mpp):
+@pytest.mark.parametrize("mpp, blur_px", [(0.43, 0.0), (0.43, 1.0), (0.2, 0.0)])
+def test_nadir_scale_from_cars_of_ten_pixels_and_up(mpp, blur_px):
+    """Cars ~10 px long (0.43 m/px, also blurred: a 4-px width doubles its variance) and ~22 px long."""
     gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
-    _feed_nadir(gs, mpp)
+    _feed_nadir(gs, mpp, blur_px=blur_px)
     g = gs.frame(None, None)
     assert g.source == ScaleSource.SIZE_PRIOR and not g.size_model.oblique
     assert g.metres_per_pixel(W / 2, H / 2) == pytest.approx(mpp, rel=0.10)
