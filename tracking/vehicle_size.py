@@ -53,6 +53,7 @@ class VehicleMeasure:
     across_px: float
     x_px: float  # extent along image rows (lateral in an oblique view)
     area_px: int
+    bright: bool = True  # brighter than the road: measured without its shadow
 
 
 def _extent(var: float) -> float:
@@ -84,20 +85,30 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     n, labels, stats, centroids = cv2.connectedComponentsWithStats(fg, connectivity=8)
     if n < 2:
         return None
-    c = np.array([cx - a0, cy - b0])
-    # the component at the centre; larger ones win over specks next to it
-    best = min(range(1, n), key=lambda k: float(np.hypot(*(centroids[k] - c))) - 0.3 * math.sqrt(stats[k, 4]))
-    if stats[best, 4] < 4 or np.hypot(*(centroids[best] - c)) > half:
+    # the vehicle: every component whose centre lies inside the box (a large vehicle seen close up falls apart
+    # into roof, windows, bonnet at this threshold); road marks and neighbours reach into the ring instead
+    inside = [k for k in range(1, n) if stats[k, 4] >= 2
+              and x1 - a0 <= centroids[k][0] <= x2 - a0 and y1 - b0 <= centroids[k][1] <= y2 - b0]
+    if not inside or sum(stats[k, 4] for k in inside) < 4:
         return None
     # The vehicle's outline at half its contrast: a blurred edge crosses half contrast where the true edge is, so
     # blur (which at 4-px widths would add a pixel or two) and faint shadow fringes drop out. Pixels of the grown
     # component at or above half of the vehicle's typical contrast; a mask whose pixel centres lie inside an
     # n-pixel bar has variance (n^2 - 1) / 12.
-    region = cv2.dilate((labels == best).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
-    region &= (labels == 0) | (labels == best)
-    contrast = np.abs(patch - bg)
-    level = max(0.5 * float(np.percentile(contrast[labels == best], 90)), 2.0 * spread, 0.5 * MIN_CONTRAST)
-    ys, xs = np.nonzero(region & (contrast >= level))
+    comp = np.isin(labels, inside)
+    region = cv2.dilate(comp.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    region &= (labels == 0) | comp
+    signed = patch - bg
+    # Shadows are always darker than the road, and at nadir a vehicle's own shadow joins it on one side. A vehicle
+    # mostly brighter than the road is measured by its bright pixels alone (holes such as its windows closed), which
+    # leaves the shadow out; a dark vehicle cannot be told from its shadow and is marked so.
+    bright = float((signed[comp] > 0).mean()) >= 0.5
+    contrast = signed if bright else -signed
+    level = max(0.5 * float(np.percentile(contrast[comp], 90)), 2.0 * spread, 0.5 * MIN_CONTRAST)
+    mask = (region & (contrast >= level)).astype(np.uint8)
+    if bright:
+        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8)) & region.astype(np.uint8)
+    ys, xs = np.nonzero(mask)
     if len(xs) < 3:
         return None
     pts = np.column_stack([xs, ys]).astype(np.float64)
@@ -109,7 +120,7 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     else:
         u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
     v = np.array([-u[1], u[0]])
-    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)))
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright)
 
 
 @dataclass
@@ -168,7 +179,7 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        self.obs: deque = deque(maxlen=OBS_PER_TRACK)  # (t, x, y, k_lw, k_x): anchor pixels, pixels per metre
+        self.obs: deque = deque(maxlen=OBS_PER_TRACK)  # (t, x, y, k_lw, k_x, bright): anchor pixels, pixels per metre
         self.detector_obs = 0
         self.last_measured = -10**9
         self.cls: dict[int, int] = {}
@@ -214,16 +225,17 @@ class VehicleSizeScale:
         cx, cy = self.width / 2, self.height / 2
         z = _zoom(H, cx, cy)
         mx, my = _apply(H, cx, cy)
-        if 0.7 <= z <= 1.4 and math.hypot(mx - cx, my - cy) <= max(self.width, self.height) and np.linalg.cond(H) < 50:
+        if 0.7 <= z <= 1.4 and math.hypot(mx - cx, my - cy) <= max(self.width, self.height):
             return H
         Hinv = np.linalg.inv(H)  # old anchor -> current (= new anchor)
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved = deque(maxlen=OBS_PER_TRACK)
-            for t, x, ya, k_lw, k_x in tr.obs:
+            for t, x, ya, k_lw, k_x, bright in tr.obs:
                 zz = _zoom(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((t, nx, ny, None if k_lw is None else k_lw * zz, None if k_x is None else k_x * zz))
+                moved.append((t, nx, ny, None if k_lw is None else k_lw * zz, None if k_x is None else k_x * zz,
+                              bright))
             tr.obs = moved
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
@@ -271,7 +283,7 @@ class VehicleSizeScale:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
             if k_lw is None and k_x is None:
                 continue
-            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z))
+            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, m.bright))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
@@ -321,8 +333,15 @@ class VehicleSizeScale:
             k_x = [o[4] for o in obs if o[4] is not None]
             rows.append((float(np.median([o[2] for o in obs])),
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
-                         float(np.median(k_x)) if len(k_x) >= 3 else np.nan))
-        return np.array(rows, np.float64).reshape(-1, 3)
+                         float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
+                         float(np.mean([o[5] for o in obs]) >= 0.5)))
+        per = np.array(rows, np.float64).reshape(-1, 4)
+        # vehicles brighter than the road are measured without their shadows: they alone count when there are
+        # enough of them
+        bright = per[:, 3] > 0
+        if (bright & np.isfinite(per[:, 1])).sum() >= self.cfg.size_min_tracks:
+            per = per[bright]
+        return per
 
     def _fit(self, t: float | None) -> SizeModel | None:
         cfg = self.cfg
