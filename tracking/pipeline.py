@@ -222,7 +222,9 @@ class Pipeline:
 
     def _median_car_px(self) -> float | None:
         g = self.scale.size_prior_frame()
-        return self.config.speed.car_length_m / g.metres_per_pixel(self._size[0] / 2, self._size[1] / 2) if g is not None else None
+        if g is None:
+            return None
+        return self.config.speed.car_length_m / g.metres_per_pixel(self._size[0] / 2, self._size[1] / 2)
 
     def _observe_sizes(self, frame: Frame, dets: Detections, rows: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
         """Every tracked vehicle's measured box this frame (detector or motion blob) goes to the size prior, which

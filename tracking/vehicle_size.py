@@ -3,11 +3,13 @@
 Every tracked vehicle is measured in the image itself, not by its box: detector boxes and motion blobs of vehicles
 10 px long are several pixels looser than the vehicle (blob dilation, shadow, quantisation), which at that size is
 a 40 % error. Around the track's box the pixels that differ from the local road surface (median and spread of a
-ring around the box) form the vehicle; the component at the box centre, cut at half the vehicle's own contrast
-(where a blurred edge crosses the true one), gives second moments, and a bar of n pixels has variance (n^2 - 1) / 12. Moments along the direction of travel give the
-vehicle's length, across it its width (less smeared by motion than the length); the box's own long and short side
-are not used. Compared with class priors (car 4.5 x 1.8 m, van, truck, bus) each vehicle gives pixels per metre;
-one vote per track, robust statistics over the tracks (median, MAD).
+ring around the box) form the vehicle: the components whose centre lies inside the box, cut at half the vehicle's
+own contrast (where a blurred edge crosses the true one). Their second moments give extents (a bar of n pixels has
+variance (n^2 - 1) / 12): along the direction of travel the vehicle's length, across it its width. Shadows are
+always darker than the road, so a vehicle brighter than the road is measured by its bright pixels alone and, when
+there are enough of them, only such vehicles count. Compared with class priors (car 4.5 x 1.8 m, van, truck, bus)
+each vehicle gives pixels per metre, sqrt(k_length * k_width) so the length's motion smear and the width's blur meet
+in the middle; one vote per track, robust statistics over the tracks (median, MAD).
 
 Nadir view: one pixels-per-metre number. Oblique view: on a flat ground plane seen by a camera without roll, the
 lateral magnification (pixels per metre along image rows) is linear in the image row and zero at the horizon,
@@ -16,8 +18,8 @@ horizon; with an assumed focal length (24 mm-equivalent, the common drone lens) 
 pitch) and a ground homography, so the scale varies with position.
 
 Observations live in the image of an anchor frame (the first of the segment), carried there by the ego-motion
-chain, so a moving or zooming drone keeps its scale; when the view has changed too much from the anchor (zoom,
-rotation, a long flight) a new segment starts on the current frame and only the last ``size_window_s`` seconds of
+chain, so a moving or zooming drone keeps its scale; when the view has changed too much from the anchor (zoom
+by more than 1.4x, or moved by more than a frame) a new segment starts on the current frame and only the last ``size_window_s`` seconds of
 vehicles count.
 """
 from __future__ import annotations

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from edge.runner import process_video
+from tests.conftest import SHARED, shared_path
 from tracking.config import PipelineConfig
 from tracking.evaluation import evaluate_run
 from vision.synth import SceneConfig, generate_scene
@@ -15,10 +16,13 @@ from vision.synth import SceneConfig, generate_scene
 
 @pytest.fixture(scope="module")
 def bare_run(tmp_path_factory):
+    # real car crops (../shared): the shipped detector finds them, so there are tracks to measure; the procedural
+    # cars of a scene without shared data are mostly missed (tests/tracking/test_pipeline_e2e.py: recall 0.26)
+    shared_path("data", "detection", "madison_drone_view")
     scene = tmp_path_factory.mktemp("scene")
-    cfg = SceneConfig(scene="highway", seed=12, duration_s=3.0, fps=25, width=1280, height=720, altitude_m=70,
-                      gimbal_pitch_deg=-90, use_shared_data="off", parked_vehicles=0, clutter_objects=0,
-                      road_mask_every=0)
+    cfg = SceneConfig(scene="highway", seed=12, duration_s=2.6, fps=25, width=1280, height=720, altitude_m=80,
+                      gimbal_pitch_deg=-90, use_shared_data="on", shared_dir=str(SHARED), parked_vehicles=0,
+                      clutter_objects=0, traffic_density=3.0, road_mask_every=0)
     generate_scene(cfg, scene, progress=False)
     bare = tmp_path_factory.mktemp("bare")
     (bare / "video.mp4").symlink_to(scene / "video.mp4")  # no .SRT beside it: no telemetry
@@ -34,8 +38,10 @@ def test_speeds_without_telemetry_are_within_tolerance(bare_run):
     assert s["scale"]["source"] == "size_prior" and "vehicles" in s["scale"]["detail"]
     ev = evaluate_run(run, scene, write=False)
     assert ev["speed"]["n"] >= 30, ev["speed"]
-    # the size prior's own error is ~8 % (fleet vs. priors); the generator's cars are 3.8-4.9 m long
-    assert ev["speed"]["mape_pct"] <= 12.0, ev["speed"]
+    # measured on the synthetic suite: the renderer's vehicles come out ~10-15 % larger than their footprint (3-D
+    # sides, motion blur over a 1/50 s exposure), so speeds are ~10 % low there (docs/speed.md); a wrong scale
+    # (e.g. from box sizes, 40-100 % off at these sizes) fails this
+    assert ev["speed"]["mape_pct"] <= 20.0, ev["speed"]
 
 
 def test_size_prior_speeds_carry_sigma_and_flag(bare_run):
