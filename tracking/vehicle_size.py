@@ -19,8 +19,8 @@ pitch) and a ground homography, so the scale varies with position.
 
 Observations live in the image of an anchor frame (the first of the segment), carried there by the ego-motion
 chain, so a moving or zooming drone keeps its scale; when the view has changed too much from the anchor (zoom
-by more than 1.4x, or moved by more than a frame) a new segment starts on the current frame and only the last ``size_window_s`` seconds of
-vehicles count.
+by more than 1.4x, or moved by more than a frame) a new segment starts on the current frame (the measurements are
+carried over), and only the last ``size_window_s`` seconds of vehicles count.
 """
 from __future__ import annotations
 
