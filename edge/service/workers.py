@@ -393,7 +393,7 @@ class StreamWorker:
         with self._preview_lock:
             if self._preview is not None and self._preview[0] == result.frame.index:
                 return self._preview[1]
-            img = annotate(result)
+            img = annotate(result, speed_limit_kmh=self.spec.speed_limit_kmh)
             w = img.shape[1]
             if w > self.cfg.preview_max_width:
                 s = self.cfg.preview_max_width / w
