@@ -4,6 +4,8 @@ Each function returns the figure as JSON text (plotly's own encoder), ready for 
 """
 from __future__ import annotations
 
+from tracking.types import lower_bound_kmh
+
 _LAYOUT = dict(margin=dict(l=50, r=15, t=35, b=40), template="plotly_white", height=300)
 
 
@@ -15,10 +17,12 @@ def _go():
 
 def speed_profile(times: list[float], speeds: list[float | None], title: str | None = None,
                   limit_kmh: float | None = None, sigmas: list[float | None] | None = None) -> str:
-    """Speed over video time; with ``sigmas`` a shaded band of speed ± σ (the measurement's own uncertainty)."""
+    """Speed over video time; with ``sigmas`` a shaded band of speed ± σ (the measurement's own uncertainty) and,
+    when a limit is drawn, the line speed − 2σ: a violation needs that line above the limit for long enough."""
     go = _go()
     fig = go.Figure()
-    if sigmas is not None and any(s is not None and v is not None for s, v in zip(sigmas, speeds)):
+    has_sigma = sigmas is not None and any(s is not None and v is not None for s, v in zip(sigmas, speeds))
+    if has_sigma:
         lo = [None if v is None or s is None else max(0.0, v - s) for v, s in zip(speeds, sigmas)]
         hi = [None if v is None or s is None else v + s for v, s in zip(speeds, sigmas)]
         fig.add_trace(go.Scatter(x=times, y=hi, mode="lines", line=dict(width=0), showlegend=False,
@@ -27,6 +31,10 @@ def speed_profile(times: list[float], speeds: list[float | None], title: str | N
                                  fillcolor="rgba(11,114,133,0.2)", name="± σ", hoverinfo="skip", connectgaps=False))
     fig.add_trace(go.Scatter(x=times, y=speeds, mode="lines+markers", marker=dict(size=3), name="speed",
                              line=dict(color="#0b7285"), connectgaps=False))
+    if has_sigma and limit_kmh:
+        low = [None if v is None or s is None else lower_bound_kmh(v, s) for v, s in zip(speeds, sigmas)]
+        fig.add_trace(go.Scatter(x=times, y=low, mode="lines", name="speed − 2σ (violation test)",
+                                 line=dict(color="#0b7285", dash="dot", width=1), connectgaps=False))
     if limit_kmh:
         fig.add_hline(y=limit_kmh, line=dict(color="#c0392b", dash="dash"), annotation_text=f"limit {limit_kmh:g} km/h")
     fig.update_layout(title=title, xaxis_title="video time (s)", yaxis_title="speed (km/h)",

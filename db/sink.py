@@ -29,7 +29,7 @@ from db.engine import begin_write, session_factory
 from db.models import (
     Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation, grid_cell, utcnow,
 )
-from tracking.types import FrameResult, RunInfo
+from tracking.types import FrameResult, RunInfo, lower_bound_kmh, trusted_speed, violation_rule
 from vision.types import VEHICLE_CLASSES
 
 PATH_SPACING_S = 0.5  # GeoJSON path: one point every half second is plenty for a map
@@ -44,7 +44,7 @@ class _Track:
     classes: Counter = field(default_factory=Counter)
     moving_frames: int = 0
     frames: int = 0
-    speeds: list[tuple[float, float, float | None, float | None]] = field(default_factory=list)  # kmh, t, lat, lon
+    speeds: list[tuple[float, float, float | None, float | None, float | None]] = field(default_factory=list)  # kmh, t, lat, lon, sigma
     path: list[list[float]] = field(default_factory=list)
     path_t: float = -1e9
     db_id: int | None = None
@@ -99,8 +99,8 @@ class DatabaseSink:
             t.frames += 1
             t.moving_frames += bool(tr.moving)
             speed, lat, lon = _finite(tr.speed_kmh), _finite(tr.lat), _finite(tr.lon)
-            if speed is not None and tr.speed_flag is None:
-                t.speeds.append((speed, f.t, lat, lon))
+            if speed is not None and trusted_speed(tr.speed_flag, _finite(tr.speed_sigma_kmh)):
+                t.speeds.append((speed, f.t, lat, lon, _finite(tr.speed_sigma_kmh)))
             if lat is not None and lon is not None and f.t - t.path_t >= PATH_SPACING_S:
                 t.path.append([round(lon, 7), round(lat, 7)])
                 t.path_t = f.t
@@ -128,6 +128,7 @@ class DatabaseSink:
             run.summary_json = json.loads(json.dumps(summary, default=str))  # plain JSON types only
             run.timings_json = run.summary_json.get("timings")
             run.summary_json["violations"] = n_violations
+            run.summary_json["violation_rule"] = violation_rule(self.min_over_limit_s)
 
     def abort(self, error: BaseException | None) -> None:
         if self.run_id is None:
@@ -224,10 +225,12 @@ class DatabaseSink:
         frame_s = 1.0 / self._fps
         rows = []
         for t in self._tracks.values():
-            over = [v for v in t.speeds if v[0] > limit]
+            # over the limit even at the low end of its uncertainty; the record is the frame where that low end is
+            # highest, and its sigma is the track_speeds row of the same track and time
+            over = [v for v in t.speeds if lower_bound_kmh(v[0], v[4]) > limit]
             if len(over) * frame_s < self.min_over_limit_s:
                 continue
-            speed, when, lat, lon = max(over, key=lambda v: v[0])
+            speed, when, lat, lon, _sigma = max(over, key=lambda v: lower_bound_kmh(v[0], v[4]))
             rows.append({"run_id": self.run_id, "track_id": t.db_id, "task_id": task_id, "speed_kmh": speed,
                          "limit_kmh": limit, "t_s": when, "lat": lat, "lon": lon, "time_is_estimate": estimate,
                          "cell": grid_cell(lat, lon), "occurred_at": t0 + timedelta(seconds=when) if t0 else None})

@@ -146,6 +146,7 @@ def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sin
             "max_of_moving": round(max(speeds), 2) if speeds else None,
         },
         "coordinate_system": geo.coordinate_system if geo else None,
+        "scale": summ.scale.summary() if summ else None,
         "timings": {
             "wall_s": round(wall_s, 2),
             "processing_s": round(loop_s, 2),

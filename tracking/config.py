@@ -91,6 +91,19 @@ class SpeedConfig(BaseModel):
     max_accel_ms2: float = Field(12.0, gt=0, description="larger jumps are flagged implausible")
     stationary_kmh: float = Field(4.0, ge=0, description="below this a vehicle counts as standing")
     car_length_m: float = Field(4.5, gt=0, description="median car length, for the size-prior scale")
+    car_width_m: float = Field(1.8, gt=0, description="median car width (without mirrors), for the size-prior scale")
+    size_window_s: float = Field(30.0, gt=0, description="size prior: vehicles seen in the last N seconds count")
+    size_min_tracks: int = Field(5, ge=1, description="size prior: vehicles measured before it gives a scale")
+    size_systematic_rel: float = Field(
+        0.08, ge=0, description="size prior: 1-sigma relative error no number of vehicles removes (the local fleet's "
+                                "mean size against the priors, how vehicles stand out from the road)")
+    size_focal_rel: float = Field(0.08, ge=0, description="size prior, oblique views: error of the assumed lens")
+    size_min_perspective: float = Field(
+        0.25, ge=0, description="size prior: relative change of vehicle size top to bottom that makes a view oblique")
+    assumed_focal_equiv_mm: float = Field(
+        24.0, gt=0, description="size prior, oblique views: 35 mm-equivalent focal length assumed (most drone lenses)")
+    max_metres_per_pixel: float = Field(
+        1.0, gt=0, description="no speed where a pixel is coarser than this (a car under ~5 px; near the horizon)")
 
 
 class CalibrationConfig(BaseModel):

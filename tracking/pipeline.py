@@ -95,8 +95,8 @@ class Pipeline:
         t = self._tick("detect", t)
         rows = self.tracker.step(dets, None)
         t = self._tick("track", t)
-        ground = self.scale.frame(frame.pose, None)
-        self._observe_sizes(dets)
+        ground = self.scale.frame(frame.pose, None, frame.t)
+        self._observe_sizes(frame, dets, rows, None)
         result = self._finish(frame, rows, dets, ground, None, None)
         self._tick("speed", t)
         return result
@@ -119,7 +119,7 @@ class Pipeline:
         road = self.road.update(frame, H) if self.road is not None else None
         t = self._tick("road", t)
 
-        ground = self.scale.frame(frame.pose, self._H_cur_to_first)
+        ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
         dets = self.detector.detect(img, road)
@@ -148,7 +148,7 @@ class Pipeline:
 
         rows = self.tracker.step(dets, H)
         t = self._tick("track", t)
-        self._observe_sizes(dets)
+        self._observe_sizes(frame, dets, rows, self._H_cur_to_first)
         result = self._finish(frame, rows, dets, ground, H, road)
         if self.road is not None and result.tracks:
             moving = [tr for tr in result.tracks if tr.moving]
@@ -238,12 +238,20 @@ class Pipeline:
 
     def _median_car_px(self) -> float | None:
         g = self.scale.size_prior_frame()
-        return self.config.speed.car_length_m / g.metres_per_pixel(0, 0) if g is not None else None
+        if g is None:
+            return None
+        return self.config.speed.car_length_m / g.metres_per_pixel(self._size[0] / 2, self._size[1] / 2)
 
-    def _observe_sizes(self, dets: Detections) -> None:
-        cars = dets[(dets.class_id == 0) & (dets.source == DetectionSource.DETECTOR) & (dets.score >= 0.4)]
-        if len(cars):
-            self.scale.observe_vehicle_lengths(cars.wh.max(1))
+    def _observe_sizes(self, frame: Frame, dets: Detections, rows: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+        """Every tracked vehicle's measured box this frame (detector or motion blob) goes to the size prior, which
+        measures the vehicle in the image itself (``tracking.vehicle_size``)."""
+        rows = np.asarray(rows).reshape(-1, 8)
+        idx = rows[:, 7].astype(int)
+        ok = (idx >= 0) & (idx < len(dets))
+        if ok.any():
+            i = idx[ok]
+            self.scale.observe_vehicles(frame.t, frame.image, dets.xyxy[i], rows[ok, 4].astype(int), dets.class_id[i],
+                                        dets.source[i] == DetectionSource.DETECTOR, H_cur_to_first)
 
     def _finish(self, frame: Frame, rows: np.ndarray, dets: Detections, ground, H, road) -> FrameResult:
         cfg = self.config
@@ -277,6 +285,7 @@ class Pipeline:
             frame=frame, tracks=tracks, road_mask=road,
             metres_per_pixel=ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None,
             scale_source=ground.source if ground is not None else None,
+            scale_detail=ground.description if ground is not None else None,
         )
 
     def _confirmed(self, tracks: list[TrackState], rows: np.ndarray, dets: Detections) -> list[TrackState]:

@@ -1,8 +1,9 @@
 """Ground scale: how pixels of the current frame map to ground metres, from the best source available.
 
 Preference order: telemetry (altitude + camera + gimbal -> ground homography), user calibration (metres per pixel,
-or image points with their ground / WGS84 coordinates), and last a vehicle-size prior (median car length), which is
-marked low-confidence.
+or image points with their ground / WGS84 coordinates), and last the vehicles themselves (``tracking.vehicle_size``:
+measured vehicle lengths and widths against class priors, one scale for a nadir view, a ground-plane fit that
+varies with the image row for an oblique one), which is marked low-confidence and carries its own uncertainty.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from tracking.config import CalibrationConfig, SpeedConfig
 from tracking.types import ScaleSource
+from tracking.vehicle_size import SizeModel, VehicleSizeScale
 from vision.camera import enu_to_lonlat, image_to_ground_homography, local_scale, lonlat_to_enu
 from vision.types import CameraPose
 
@@ -30,6 +32,38 @@ class GroundFrame:
     H_img_to_ground: np.ndarray
     source: str
     origin_lonlat: tuple[float, float] | None  # WGS84 of ground (0, 0), when known
+    size_model: SizeModel | None = None  # the size prior's fit (anchor image), for its uncertainty and description
+    H_cur_to_anchor: np.ndarray | None = None
+
+    def rel_sigma_at(self, x: float, y: float) -> float:
+        """1-sigma relative error of the scale at image point (x, y)."""
+        if self.size_model is None:
+            return SCALE_REL_SIGMA.get(self.source, 0.1)
+        if self.H_cur_to_anchor is not None and self.size_model.oblique:
+            p = self.H_cur_to_anchor @ np.array([x, y, 1.0])
+            y = p[1] / p[2]
+        return self.size_model.rel_sigma_at(y)
+
+    @property
+    def description(self) -> str:
+        """The scale source in words, for outputs: e.g. 'size_prior (oblique, horizon at row -420, 57 vehicles)'."""
+        m = self.size_model
+        if m is None:
+            return self.source
+        view = f"oblique, horizon at row {m.horizon_row:.0f}" if m.oblique else "nadir"
+        return f"{self.source} ({view}, {m.n_tracks} vehicles, segment {m.segment}, +-{100 * m.rel_sigma:.0f} %)"
+
+    def valid(self, pts: np.ndarray, max_m_per_px: float) -> np.ndarray:
+        """Points whose ground position can be trusted: in front of the camera (below the horizon) and not so far
+        away that a pixel covers more than ``max_m_per_px``."""
+        pts = np.asarray(pts, np.float64).reshape(-1, 2)
+        H = self.H_img_to_ground
+        w = np.column_stack([pts, np.ones(len(pts))]) @ H[2]
+        # the size prior's oblique homography is built so that w = 1 / depth: positive in front of the camera
+        ok = (w > 0 if self.size_model is not None and self.size_model.oblique else w != 0) & np.isfinite(w)
+        for i in np.nonzero(ok)[0]:
+            ok[i] = self.metres_per_pixel(*pts[i]) <= max_m_per_px
+        return ok
 
     def to_ground(self, pts: np.ndarray) -> np.ndarray:
         pts = np.asarray(pts, np.float64).reshape(-1, 2)
@@ -90,7 +124,8 @@ class GroundScale:
         self.width, self.height = width, height
         self.constant = constant  # baseline: one scale for the whole run, no telemetry, no ego-motion
         self._cal_frame = self._calibration_frame()
-        self._car_lengths: list[float] = []
+        self.sizes = VehicleSizeScale(speed, width, height)
+        self._telemetry_seen = False
         self._frozen: GroundFrame | None = None
 
     def _calibration_frame(self) -> GroundFrame | None:
@@ -116,24 +151,32 @@ class GroundScale:
             return GroundFrame(H, ScaleSource.CALIBRATION, origin)
         return None
 
-    def observe_vehicle_lengths(self, long_sides_px: np.ndarray) -> None:
-        """Feed box long sides of cars (pixels); used only by the size prior."""
-        self._car_lengths.extend(float(v) for v in long_sides_px if v > 2)
-        if len(self._car_lengths) > 2000:
-            self._car_lengths = self._car_lengths[-2000:]
+    def observe_vehicles(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray,
+                         class_ids: np.ndarray, from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+        """This frame's tracked vehicles (measured boxes, ids, classes, whether the detector saw them), for the size
+        prior. Skipped when telemetry or a calibration gives the scale anyway."""
+        if self._cal_frame is not None or self._telemetry_seen:
+            return
+        self.sizes.observe(t, image, boxes, track_ids, class_ids, from_detector, H_cur_to_first)
 
-    def size_prior_frame(self) -> GroundFrame | None:
-        if len(self._car_lengths) < 5:
+    def size_prior_frame(self, H_cur_to_first: np.ndarray | None = None, t: float | None = None) -> GroundFrame | None:
+        """The vehicle-size scale for the current frame (None until enough vehicles were measured)."""
+        m = self.sizes.model(t)
+        if m is None:
             return None
-        s = self.speed_cfg.car_length_m / float(np.median(self._car_lengths))
-        return GroundFrame(np.array([[s, 0, 0], [0, -s, 0], [0, 0, 1.0]]), ScaleSource.SIZE_PRIOR, None)
+        H_cur_to_anchor = np.eye(3)
+        if H_cur_to_first is not None:
+            H_cur_to_anchor = np.linalg.inv(self.sizes.anchor_to_first()) @ H_cur_to_first
+        H = m.image_to_ground() @ H_cur_to_anchor
+        return GroundFrame(H, ScaleSource.SIZE_PRIOR, None, m, H_cur_to_anchor)
 
-    def frame(self, pose: CameraPose | None, H_cur_to_first: np.ndarray | None) -> GroundFrame | None:
+    def frame(self, pose: CameraPose | None, H_cur_to_first: np.ndarray | None, t: float | None = None) -> GroundFrame | None:
         if self.constant:
             return self._constant_frame(pose)
         if pose is not None:
             G = image_to_ground_homography(pose, self.width, self.height)
             if G is not None:
+                self._telemetry_seen = True
                 origin = (pose.lon, pose.lat) if pose.lat is not None and pose.lon is not None else None
                 return GroundFrame(G, ScaleSource.TELEMETRY, origin)
         if self._cal_frame is not None:
@@ -141,7 +184,7 @@ class GroundScale:
             if H_cur_to_first is not None and not self.cal.metres_per_pixel:
                 H = H @ H_cur_to_first
             return GroundFrame(H, ScaleSource.CALIBRATION, self._cal_frame.origin_lonlat)
-        return self.size_prior_frame()
+        return self.size_prior_frame(H_cur_to_first, t)
 
     def _constant_frame(self, pose: CameraPose | None) -> GroundFrame | None:
         """One metres-per-pixel value for the whole run, fixed the first time one is known."""
@@ -159,5 +202,5 @@ class GroundScale:
         s = g.metres_per_pixel(self.width / 2, self.height / 2)
         if not math.isfinite(s):
             return None
-        self._frozen = GroundFrame(np.array([[s, 0, 0], [0, -s, 0], [0, 0, 1.0]]), g.source, None)
+        self._frozen = GroundFrame(np.array([[s, 0, 0], [0, -s, 0], [0, 0, 1.0]]), g.source, None, g.size_model)
         return self._frozen

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from tracking.config import SpeedConfig
-from tracking.scale import SCALE_REL_SIGMA, GroundFrame
+from tracking.scale import GroundFrame
 from tracking.types import ScaleSource
 
 
@@ -81,13 +81,16 @@ class SpeedEstimator:
             results[tid].ground_xy = (float(g_now[k, 0]), float(g_now[k, 1]))
             if ll is not None:
                 results[tid].lonlat = (float(ll[k, 0]), float(ll[k, 1]))
-        fit_ids = [i for i in ids if len(self._hist[i]) >= 3 and self._hist[i][-1][0] - self._hist[i][0][0] >= self.cfg.min_track_s]
+        valid = ground.valid(cur, self.cfg.max_metres_per_pixel)
+        fit_ids = [i for k, i in enumerate(ids) if valid[k] and len(self._hist[i]) >= 3
+                   and self._hist[i][-1][0] - self._hist[i][0][0] >= self.cfg.min_track_s]
         if not fit_ids:
             return results
         v, sig = self._fit(fit_ids, t, ground)
-        rel = SCALE_REL_SIGMA.get(ground.source, 0.1)
         for k, tid in enumerate(fit_ids):
             speed = float(v[k]) * 3.6
+            # the scale's own error (by source; the size prior's from its fit, by image position) adds to the fit's
+            rel = ground.rel_sigma_at(*points[tid])
             sigma = float(np.hypot(sig[k] * 3.6, rel * speed))
             flag = None
             if speed > self.cfg.max_plausible_kmh:

@@ -8,6 +8,25 @@ import numpy as np
 
 from vision.types import Frame
 
+def trusted_speed(flag: str | None, sigma_kmh: float | None) -> bool:
+    """Speeds that count for a track's aggregates and for violations: unflagged ones, and size-prior ones
+    (``low_confidence_scale``) that carry their sigma, which includes that scale's uncertainty. ``implausible_*``
+    speeds never count."""
+    return flag is None or (flag == "low_confidence_scale" and sigma_kmh is not None)
+
+# a violation needs speed - VIOLATION_SIGMAS * sigma > limit: too fast with ~98 % confidence (one-sided 2 sigma)
+VIOLATION_SIGMAS = 2.0
+
+
+def violation_rule(min_over_limit_s: float) -> str:
+    """The rule, in words, stored with the run (the run's ``violation_rule``) and shown with its violations."""
+    return f"speed - {VIOLATION_SIGMAS:g} sigma > limit for at least {min_over_limit_s:g} s"
+
+
+def lower_bound_kmh(speed_kmh: float, sigma_kmh: float | None) -> float:
+    """The speed the vehicle was at least going (speed - 2 sigma); a speed without sigma counts as it is."""
+    return speed_kmh - VIOLATION_SIGMAS * (sigma_kmh or 0.0)
+
 
 class ScaleSource:
     """How the metres-per-pixel scale of a speed was obtained, best first."""
@@ -28,7 +47,7 @@ class TrackState:
     moving: bool = True  # False for vehicles that are parked / standing still
     speed_kmh: float | None = None  # smoothed ground speed
     speed_sigma_kmh: float | None = None  # 1-sigma uncertainty of speed_kmh
-    speed_flag: str | None = None  # e.g. "implausible", "low_confidence_scale"
+    speed_flag: str | None = None  # e.g. "implausible_speed", "low_confidence_scale" (size-prior scale)
     ground_xy: tuple[float, float] | None = None  # metres in the run's ground frame
     lat: float | None = None
     lon: float | None = None
@@ -49,6 +68,7 @@ class FrameResult:
     metres_per_pixel: float | None = None  # at the image centre
     scale_source: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    scale_detail: str | None = None  # the scale source in words (size prior: view, vehicles, segment, +- error)
 
 
 @dataclass

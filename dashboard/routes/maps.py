@@ -13,6 +13,7 @@ from dashboard.labels import flight_label, run_label
 from dashboard.mapdata import map_layers
 from dashboard.routes.common import map_filter, not_found, redirect
 from db.models import Device, Flight, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
+from tracking.types import trusted_speed
 
 router = APIRouter()
 MAX_PROFILE_POINTS = 3000
@@ -67,9 +68,12 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
     rows = rows[::step]
     limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
     run = db.get(ProcessingRun, track.run_id)
-    figure = charts.speed_profile([r.t_s for r in rows], [None if r.flag else r.speed_kmh for r in rows], None, limit,
-                                  sigmas=[None if r.flag else r.sigma_kmh for r in rows])
+    trusted = [trusted_speed(r.flag, r.sigma_kmh) for r in rows]  # size-prior speeds count, with their sigma
+    figure = charts.speed_profile([r.t_s for r in rows], [r.speed_kmh if ok else None for r, ok in zip(rows, trusted)],
+                                  None, limit, sigmas=[r.sigma_kmh if ok else None for r, ok in zip(rows, trusted)])
     return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,
             "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
             "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,
-            "baseline": run.baseline if run else None, "figure": figure}
+            "baseline": run.baseline if run else None,
+            "scale_source": ((run.summary_json or {}).get("scale") or {}).get("source") if run else None,
+            "figure": figure}

@@ -5,7 +5,7 @@ import statistics
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from dashboard import charts, counts, evidence, exports
@@ -15,7 +15,7 @@ from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
 from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
-from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
+from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -96,7 +96,8 @@ def run_stats(db: Session, run: ProcessingRun) -> dict:
             "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
             "fps": timings.get("fps"), "ms_per_frame": timings.get("ms_per_frame"),
             "mode": s.get("mode") or ("baseline" if run.baseline else "dual_layer"),
-            "device": run.device, "weights": run.weights, "moving_speeds": moving}
+            "device": run.device, "weights": run.weights, "moving_speeds": moving,
+            "scale": s.get("scale") or {}, "violation_rule": s.get("violation_rule")}
 
 
 def counterpart(db: Session, run: ProcessingRun) -> ProcessingRun | None:
@@ -121,11 +122,15 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     stats = run_stats(db, run)
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     out_dir = exports.run_output_dir(run, db)
+    # the speed's sigma is the track_speeds row the violation was taken from (same track, same video time)
     violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
-                   evidence.snapshot_path(out_dir, no) is not None)
-                  for v, no, cls in db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
-                                               .join(TrackRow, TrackRow.id == Violation.track_id)
-                                               .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
+                   evidence.snapshot_path(out_dir, no) is not None, sigma)
+                  for v, no, cls, sigma in db.execute(
+                      select(Violation, TrackRow.track_no, TrackRow.class_name, TrackSpeed.sigma_kmh)
+                      .join(TrackRow, TrackRow.id == Violation.track_id)
+                      .outerjoin(TrackSpeed, and_(TrackSpeed.track_id == Violation.track_id,
+                                                  TrackSpeed.t_s == Violation.t_s))
+                      .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
     tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
                              .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))
     video = db.get(Video, run.video_id) if run.video_id else None
@@ -140,7 +145,7 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
                   flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
                   histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
                   format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
-                      read_orthophoto(out_dir) is None or any(not snap for *_, snap in violations)),
+                      read_orthophoto(out_dir) is None or any(not snap for _v, _no, _cls, _when, snap, _sigma in violations)),
                   traffic=traffic, traffic_figure=counts.counts_figure(traffic))
 
 

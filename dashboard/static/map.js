@@ -78,7 +78,8 @@
       document.getElementById("profile-facts").innerHTML =
         `run <a href="${cfg.run}${d.run_id}">${d.run_id}</a> · ${d.moving ? "moving" : "parked"} · ` +
         `median ${A.fmt(d.median_speed_kmh, 0)} km/h · max ${A.fmt(d.max_speed_kmh, 0)} km/h` +
-        (d.limit_kmh ? ` · limit ${A.fmt(d.limit_kmh, 0)} km/h` : "");
+        (d.limit_kmh ? ` · limit ${A.fmt(d.limit_kmh, 0)} km/h` : "") +
+        (d.scale_source ? ` · scale: ${d.scale_source === "size_prior" ? "vehicle sizes (low confidence)" : d.scale_source}` : "");
       await A.plot(document.getElementById("profile-chart"), d.figure);
     } catch (e) {
       document.getElementById("profile-title").textContent = "speed profile unavailable: " + e.message;

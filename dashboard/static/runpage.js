@@ -61,7 +61,9 @@
       document.getElementById("profile-title").textContent = `Speed profile: ${d.class} #${d.track_no}`;
       document.getElementById("profile-facts").textContent = `${d.moving ? "moving" : "parked"} · median ` +
         `${A.fmt(d.median_speed_kmh, 0)} km/h · max ${A.fmt(d.max_speed_kmh, 0)} km/h` +
-        (d.limit_kmh ? ` · limit ${A.fmt(d.limit_kmh, 0)} km/h` : "") + " · shaded: ± σ of the measurement";
+        (d.limit_kmh ? ` · limit ${A.fmt(d.limit_kmh, 0)} km/h` : "") +
+        (d.scale_source ? ` · scale: ${d.scale_source === "size_prior" ? "vehicle sizes (low confidence)" : d.scale_source}` : "") +
+        " · shaded: ± σ of the measurement";
       await A.plot(document.getElementById("profile-chart"), d.figure);
       box.dataset.track = String(trackId);
     } catch (e) {

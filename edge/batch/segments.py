@@ -121,7 +121,8 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
         for frame in source:
             r = pipeline.step(frame)
             slim = Frame(r.frame.index, r.frame.t, np.zeros((0, 0, 3), np.uint8), r.frame.pose)
-            results.append(FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms))
+            results.append(FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms,
+                                       r.scale_detail))
     return SegmentOutput(segment, results, pipeline.stats(), pipeline.detector.weights, pipeline.mode, pipeline.device,
                          time.perf_counter() - t0)
 
@@ -178,7 +179,8 @@ def stitch(outputs: list[SegmentOutput]) -> list[FrameResult]:
                     mapping[t.track_id] = next_id
                     next_id += 1
                 tracks.append(_with_id(t, mapping[t.track_id]))
-            with_global.append(FrameResult(r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms))
+            with_global.append(FrameResult(r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms,
+                                           r.scale_detail))
         stitched += [r for r in with_global if seg.start <= r.frame.index < seg.end]
         previous = [r for r in with_global if r.frame.index < seg.end]
     return stitched

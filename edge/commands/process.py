@@ -77,5 +77,7 @@ def one_line_summary(s: dict, out_dir: Path) -> str:
     c, t, sp = s["counts"], s["timings"], s["speed_kmh"]
     speed = f", median speed {sp['median_of_moving']:.0f} km/h" if sp.get("median_of_moving") is not None else ""
     vehicles = f"{c['vehicles']} vehicles, " if c.get("vehicles") is not None else ""
+    scale = s.get("scale") or {}
+    scale_txt = f", scale: {scale.get('detail') or scale.get('source')}" if scale.get("source") else ", no scale (no speeds)"
     return (f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
-            f"{c['stationary_tracks']} stationary){speed}, {t['fps']} fps -> {out_dir}")
+            f"{c['stationary_tracks']} stationary){speed}{scale_txt}, {t['fps']} fps -> {out_dir}")

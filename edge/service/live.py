@@ -11,7 +11,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from tracking.types import FrameResult, TrackState
+from tracking.types import FrameResult, TrackState, lower_bound_kmh, trusted_speed, violation_rule
 from vision.types import VEHICLE_CLASSES
 
 
@@ -33,8 +33,8 @@ def track_json(tr: TrackState) -> dict:
 
 
 class LiveViolations:
-    """Same rule as ``db.sink.DatabaseSink``: a track is a violation once it has been above the limit (with a
-    trusted speed) for ``min_over_s`` in total. Reported once per track, when it first qualifies. Each frame counts
+    """Same rule as ``db.sink.DatabaseSink``: a track is a violation once its speed minus 2 sigma has been above the
+    limit (with a trusted speed) for ``min_over_s`` in total. Reported once per track, when it first qualifies. Each frame counts
     for the time it stands for (``frame_s``), which is more than 1/fps when frames were dropped."""
 
     def __init__(self, limit_kmh: float | None, min_over_s: float):
@@ -47,14 +47,16 @@ class LiveViolations:
             return []
         events = []
         for tr in result.tracks:
-            if tr.speed_kmh is None or tr.speed_flag is not None or not math.isfinite(tr.speed_kmh):
+            if tr.speed_kmh is None or not math.isfinite(tr.speed_kmh) or not trusted_speed(tr.speed_flag, tr.speed_sigma_kmh):
                 continue
-            if tr.speed_kmh <= self.limit or tr.track_id in self._reported:
+            if lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) <= self.limit or tr.track_id in self._reported:
                 continue
             self._over_s[tr.track_id] = self._over_s.get(tr.track_id, 0.0) + frame_s
             if self._over_s[tr.track_id] + 1e-9 >= self.min_over_s:
                 self._reported.add(tr.track_id)
-                events.append({"track_id": tr.track_id, "speed_kmh": _num(tr.speed_kmh, 1), "limit_kmh": self.limit,
+                events.append({"track_id": tr.track_id, "speed_kmh": _num(tr.speed_kmh, 1),
+                               "sigma_kmh": _num(tr.speed_sigma_kmh, 1), "rule": violation_rule(self.min_over_s),
+                               "scale_source": result.scale_source, "limit_kmh": self.limit,
                                "t": _num(result.frame.t, 3), "frame": result.frame.index,
                                "lat": _num(tr.lat, 7), "lon": _num(tr.lon, 7)})
         return events

@@ -7,7 +7,10 @@ Drawn with Roboflow ``supervision``'s annotators (the field's maintained ones) r
   frame (so a 1080p nadir clip with 40 px cars does not get labels several times larger than the cars), never
   below a readable minimum nor above what suits the frame;
 * labels sit outside the boxes and ``smart_position`` moves them apart when they would overlap;
-* a vehicle faster than the speed limit gets a red box and a red marker above it (the map's violation colour);
+* a speed carries its 1-sigma uncertainty (``87+-9 km/h``: OpenCV's Hershey font has no "±"), which is large when
+  the scale comes from the vehicles' own sizes (no telemetry, no calibration);
+* a vehicle faster than the speed limit even at the low end of its uncertainty (speed - 2 sigma > limit, the
+  database's violation rule) gets a red box and a red marker above it (the map's violation colour);
 * trails show the last ``trail_s`` seconds of each vehicle (only :class:`FrameAnnotator`, which keeps history);
 * a vehicle whose speed is not measured yet is labelled with its id only, never "parked": "parked" means a measured
   speed below the stationary threshold.
@@ -23,7 +26,7 @@ import numpy as np
 import supervision as sv
 
 from tracking import speed_classes as sc
-from tracking.types import FrameResult, TrackState
+from tracking.types import FrameResult, TrackState, lower_bound_kmh, trusted_speed
 
 ROAD_TINT = (255, 120, 0)  # BGR
 UNKNOWN = len(sc.SPEED_COLOURS)  # palette index of "speed unknown"
@@ -34,27 +37,32 @@ COMPACT_BELOW_PX = 30  # vehicles smaller than this (short box side) get compact
 
 
 def label_text(tr: TrackState, speed_limit_kmh: float | None = None, compact: bool = False) -> str:
-    """``#12 87 km/h``; ``#12 parked`` only for a measured standstill; ``#12`` while the speed is unknown.
+    """``#12 87+-3 km/h``; ``#12 parked`` only for a measured standstill; ``#12`` while the speed is unknown.
 
-    ``compact`` (small vehicles, e.g. a nadir view from 100 m): ``#12 87``, the unit stated once in the status line.
+    ``compact`` (small vehicles, e.g. a nadir view from 100 m): ``#12 87+-3``, the unit stated once in the status line.
+    The ``+-`` part is the speed's 1-sigma uncertainty, left out when the speed has none.
     """
     if tr.speed_kmh is None or (tr.speed_flag or "").startswith("implausible"):
         return f"#{tr.track_id}"
     if not tr.moving:
         return f"#{tr.track_id} parked"
-    text = f"#{tr.track_id} {tr.speed_kmh:.0f}" + ("" if compact else " km/h")
+    sigma = f"+-{tr.speed_sigma_kmh:.0f}" if tr.speed_sigma_kmh else ""
+    text = f"#{tr.track_id} {tr.speed_kmh:.0f}{sigma}" + ("" if compact else " km/h")
     return text + " !" if is_violator(tr, speed_limit_kmh) else text
 
 
 def is_violator(tr: TrackState, speed_limit_kmh: float | None) -> bool:
-    return bool(speed_limit_kmh) and tr.speed_kmh is not None and tr.moving and not tr.speed_flag \
-        and tr.speed_kmh > speed_limit_kmh
+    """Over the limit even at speed - 2 sigma (the database's rule, per frame); size-prior speeds count with their
+    sigma (:func:`tracking.types.trusted_speed`)."""
+    return bool(speed_limit_kmh) and tr.speed_kmh is not None and tr.moving \
+        and trusted_speed(tr.speed_flag, tr.speed_sigma_kmh) \
+        and lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) > speed_limit_kmh
 
 
 def colour_index(tr: TrackState, speed_limit_kmh: float | None) -> int:
     if is_violator(tr, speed_limit_kmh):
         return VIOLATOR
-    if tr.speed_kmh is None or tr.speed_flag:
+    if tr.speed_kmh is None or not trusted_speed(tr.speed_flag, tr.speed_sigma_kmh):
         return UNKNOWN
     return sc.speed_class(tr.speed_kmh)
 
@@ -145,7 +153,7 @@ class FrameAnnotator:
         if self.speed_limit_kmh:
             info += f"   limit {self.speed_limit_kmh:g} km/h"
         if result.metres_per_pixel:
-            info += f"   {result.metres_per_pixel * 100:.1f} cm/px ({result.scale_source})"
+            info += f"   {result.metres_per_pixel * 100:.1f} cm/px ({result.scale_detail or result.scale_source})"
         scale = max(0.4, HERSHEY_PX * sv.calculate_optimal_text_scale((w, h)) * 0.7 / HERSHEY_PX)
         (tw, th), base = cv2.getTextSize(info, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
         pad = max(3, th // 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ class TrackCSVSink:
 
 def track_summary(rec: TrackRecord) -> dict[str, Any]:
     sp = rec.speeds
+    sig = [p.sigma_kmh for p in rec.points if p.speed_kmh is not None and p.sigma_kmh is not None]
+    sources = [p.scale_source for p in rec.points if p.speed_kmh is not None and p.scale_source]
     first, last = rec.points[0], rec.points[-1]
     moving_share = sum(p.moving for p in rec.points) / len(rec.points)
     return {
@@ -87,21 +90,26 @@ def track_summary(rec: TrackRecord) -> dict[str, Any]:
         "moving": moving_share >= 0.5,
         "median_speed_kmh": round(statistics.median(sp), 2) if sp else None,
         "max_speed_kmh": round(max(sp), 2) if sp else None,
+        "median_sigma_kmh": round(statistics.median(sig), 2) if sig else None,
+        "scale_source": Counter(sources).most_common(1)[0][0] if sources else None,
         "start_lat": first.lat, "start_lon": first.lon, "end_lat": last.lat, "end_lon": last.lon,
     }
 
 
 class TrackSummarySink:
-    """``tracks_summary.csv``: one row per track (class, time span, moving or parked, median/max speed, lat/lon)."""
+    """``tracks_summary.csv``: one row per track (class, time span, moving or parked, median/max speed, the median
+    sigma of its speeds, the scale source, lat/lon)."""
 
     COLUMNS = ["track_id", "class", "first_frame", "last_frame", "first_t", "last_t", "duration_s", "frames", "moving",
-               "median_speed_kmh", "max_speed_kmh", "start_lat", "start_lon", "end_lat", "end_lon"]
+               "median_speed_kmh", "max_speed_kmh", "median_sigma_kmh", "scale_source", "start_lat", "start_lon",
+               "end_lat", "end_lon"]
 
     def __init__(self, folder: Path, name: str = "tracks_summary.csv", gap_frames: int = 60):
         self.path = Path(folder) / name
         self.gap = gap_frames
         self.counts = {"tracks": 0, "moving": 0, "stationary": 0, "vehicles": 0}
         self.speeds: list[float] = []
+        self.scale = ScaleLog()
         self._last_frame = -1
 
     def open(self, info: RunInfo) -> None:
@@ -126,6 +134,7 @@ class TrackSummarySink:
     def write(self, result: FrameResult) -> None:
         self._last_frame = result.frame.index
         self._acc.add(result)
+        self.scale.add(result)
 
     def close(self, summary: dict[str, Any]) -> None:
         self._acc.flush()
@@ -133,6 +142,36 @@ class TrackSummarySink:
 
     def abort(self, error: BaseException | None) -> None:
         self._f.close()
+
+
+class ScaleLog:
+    """Where the run's scale came from, for ``summary.json``: frames by source, the size prior's segments (each
+    with its last description), the metres per pixel at the image centre."""
+
+    def __init__(self) -> None:
+        self.frames_by_source: dict[str, int] = {}
+        self.segments: dict[str, str] = {}
+        self.last_detail: str | None = None
+        self.mpp: list[float] = []
+
+    def add(self, result: FrameResult) -> None:
+        src = result.scale_source or "none"
+        self.frames_by_source[src] = self.frames_by_source.get(src, 0) + 1
+        if result.scale_detail:
+            self.last_detail = result.scale_detail
+            seg = result.scale_detail.split("segment ")[-1].split(",")[0] if "segment " in result.scale_detail else "0"
+            self.segments[seg] = result.scale_detail
+        if result.metres_per_pixel and len(self.mpp) < 100000:
+            self.mpp.append(result.metres_per_pixel)
+
+    def summary(self) -> dict[str, Any]:
+        src = max(self.frames_by_source, key=self.frames_by_source.get) if self.frames_by_source else None
+        return {
+            "source": src, "detail": self.last_detail, "frames_by_source": self.frames_by_source,
+            "segments": list(self.segments.values()),
+            "metres_per_pixel_centre_median": round(statistics.median(self.mpp), 4) if self.mpp else None,
+            "low_confidence": src == "size_prior",
+        }
 
 
 class GeoJSONSink:

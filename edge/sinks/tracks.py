@@ -22,6 +22,8 @@ class TrackPoint:
     lat: float | None
     ground_xy: tuple[float, float] | None
     moving: bool
+    sigma_kmh: float | None = None
+    scale_source: str | None = None
 
 
 @dataclass
@@ -50,7 +52,8 @@ class TrackAccumulator:
         for tr in result.tracks:
             rec = self.active.setdefault(tr.track_id, TrackRecord(tr.track_id))
             cx, cy = tr.center
-            rec.points.append(TrackPoint(f.index, f.t, cx, cy, tr.speed_kmh, tr.lon, tr.lat, tr.ground_xy, tr.moving))
+            rec.points.append(TrackPoint(f.index, f.t, cx, cy, tr.speed_kmh, tr.lon, tr.lat, tr.ground_xy, tr.moving,
+                                         tr.speed_sigma_kmh, result.scale_source))
             rec.classes[tr.class_id] += 1
         for tid in [k for k, r in self.active.items() if f.index - r.points[-1].frame > self.gap]:
             self.on_track_end(self.active.pop(tid))

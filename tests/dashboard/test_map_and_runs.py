@@ -172,3 +172,18 @@ def test_flight_page(client_for, imported):
     listing = c.get("/dashboard/flights?q=TEST-DRONE").text
     assert f"/dashboard/flights/{imported.flight_id}" in listing
     assert f"/dashboard/flights/{imported.flight_id}" not in c.get("/dashboard/flights?q=nothing-like-this").text
+
+
+def test_run_page_names_the_scale_and_states_the_violation_rule(client_for, tmp_path, db_url):
+    from dashboard.run_import import import_run_dir
+
+    run = make_run_dir(tmp_path / "sized", speeds_kmh=(80.0, 90.0))
+    summary = json.loads((run / "summary.json").read_text())
+    summary["scale"] = {"source": "size_prior", "detail": "size_prior (nadir, 57 vehicles, segment 0, +-9 %)"}
+    (run / "summary.json").write_text(json.dumps(summary))
+    imported = import_run_dir(run, db_url, speed_limit_kmh=85.0)
+    page = client_for("viewer").get(f"/dashboard/runs/{imported.run_id}").text
+    assert "size_prior (nadir, 57 vehicles, segment 0, +-9 %)" in page and "vehicles' own sizes" in page
+    assert "speed - 2 sigma &gt; limit for at least 1 s" in page
+    # 90 +- 1.5 km/h: 87 km/h even at 2 sigma below, over 85; 80 km/h is not
+    assert imported.violations == 1 and "90.0 ± 1.5 km/h" in page and "87.0 km/h" in page

@@ -137,3 +137,25 @@ def test_speed_rows_round_trip_odd_values(db_url):
     assert [r.flag for r in rows] == ["50% o'clock", 'say "hi"', "back\\slash", None, "x" * 32, "ünï 🚗"]
     assert [r.speed_kmh for r in rows] == [10.0, 11.0, 12.0, None, None, 15.0]
     assert all(r.lat is None for r in rows)
+
+
+def test_violation_needs_speed_minus_two_sigma_above_the_limit(db_url):
+    """Size-prior speeds (flagged low_confidence_scale, with their sigma) count; a vehicle is a violation only when
+    even speed - 2 sigma is over the limit, and the run states that rule."""
+    sink = DatabaseSink(db_url, speed_limit_kmh=60)
+    sink.open(info(source="/videos/sigma.MP4", frames=20))
+    for i in range(20):
+        tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 90.0, 10.0, "low_confidence_scale"),  # 70 > 60
+                  TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 78.0, 10.0, "low_confidence_scale"),  # 58
+                  TrackState(3, np.array([40, 0, 50, 10]), 0.9, 0, True, 95.0, None, "low_confidence_scale")]  # no sigma
+        sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks))
+    sink.close({"mode": "dual_layer"})
+    with session_scope(db_url) as s:
+        rows = s.execute(select(TrackRow.track_no, Violation.speed_kmh).join(Violation, Violation.track_id == TrackRow.id)
+                         .where(Violation.run_id == sink.run_id)).all()
+        assert [tuple(r) for r in rows] == [(1, 90.0)]
+        run = s.get(ProcessingRun, sink.run_id)
+        assert run.summary_json["violation_rule"] == "speed - 2 sigma > limit for at least 1 s"
+        medians = dict(s.execute(select(TrackRow.track_no, TrackRow.median_speed_kmh)
+                                 .where(TrackRow.run_id == sink.run_id)).all())
+        assert medians == {1: 90.0, 2: 78.0, 3: None}  # size-prior speeds are the track's speeds; no sigma, no trust

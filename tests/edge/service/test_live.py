@@ -25,6 +25,19 @@ def test_violation_needs_time_above_the_limit_and_a_trusted_speed():
     assert [(e["track_id"], e["frame"]) for e in events] == [(1, 24)]  # after 25 frames = 1.0 s, and only once
 
 
+def test_size_prior_speeds_count_only_when_over_the_limit_by_two_sigma():
+    rule = LiveViolations(limit_kmh=50, min_over_s=0.2)
+
+    def result(t):
+        r = _result(t, (1, 80.0, "low_confidence_scale"), (2, 60.0, "low_confidence_scale"))
+        r.tracks[0].speed_sigma_kmh, r.tracks[1].speed_sigma_kmh = 10.0, 8.0  # 60 > 50; 44 < 50
+        return r
+
+    events = [e for i in range(10) for e in rule.update(result(i / 25), 0.04)]
+    assert [e["track_id"] for e in events] == [1]
+    assert events[0]["sigma_kmh"] == 10.0 and events[0]["rule"] == "speed - 2 sigma > limit for at least 0.2 s"
+
+
 def test_dropped_frames_still_count_the_time_they_cover():
     rule = LiveViolations(limit_kmh=50, min_over_s=1.0)
     # processing keeps up with 2 frames per second only: each processed frame stands for 0.5 s

@@ -94,3 +94,14 @@ def test_trails_follow_the_vehicles():
     colour = _bgr(sc.SPEED_COLOURS[2])
     behind = img[605:615, 330:460]  # the centre line where the car was, behind it
     assert (np.abs(behind.astype(int) - colour) <= 2).all(axis=2).any(axis=0).mean() > 0.8
+
+
+def test_speeds_carry_their_sigma_and_violators_follow_the_two_sigma_rule():
+    car = _car(5, 900, 500, 91.4, w=80, h=40)
+    car.speed_sigma_kmh, car.speed_flag = 4.2, "low_confidence_scale"  # a size-prior speed: counts with its sigma
+    assert label_text(car) == "#5 91+-4 km/h"
+    assert label_text(car, compact=True) == "#5 91+-4"
+    assert label_text(car, speed_limit_kmh=80) == "#5 91+-4 km/h !"  # 91.4 - 8.4 = 83 > 80
+    assert label_text(car, speed_limit_kmh=85) == "#5 91+-4 km/h"  # 83 < 85: not sure enough
+    img = FrameAnnotator(speed_limit_kmh=85, trails=False)(FrameResult(Frame(0, 0.0, _frame()), [car]))
+    assert (np.abs(img[510:530, 900].astype(int) - _bgr(sc.SPEED_COLOURS[sc.speed_class(91.4)])) <= 2).all()

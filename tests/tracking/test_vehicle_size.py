@@ -1,0 +1,152 @@
+"""The vehicle-size scale on drawn scenes whose true scale is known: nadir (one scale, from ~10 px cars) and oblique
+(scale varying with the image row, horizon above the frame)."""
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from tracking.config import CalibrationConfig, SpeedConfig
+from tracking.scale import GroundScale
+from tracking.types import ScaleSource
+from tracking.vehicle_size import measure_vehicle
+
+W, H, FPS = 1280, 720, 25.0
+
+
+_ROADS: list[np.ndarray] = []
+
+
+def _road(rng) -> np.ndarray:
+    """Asphalt with sensor noise (one of a few precomputed images: drawing noise for every frame is slow)."""
+    if not _ROADS:
+        g = np.random.default_rng(99)
+        _ROADS.extend(np.clip(g.normal(105, 4, (H, W, 3)), 0, 255).astype(np.uint8) for _ in range(3))
+    return _ROADS[int(rng.integers(3))].copy()
+
+
+def _draw(img, cx, cy, along_px, across_px, angle_deg, grey):
+    """A filled vehicle rectangle; returns its loose box (what a motion blob gives: 3 px wider on every side)."""
+    pts = cv2.boxPoints(((cx, cy), (along_px, across_px), angle_deg))
+    x1, y1 = pts.min(0)
+    x2, y2 = pts.max(0)
+    # exact pixel coverage: drawn 8x finer, then averaged (cv2.fillPoly alone adds about a pixel to each side)
+    a0, b0 = int(math.floor(x1)) - 1, int(math.floor(y1)) - 1
+    a1, b1 = int(math.ceil(x2)) + 2, int(math.ceil(y2)) + 2
+    if a0 < 0 or b0 < 0 or a1 > img.shape[1] or b1 > img.shape[0]:
+        return np.array([x1 - 3, y1 - 3, x2 + 3, y2 + 3], np.float32)
+    ss = 8
+    fine = np.zeros(((b1 - b0) * ss, (a1 - a0) * ss), np.uint8)
+    cv2.fillPoly(fine, [np.round((pts - [a0, b0]) * ss - 0.5).astype(np.int32)], 255)
+    cov = cv2.resize(fine, (a1 - a0, b1 - b0), interpolation=cv2.INTER_AREA).astype(np.float32)[..., None] / 255
+    win = img[b0:b1, a0:a1].astype(np.float32)
+    img[b0:b1, a0:a1] = np.round(win * (1 - cov) + grey * cov).astype(np.uint8)
+    return np.array([x1 - 3, y1 - 3, x2 + 3, y2 + 3], np.float32)
+
+
+def test_measure_vehicle_gives_length_and_width_along_travel():
+    img = _road(np.random.default_rng(0))
+    box = _draw(img, 200, 200, 30, 12, 30, 220)
+    m = measure_vehicle(img, box, np.array([math.cos(math.radians(30)), math.sin(math.radians(30))]))
+    assert m.along_px == pytest.approx(30, rel=0.1) and m.across_px == pytest.approx(12, rel=0.15)
+    assert measure_vehicle(_road(np.random.default_rng(1)), box, None) is None  # nothing stands out: no measure
+
+
+def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0, blur_px: float = 0.0,
+                shadow_m: float = 0.0):
+    """Cars (4.2-4.8 m x 1.75-1.85 m, bright and dark) driving in all directions at 50-100 km/h."""
+    rng = np.random.default_rng(seed)
+    cars = []
+    for i in range(16):
+        ang = float(rng.choice([0, 90, 180, 270]) + rng.uniform(-15, 15))
+        cars.append(dict(x=rng.uniform(200, W - 200), y=rng.uniform(150, H - 150), ang=ang,
+                         v=rng.uniform(50, 100) / 3.6 / mpp / FPS, L=rng.uniform(4.2, 4.8) / mpp,
+                         Wd=rng.uniform(1.75, 1.85) / mpp, grey=int(rng.choice([25, 210, 240]))))
+    for f in range(int(seconds * FPS)):
+        img = _road(rng)
+        boxes, ids = [], []
+        for i, c in enumerate(cars):
+            x = c["x"] + f * c["v"] * math.cos(math.radians(c["ang"]))
+            y = c["y"] + f * c["v"] * math.sin(math.radians(c["ang"]))
+            if shadow_m:  # the sun's shadow, offset to the lower right, darker than the road
+                _draw(img, x + shadow_m / mpp, y + shadow_m / mpp, c["L"], c["Wd"], c["ang"], 55)
+            boxes.append(_draw(img, x, y, c["L"], c["Wd"], c["ang"], c["grey"]))
+            ids.append(i + 1)
+        if blur_px:
+            img = cv2.GaussianBlur(img, (0, 0), blur_px)
+        gs.observe_vehicles(f / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
+                            np.zeros(len(ids), bool), None)
+
+
+@pytest.mark.parametrize("mpp, blur_px, shadow_m", [(0.43, 0.0, 0.0), (0.43, 1.0, 0.0), (0.2, 0.0, 0.0),
+                                                     (0.2, 0.0, 0.6)])
+def test_nadir_scale_from_cars_of_ten_pixels_and_up(mpp, blur_px, shadow_m):
+    """Cars ~10 px long (0.43 m/px, also blurred: a 4-px width doubles its variance) and ~22 px long, also with
+    sun shadows joined to them (the bright cars are measured without theirs)."""
+    gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
+    _feed_nadir(gs, mpp, blur_px=blur_px, shadow_m=shadow_m)
+    g = gs.frame(None, None)
+    assert g.source == ScaleSource.SIZE_PRIOR and not g.size_model.oblique
+    assert g.metres_per_pixel(W / 2, H / 2) == pytest.approx(mpp, rel=0.10)
+    # the uncertainty is stated and plausible: the systematic floor plus a little from 16 cars
+    assert 0.08 <= g.rel_sigma_at(W / 2, H / 2) <= 0.15
+    assert "nadir" in g.description and "vehicles" in g.description  # the bright ones: measured without shadow
+
+
+def test_calibration_and_telemetry_come_first():
+    gs = GroundScale(CalibrationConfig(metres_per_pixel=0.1), SpeedConfig(), W, H)
+    _feed_nadir(gs, 0.43, seconds=1.0)
+    assert gs.frame(None, None).source == ScaleSource.CALIBRATION
+    assert gs.frame(None, None).metres_per_pixel(0, 0) == pytest.approx(0.1)
+
+
+def test_zoom_between_segments_is_followed():
+    """The drone zooms in 2x after the vehicles were measured: the ego-motion chain carries the scale along."""
+    gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
+    _feed_nadir(gs, 0.4)
+    zoom = np.array([[0.5, 0, W / 4], [0, 0.5, H / 4], [0, 0, 1.0]])  # current pixel -> first-frame pixel
+    g = gs.frame(None, zoom)
+    assert g.metres_per_pixel(W / 2, H / 2) == pytest.approx(0.2, rel=0.10)
+
+
+def _oblique_truth(y: np.ndarray, a: float, y_h: float) -> np.ndarray:
+    return a * (y - y_h)  # lateral pixels per metre on a flat ground plane
+
+
+def test_oblique_view_scale_grows_with_distance():
+    """Lateral size linear in the row (horizon 400 px above the frame), vertical size foreshortened: the fitted
+    ground plane gives coarser metres per pixel towards the top, matching the truth in the lateral direction."""
+    a, y_h, f = 0.012, -400.0, W * 24 / 34.6
+    rng = np.random.default_rng(3)
+    gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
+    cars = []
+    for i in range(24):
+        y = rng.uniform(80, H - 60)
+        k = _oblique_truth(np.array(y), a, y_h)
+        cars.append(dict(x=rng.uniform(150, 300) if i % 2 else rng.uniform(W - 300, W - 150), y=y, k=float(k),
+                         dirn=1 if i % 2 else -1, v=rng.uniform(60, 100) / 3.6 * float(k) / FPS,
+                         grey=int(rng.choice([25, 220]))))
+    for fr in range(50):
+        img = _road(rng)
+        boxes, ids = [], []
+        for i, c in enumerate(cars):
+            x = c["x"] + c["dirn"] * fr * c["v"]
+            # driving across the view: length along image x (lateral), width foreshortened in y
+            vert = c["k"] ** 2 * (1 / math.hypot(a, (a * (H / 2 - y_h)) / f)) / f  # k^2 * height / f
+            boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(1.8 * vert, 2.0), 0, c["grey"]))
+            ids.append(i + 1)
+        gs.observe_vehicles(fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
+                            np.zeros(len(ids), bool), None)
+    g = gs.frame(None, None)
+    m = g.size_model
+    assert m.oblique and m.horizon_row == pytest.approx(y_h, abs=150)
+    tops = [g.metres_per_pixel(W / 2, y) for y in (100, 360, 650)]
+    assert tops[0] > tops[1] > tops[2]
+    # lateral metres per pixel (a step along the row) against the truth
+    for y in (150, 360, 650):
+        p = g.to_ground(np.array([[W / 2, y], [W / 2 + 1, y]]))
+        assert np.linalg.norm(p[1] - p[0]) == pytest.approx(1 / float(_oblique_truth(np.array(y), a, y_h)), rel=0.12)
+    # no speed above the horizon
+    assert not g.valid(np.array([[W / 2, y_h - 50]]), 1.0)[0] and g.valid(np.array([[W / 2, 500]]), 1.0)[0]

@@ -1,0 +1,397 @@
+"""Ground scale from the vehicles themselves, for clips with neither telemetry nor calibration.
+
+Every tracked vehicle is measured in the image itself, not by its box: detector boxes and motion blobs of vehicles
+10 px long are several pixels looser than the vehicle (blob dilation, shadow, quantisation), which at that size is
+a 40 % error. Around the track's box the pixels that differ from the local road surface (median and spread of a
+ring around the box) form the vehicle: the components whose centre lies inside the box, cut at half the vehicle's
+own contrast (where a blurred edge crosses the true one). Their second moments give extents (a bar of n pixels has
+variance (n^2 - 1) / 12): along the direction of travel the vehicle's length, across it its width. Shadows are
+always darker than the road, so a vehicle brighter than the road is measured by its bright pixels alone and, when
+there are enough of them, only such vehicles count. Compared with class priors (car 4.5 x 1.8 m, van, truck, bus)
+each vehicle gives pixels per metre, sqrt(k_length * k_width) so the length's motion smear and the width's blur meet
+in the middle; one vote per track, robust statistics over the tracks (median, MAD).
+
+Nadir view: one pixels-per-metre number. Oblique view: on a flat ground plane seen by a camera without roll, the
+lateral magnification (pixels per metre along image rows) is linear in the image row and zero at the horizon,
+k(y) = a (y - y_horizon). A robust line fit of each vehicle's lateral extent against its row gives a and the
+horizon; with an assumed focal length (24 mm-equivalent, the common drone lens) that is a full camera (height,
+pitch) and a ground homography, so the scale varies with position.
+
+Observations live in the image of an anchor frame (the first of the segment), carried there by the ego-motion
+chain, so a moving or zooming drone keeps its scale; when the view has changed too much from the anchor (zoom
+by more than 1.4x, or moved by more than a frame) a new segment starts on the current frame (the measurements are
+carried over), and only the last ``size_window_s`` seconds of vehicles count.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from tracking.config import SpeedConfig
+
+# (length, width) metres by class (VEHICLE_CLASSES order: car, truck, bus, van). European fleet means; a truck's
+# length (7-18 m) is too variable to measure anything by, so trucks count by their width only.
+CAR, TRUCK, BUS, VAN = 0, 1, 2, 3
+RING_PX = 2  # background ring around the measuring window
+MIN_CONTRAST = 14.0  # grey levels a vehicle pixel differs from the road at least
+# frames between two measurements of one track: neighbouring frames show nearly the same image, and once a track
+# has a few measurements more only cost time (~0.1-0.3 ms each; 50-100 vehicles in view)
+MEASURE_EVERY, MEASURE_EVERY_SETTLED, SETTLED_OBS = 3, 12, 10
+OBS_PER_TRACK = 40
+REFIT_EVERY = 5  # frames
+
+
+def class_sizes(cfg: SpeedConfig) -> dict[int, tuple[float | None, float]]:
+    return {CAR: (cfg.car_length_m, cfg.car_width_m), VAN: (5.2, 2.0), BUS: (12.0, 2.55), TRUCK: (None, 2.5)}
+
+
+@dataclass
+class VehicleMeasure:
+    """A vehicle's extent in pixels, from the second moments of its pixels."""
+
+    along_px: float  # along the direction given (travel), or the major axis
+    across_px: float
+    x_px: float  # extent along image rows (lateral in an oblique view)
+    area_px: int
+    bright: bool = True  # brighter than the road: measured without its shadow
+
+
+def _extent(var: float) -> float:
+    """Pixels of a uniform bar with this variance ((n^2 - 1) / 12)."""
+    return math.sqrt(12.0 * max(var, 0.0) + 1.0)
+
+
+def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | None) -> VehicleMeasure | None:
+    """Measure the vehicle inside ``box`` (xyxy, pixels) of a BGR or grey ``image``; ``direction``: unit vector of
+    travel in the image, or None (then the principal axes). None when no vehicle stands out from the road."""
+    h_img, w_img = image.shape[:2]
+    x1, y1, x2, y2 = (float(v) for v in box)
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    half = max(x2 - x1, y2 - y1) / 2 + 3  # a vehicle can be smaller than its box, never much larger
+    a0, b0 = int(round(cx - half)) - RING_PX, int(round(cy - half)) - RING_PX
+    a1, b1 = int(round(cx + half)) + RING_PX + 1, int(round(cy + half)) + RING_PX + 1
+    if a0 < 0 or b0 < 0 or a1 > w_img or b1 > h_img or a1 - a0 < 8:
+        return None  # cut by the frame edge: the extent would be wrong
+    patch = image[b0:b1, a0:a1]
+    if patch.ndim == 3:
+        patch = cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY)
+    patch = patch.astype(np.float32)
+    r = RING_PX
+    ring = np.concatenate([patch[:r].ravel(), patch[-r:].ravel(), patch[r:-r, :r].ravel(), patch[r:-r, -r:].ravel()])
+    bg = float(np.median(ring))
+    spread = 1.4826 * float(np.median(np.abs(ring - bg)))
+    fg = (np.abs(patch - bg) > max(3.0 * spread, MIN_CONTRAST)).astype(np.uint8)
+    fg[:r], fg[-r:], fg[:, :r], fg[:, -r:] = 0, 0, 0, 0
+    n, labels, stats, centroids = cv2.connectedComponentsWithStats(fg, connectivity=8)
+    if n < 2:
+        return None
+    # the vehicle: every component whose centre lies inside the box (a large vehicle seen close up falls apart
+    # into roof, windows, bonnet at this threshold); road marks and neighbours reach into the ring instead
+    inside = [k for k in range(1, n) if stats[k, 4] >= 2
+              and x1 - a0 <= centroids[k][0] <= x2 - a0 and y1 - b0 <= centroids[k][1] <= y2 - b0]
+    if not inside or sum(stats[k, 4] for k in inside) < 4:
+        return None
+    # The vehicle's outline at half its contrast: a blurred edge crosses half contrast where the true edge is, so
+    # blur (which at 4-px widths would add a pixel or two) and faint shadow fringes drop out. Pixels of the grown
+    # component at or above half of the vehicle's typical contrast; a mask whose pixel centres lie inside an
+    # n-pixel bar has variance (n^2 - 1) / 12.
+    comp = np.isin(labels, inside)
+    region = cv2.dilate(comp.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    region &= (labels == 0) | comp
+    signed = patch - bg
+    # Shadows are always darker than the road, and at nadir a vehicle's own shadow joins it on one side. A vehicle
+    # mostly brighter than the road is measured by its bright pixels alone (holes such as its windows closed), which
+    # leaves the shadow out; a dark vehicle cannot be told from its shadow and is marked so.
+    bright = float((signed[comp] > 0).mean()) >= 0.5
+    contrast = signed if bright else -signed
+    level = max(0.5 * float(np.percentile(contrast[comp], 90)), 2.0 * spread, 0.5 * MIN_CONTRAST)
+    mask = (region & (contrast >= level)).astype(np.uint8)
+    if bright:
+        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8)) & region.astype(np.uint8)
+    ys, xs = np.nonzero(mask)
+    if len(xs) < 3:
+        return None
+    pts = np.column_stack([xs, ys]).astype(np.float64)
+    pts -= pts.mean(0)
+    cov = pts.T @ pts / len(pts)
+    if direction is None:
+        evals, evecs = np.linalg.eigh(cov)
+        u = evecs[:, 1]
+    else:
+        u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
+    v = np.array([-u[1], u[0]])
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright)
+
+
+@dataclass
+class SizeModel:
+    """Pixels per metre of the anchor image from vehicle sizes: k(y) = alpha + beta * y (beta = 0: nadir, one
+    number), with its uncertainty."""
+
+    alpha: float
+    beta: float
+    focal_px: float
+    cx: float
+    cy: float
+    rel_sigma: float  # 1-sigma relative error of the scale at the image centre
+    n_tracks: int
+    segment: int
+    cov: np.ndarray | None = None  # covariance of (alpha, beta) of the oblique fit
+    systematic: float = 0.0
+
+    @property
+    def oblique(self) -> bool:
+        return self.beta > 0
+
+    @property
+    def horizon_row(self) -> float | None:
+        return -self.alpha / self.beta if self.beta > 0 else None
+
+    def k(self, y: float) -> float:
+        return self.alpha + self.beta * y
+
+    def rel_sigma_at(self, y: float) -> float:
+        if self.cov is None:
+            return self.rel_sigma
+        J = np.array([1.0, y])
+        k = max(self.k(y), 1e-9)
+        return float(math.hypot(math.sqrt(max(J @ self.cov @ J, 0.0)) / k, self.systematic))
+
+    def image_to_ground(self) -> np.ndarray:
+        """Homography anchor image -> ground metres (x right, y away from the camera / image up)."""
+        if not self.oblique:
+            s = 1.0 / self.alpha
+            return np.array([[s, 0, -s * self.cx], [0, -s, s * self.cy], [0, 0, 1.0]])
+        # k(y) = cos(pitch) / h * (y - y_h), y_h = cy - f tan(pitch): solve for the camera's pitch and height
+        f, a, b = self.focal_px, self.alpha, self.beta
+        pitch = math.atan2(a + b * self.cy, b * f)  # depression of the optical axis
+        height = 1.0 / math.hypot(b, (a + b * self.cy) / f)
+        cp, sp = math.cos(pitch), math.sin(pitch)
+        # ground (X right, Y forward, 1) -> image, camera at (0, 0, height) looking forward and down
+        G = np.array([[f, self.cx * cp, self.cx * height * sp],
+                      [0.0, self.cy * cp - f * sp, height * (self.cy * sp + f * cp)],
+                      [0.0, cp, height * sp]])
+        return np.linalg.inv(G)
+
+
+class _Track:
+    __slots__ = ("path", "obs", "detector_obs", "last_measured", "cls")
+
+    def __init__(self) -> None:
+        self.path: deque = deque()  # (t, x, y) centre in anchor pixels
+        self.obs: deque = deque(maxlen=OBS_PER_TRACK)  # (t, x, y, k_lw, k_x, bright): anchor pixels, pixels per metre
+        self.detector_obs = 0
+        self.last_measured = -10**9
+        self.cls: dict[int, int] = {}
+
+
+def _zoom(H: np.ndarray, x: float, y: float) -> float:
+    """Local linear magnification of homography H at (x, y)."""
+    p = np.array([x, y, 1.0])
+    w = H[2] @ p
+    J = (H[:2, :2] * w - np.outer(H[:2] @ p, H[2, :2])) / (w * w)
+    return math.sqrt(abs(np.linalg.det(J)))
+
+
+def _apply(H: np.ndarray, x: float, y: float) -> tuple[float, float]:
+    p = H @ np.array([x, y, 1.0])
+    return float(p[0] / p[2]), float(p[1] / p[2])
+
+
+class VehicleSizeScale:
+    """Collects vehicle measurements frame by frame and fits the :class:`SizeModel` of the current segment."""
+
+    def __init__(self, cfg: SpeedConfig, width: int, height: int):
+        self.cfg = cfg
+        self.width, self.height = width, height
+        self.sizes = class_sizes(cfg)
+        self.focal_px = max(width, height) * cfg.assumed_focal_equiv_mm / 34.6  # 35 mm-equivalent, long side
+        self._tracks: dict[int, _Track] = {}
+        self._H_anchor_to_first = np.eye(3)
+        self._frames = 0
+        self._model: SizeModel | None = None
+        self._dirty = False
+        self.segment = 0
+
+    # -- anchor / segments ---------------------------------------------------------------------------------
+    def _cur_to_anchor(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
+        if H_cur_to_first is None:
+            return np.eye(3)
+        return np.linalg.inv(self._H_anchor_to_first) @ H_cur_to_first
+
+    def _maybe_new_segment(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
+        """Start a new segment on the current frame when the view has moved far from the anchor."""
+        H = self._cur_to_anchor(H_cur_to_first)
+        cx, cy = self.width / 2, self.height / 2
+        z = _zoom(H, cx, cy)
+        mx, my = _apply(H, cx, cy)
+        if 0.7 <= z <= 1.4 and math.hypot(mx - cx, my - cy) <= max(self.width, self.height):
+            return H
+        Hinv = np.linalg.inv(H)  # old anchor -> current (= new anchor)
+        for tr in self._tracks.values():
+            tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
+            moved = deque(maxlen=OBS_PER_TRACK)
+            for t, x, ya, k_lw, k_x, bright in tr.obs:
+                zz = _zoom(Hinv, x, ya)
+                nx, ny = _apply(Hinv, x, ya)
+                moved.append((t, nx, ny, None if k_lw is None else k_lw * zz, None if k_x is None else k_x * zz,
+                              bright))
+            tr.obs = moved
+        self._H_anchor_to_first = H_cur_to_first.copy()
+        self.segment += 1
+        self._dirty = True
+        return np.eye(3)
+
+    # -- observations ---------------------------------------------------------------------------------------
+    def observe(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray, class_ids: np.ndarray,
+                from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+        self._frames += 1
+        H = self._maybe_new_segment(H_cur_to_first)
+        Hinv = np.linalg.inv(H)
+        keep_s = self.cfg.size_window_s
+        for box, tid, cls, det in zip(boxes, track_ids, class_ids, from_detector):
+            tid = int(tid)
+            tr = self._tracks.setdefault(tid, _Track())
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            ax, ay = _apply(H, cx, cy)
+            tr.path.append((t, ax, ay))
+            while tr.path and t - tr.path[0][0] > 1.5:
+                tr.path.popleft()
+            if det:
+                tr.detector_obs += 1
+                tr.cls[int(cls)] = tr.cls.get(int(cls), 0) + 1
+            if self._frames - tr.last_measured < (MEASURE_EVERY if len(tr.obs) < SETTLED_OBS else MEASURE_EVERY_SETTLED):
+                continue
+            tr.last_measured = self._frames
+            direction = self._direction(tr, box, Hinv)
+            m = measure_vehicle(image, box, direction)
+            if m is None:
+                continue
+            length_m, width_m = self.sizes[self._class_of(tr)]
+            z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
+            k_lw = k_x = None
+            if direction is not None:
+                # moving: along travel = length, across = width; both, so their biases (motion smear lengthens,
+                # blur widens) meet in the middle: k = sqrt(k_length * k_width)
+                k_w = m.across_px / width_m
+                k_lw = math.sqrt(m.along_px / length_m * k_w) if length_m else k_w
+                c, s = abs(direction[0]), abs(direction[1])
+                if length_m or s > 0.95:  # lateral extent expected of a rectangle seen at this angle
+                    lat_m = math.hypot((length_m or 0.0) * c, width_m * s)
+                    k_x = m.x_px / lat_m
+            elif length_m:
+                k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
+            if k_lw is None and k_x is None:
+                continue
+            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, m.bright))
+            self._dirty = True
+        for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
+            del self._tracks[tid]
+
+    def _class_of(self, tr: _Track) -> int:
+        """The detector's class when it saw the vehicle; a motion blob alone counts as a car (most traffic)."""
+        if tr.detector_obs >= 3 and tr.cls:
+            return max(tr.cls, key=tr.cls.get)
+        return CAR
+
+    @staticmethod
+    def _direction(tr: _Track, box: np.ndarray, H_anchor_to_cur: np.ndarray) -> np.ndarray | None:
+        """Unit vector of travel in the current image, or None for a vehicle that is not clearly moving."""
+        t1, x1, y1 = tr.path[-1]
+        older = [p for p in tr.path if t1 - p[0] >= 0.3]
+        if not older:
+            return None
+        _, x0, y0 = older[-1] if t1 - older[-1][0] >= 0.5 else older[0]
+        d_anchor = np.array([x1 - x0, y1 - y0])
+        long_side = max(float(box[2] - box[0]), float(box[3] - box[1]))
+        if np.linalg.norm(d_anchor) < max(2.0, 0.4 * long_side):
+            return None
+        a = np.array(_apply(H_anchor_to_cur, x1, y1))
+        b = np.array(_apply(H_anchor_to_cur, x1 - d_anchor[0], y1 - d_anchor[1]))
+        d = a - b
+        n = np.linalg.norm(d)
+        return d / n if n > 0 else None
+
+    # -- the model -------------------------------------------------------------------------------------------
+    def model(self, t: float | None = None) -> SizeModel | None:
+        if self._dirty and (self._model is None or self._frames % REFIT_EVERY == 0):
+            self._model = self._fit(t)
+            self._dirty = False
+        return self._model
+
+    def anchor_to_first(self) -> np.ndarray:
+        return self._H_anchor_to_first
+
+    def _per_track(self, t: float | None):
+        rows = []
+        window = self.cfg.size_window_s
+        for tr in self._tracks.values():
+            obs = [o for o in tr.obs if t is None or t - o[0] <= window]
+            if len(obs) < 3:
+                continue
+            k_lw = [o[3] for o in obs if o[3] is not None]
+            k_x = [o[4] for o in obs if o[4] is not None]
+            rows.append((float(np.median([o[2] for o in obs])),
+                         float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
+                         float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
+                         float(np.mean([o[5] for o in obs]) >= 0.5)))
+        per = np.array(rows, np.float64).reshape(-1, 4)
+        # vehicles brighter than the road are measured without their shadows: they alone count when there are
+        # enough of them
+        bright = per[:, 3] > 0
+        if (bright & np.isfinite(per[:, 1])).sum() >= self.cfg.size_min_tracks:
+            per = per[bright]
+        return per
+
+    def _fit(self, t: float | None) -> SizeModel | None:
+        cfg = self.cfg
+        per = self._per_track(t)
+        k_lw = per[np.isfinite(per[:, 1]), 1] if len(per) else np.zeros(0)
+        if len(k_lw) < cfg.size_min_tracks:
+            return None
+        cx, cy = self.width / 2, self.height / 2
+        sys_rel = cfg.size_systematic_rel
+        oblique = self._fit_oblique(per)
+        if oblique is not None:
+            alpha, beta, cov = oblique
+            m = SizeModel(alpha, beta, self.focal_px, cx, cy, 0.0, len(per), self.segment, cov,
+                          math.hypot(sys_rel, cfg.size_focal_rel))
+            m.rel_sigma = m.rel_sigma_at(cy)
+            return m
+        k = float(np.median(k_lw))
+        mad = 1.4826 * float(np.median(np.abs(k_lw - k)))
+        se = 1.25 * mad / math.sqrt(len(k_lw))  # standard error of a median
+        return SizeModel(k, 0.0, self.focal_px, cx, cy, math.hypot(se / k, sys_rel), len(k_lw), self.segment)
+
+    def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
+        """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""
+        ok = np.isfinite(per[:, 2]) if len(per) else np.zeros(0, bool)
+        if ok.sum() < max(8, self.cfg.size_min_tracks):
+            return None
+        y, k = per[ok, 0], per[ok, 2]
+        w = np.ones_like(y)
+        A = np.column_stack([np.ones_like(y), y])
+        for _ in range(10):  # Huber IRLS
+            W = np.sqrt(w)
+            coef, *_ = np.linalg.lstsq(A * W[:, None], k * W, rcond=None)
+            r = k - A @ coef
+            s = max(1.4826 * float(np.median(np.abs(r))), 1e-9)
+            w = np.minimum(1.0, 1.5 * s / np.maximum(np.abs(r), 1e-12))
+        dof = max(len(y) - 2, 1)
+        sigma2 = float((w * r**2).sum() / dof)
+        cov = sigma2 * np.linalg.pinv(A.T @ (A * w[:, None]))
+        alpha, beta = float(coef[0]), float(coef[1])
+        se_beta = math.sqrt(max(cov[1, 1], 0.0))
+        k_mid = alpha + beta * self.height / 2
+        if beta <= 0 or k_mid <= 0 or beta < 3.0 * se_beta:
+            return None
+        if beta * self.height / k_mid < self.cfg.size_min_perspective:
+            return None  # the scale changes too little across the frame to be told from noise: nadir
+        y_h = -alpha / beta
+        if y_h > 0.25 * self.height:
+            return None  # the horizon low in the frame: not a plausible drone view (or vehicles on several levels)
+        return alpha, beta, cov
