@@ -136,9 +136,9 @@ class Pipeline:
             if cfg.motion.promote_moving_fraction is not None and len(dets):
                 # a weak detection that moves against the compensated background is more likely a vehicle than a
                 # weak detection of static clutter: let it start a track like a confident one
-                t = cfg.tracker
-                weak = (dets.score >= t.track_low_thresh) & (dets.score < t.new_track_thresh)
-                dets.score[weak & (moving_fraction >= cfg.motion.promote_moving_fraction)] = t.new_track_thresh
+                trk = cfg.tracker
+                weak = (dets.score >= trk.track_low_thresh) & (dets.score < trk.new_track_thresh)
+                dets.score[weak & (moving_fraction >= cfg.motion.promote_moving_fraction)] = trk.new_track_thresh
         dets = self._filter_boxes(dets, road, ground, moving_fraction)
         if field is not None:
             if cfg.motion.add_missed:
