@@ -26,7 +26,17 @@ def run_row(run: ProcessingRun) -> dict:
             "flight_id": run.flight_id, "video_id": run.video_id, "error": run.error,
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "tracks": (s.get("counts") or {}).get("tracks"), "violations": s.get("violations")}
+            "tracks": (s.get("counts") or {}).get("tracks"), "violations": s.get("violations"),
+            "completeness": run.completeness or "complete", "losses": run.losses_json or []}
+
+
+def loss_text(loss: dict) -> str:
+    """One lost stretch of a damaged input, for the run page ("video frames 123-177 (4.9-7.0 s): reason")."""
+    t = loss.get("t_s") or [None, None]
+    span = f"{t[0]:.1f}-{t[1]:.1f} s" if None not in t else "?"
+    frames = loss.get("frames")
+    where = f"frames {frames[0]}-{frames[1]} ({span})" if frames else span
+    return f"{loss.get('input', 'input')} {where}: {loss.get('reason', 'lost')}"
 
 
 def _runs_query(request: Request):
@@ -51,7 +61,7 @@ def service_jobs(request: Request, db: Session) -> list | None:
     svc = getattr(request.app.state, "ctx", None)
     if svc is None or not hasattr(svc, "jobs"):
         return None
-    from edge.service.models import JobRow
+    from db.service_models import JobRow
 
     return list(db.scalars(select(JobRow).order_by(JobRow.id.desc()).limit(PAGE_SIZE)))
 
@@ -116,7 +126,7 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     histogram = charts.speed_histogram([(stats["mode"], stats["moving_speeds"])]) if stats["moving_speeds"] else None
     return render(request, "run.html", user, run=run, row=run_row(run), stats=stats, violations=violations,
                   tracks=tracks, video=video, other=counterpart(db, run), histogram=histogram, has_video=has_video,
-                  formats=exports.RUN_FORMATS)
+                  formats=exports.RUN_FORMATS, losses=[loss_text(x) for x in run.losses_json or []])
 
 
 @router.get("/runs/{run_id}/compare", name="run_compare")

@@ -24,7 +24,7 @@ from edge.service.auth import Principal, SessionSigner
 from edge.service.ingest import StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
-from edge.service.models import StreamRow, create_service_tables
+from edge.service.models import StreamRow
 from edge.service.uploads import UploadStore
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
 from tracking.config import PipelineConfig
@@ -114,12 +114,8 @@ class ServiceContext:
         from db.migrate import require_current
 
         try:
+            # The service's own tables are in the Alembic history too (db/service_models.py)
             (ensure_schema if self.config.auto_migrate else require_current)(self.database_url)
-            engine = make_db_engine(self.database_url)
-            try:
-                create_service_tables(engine)
-            finally:
-                engine.dispose()
         except ValueError:
             raise
         except Exception as exc:  # cannot connect, no permission...: one line naming the database
