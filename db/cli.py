@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from edge.commands.errors import user_errors
+from edge.commands.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, user_errors
 
 
 def _connection_errors(url: str | None):
@@ -64,7 +64,7 @@ def cli_import_log(
         raise ValueError("--flight takes exactly one log file")
     with _connection_errors(database_url):
         ensure_schema(database_url)
-    failed = 0
+    failed = incomplete = 0
     for path in files:
         try:
             with _connection_errors(database_url):
@@ -78,8 +78,14 @@ def cli_import_log(
             typer.echo(f"{path}: flight {result.flight_id}, {result.samples} samples, {result.status}")
         else:
             typer.echo(f"{path}: already imported as flight {result.flight_id} (same checksum), nothing added")
+        if result.status.startswith("partial"):  # damaged log: imported up to the damage, never silently
+            typer.echo(f"airpatrol: warning: {path}: log INCOMPLETE, only the samples before the damage were "
+                       f"imported ({result.status.removeprefix('partial: ')})", err=True)
+            incomplete += 1
     if failed:
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USER_ERROR)
+    if incomplete:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @user_errors
