@@ -21,7 +21,7 @@ class DashboardContext:
     sessions: sessionmaker[Session]
     templates: Jinja2Templates
     data_dir: Path
-    throttle: object = field(default=None)  # dashboard.auth.LoginThrottle, one per app
+    throttle: object = field(default=None)  # db.throttle.LoginThrottle (state in the database)
 
     def url(self, path: str = "/") -> str:
         return self.settings.prefix.rstrip("/") + path

@@ -17,7 +17,8 @@ from pathlib import Path
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.engine import default_data_dir, make_db_engine
+from db.engine import default_data_dir, make_db_engine, session_factory
+from db.throttle import LoginThrottle
 from db.models import User, utcnow
 from edge.config import AirPatrolSettings
 from edge.service.auth import Principal, SessionSigner
@@ -95,6 +96,7 @@ class ServiceContext:
         self._prepare_database()
         self.sessions = service_sessions(self.database_url)
         self.signer = SessionSigner(_secret(self.data_dir, cfg.secret_key), cfg.session_ttl_s)
+        self.throttle = LoginThrottle(session_factory(self.database_url))  # failed logins, shared via the database
         self.metrics = ServiceMetrics()
         self.uploads = UploadStore(self.data_dir / "uploads", cfg, self.metrics)
         self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts)

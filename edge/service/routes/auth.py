@@ -1,26 +1,34 @@
 """Login sessions, the caller, and the admin's user/device/token management."""
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 
-from db.crud import authenticate_user, create_device, create_user, get_device, issue_device_token
+from db.crud import create_device, create_user, get_device, issue_device_token
 from db.validation import DbValidationError
-from edge.service.auth import SESSION_COOKIE
-from edge.service.deps import Admin, ContextDep, Reader, SessionDep
+from edge.service.auth import SESSION_COOKIE, LoginThrottled, check_password
+from edge.service.deps import Admin, ContextDep, Reader, SessionDep, client_address
 from edge.service.schemas import DeviceIn, DeviceTokenOut, LoginIn, PrincipalOut, TokenOut, UserIn
 
 router = APIRouter(prefix="/api", tags=["auth"])
 
 
 @router.post("/auth/login", response_model=TokenOut)
-def login(body: LoginIn, response: Response, ctx: ContextDep, session: SessionDep):
-    """A session token for a user (also set as an HttpOnly SameSite=Strict cookie for the dashboard's pages)."""
-    user = authenticate_user(session, body.username, body.password)
+def login(body: LoginIn, request: Request, response: Response, ctx: ContextDep, session: SessionDep):
+    """A session token for a user (also set as an HttpOnly SameSite=Strict cookie for the dashboard's pages).
+
+    Failed logins are throttled per client address and per account (429 with Retry-After; db/throttle.py)."""
+    try:
+        user = check_password(session, ctx.throttle, client_address(request), body.username.strip(), body.password)
+    except LoginThrottled as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc),
+                            headers={"Retry-After": str(exc.retry_after_s)}) from None
     if user is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong username or password")
     token = ctx.signer.issue(user)
+    # Secure whenever the request came over TLS (behind a proxy: uvicorn --proxy-headers); a field laptop on plain
+    # HTTP still works.
     response.set_cookie(SESSION_COOKIE, token, max_age=ctx.signer.ttl_s, httponly=True, samesite="strict",
-                        secure=False)  # behind TLS the proxy should add Secure; plain HTTP on a field laptop otherwise
+                        secure=request.url.scheme == "https")
     return TokenOut(access_token=token, role=user.role, expires_in=ctx.signer.ttl_s)
 
 
