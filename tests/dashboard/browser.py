@@ -39,6 +39,7 @@ def chromium(width: int = 1400, height: int = 900):
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
                  f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages (CSP violations) for tests
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     try:
