@@ -102,3 +102,38 @@ def cli_db_upgrade(
     with _connection_errors(database_url):
         rev = upgrade(database_url, revision)
     typer.echo(f"{make_url(resolve(database_url)).render_as_string(hide_password=True)}: schema at revision {rev}")
+
+
+@user_errors
+def cli_db_backup(
+    file: Annotated[Path, typer.Argument(help="backup file to write (SQLite: a database file; MariaDB: SQL, .gz to compress)")],
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+) -> None:
+    """Back up the whole database (consistent while the service runs; MariaDB via mariadb-dump)."""
+    from db.backup import backup
+
+    with _connection_errors(database_url):
+        path = backup(database_url, file)
+    typer.echo(f"{path}: backup written ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+@user_errors
+def cli_db_restore(
+    file: Annotated[Path, typer.Argument(help="a file written by `airpatrol db backup`")],
+    yes: Annotated[bool, typer.Option("--yes", help="confirm: everything now in the database is replaced")] = False,
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+) -> None:
+    """Replace the database's whole content by a backup (stop the service first), then bring it to the current schema."""
+    from sqlalchemy.engine import make_url
+
+    from db.backup import restore
+    from db.engine import database_url as resolve
+    from db.migrate import upgrade
+
+    shown = make_url(resolve(database_url)).render_as_string(hide_password=True)
+    if not yes:
+        raise ValueError(f"restoring {file} replaces everything in {shown}; add --yes to confirm")
+    with _connection_errors(database_url):
+        restore(database_url, file)
+        rev = upgrade(database_url)
+    typer.echo(f"{shown}: restored from {file}, schema at revision {rev}")
