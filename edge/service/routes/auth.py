@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
 
+from db.audit import audit
 from db.crud import create_device, create_user, get_device, issue_device_token
 from db.validation import DbValidationError
 from edge.service.auth import SESSION_COOKIE, LoginThrottled, check_password
@@ -43,9 +44,11 @@ def me(who: Reader):
 
 
 @router.post("/users", response_model=PrincipalOut, status_code=201)
-def add_user(body: UserIn, _: Admin, session: SessionDep):
+def add_user(body: UserIn, who: Admin, request: Request, session: SessionDep):
     try:
         user = create_user(session, body.username, body.password, role=body.role)
+        audit(session, who.label, "user.create", f"user:{user.username}", client_address(request), via="api",
+              role=user.role)
         session.commit()
     except DbValidationError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
@@ -53,9 +56,11 @@ def add_user(body: UserIn, _: Admin, session: SessionDep):
 
 
 @router.post("/devices", response_model=PrincipalOut, status_code=201)
-def add_device(body: DeviceIn, _: Admin, session: SessionDep):
+def add_device(body: DeviceIn, who: Admin, request: Request, session: SessionDep):
     try:
         device = create_device(session, body.serial, kind=body.kind, name=body.name, model=body.model)
+        audit(session, who.label, "device.create", f"device:{device.serial}", client_address(request), via="api",
+              kind=device.kind)
         session.commit()
     except DbValidationError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
@@ -63,11 +68,12 @@ def add_device(body: DeviceIn, _: Admin, session: SessionDep):
 
 
 @router.post("/devices/{serial}/tokens", response_model=DeviceTokenOut, status_code=201)
-def add_device_token(serial: str, _: Admin, session: SessionDep):
+def add_device_token(serial: str, who: Admin, request: Request, session: SessionDep):
     """A new API token for the device; the response is the only time it is shown."""
     device = get_device(session, serial)
     if device is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"device {serial[:64]!r} not found")
     token = issue_device_token(session, device, label="issued via API")
+    audit(session, who.label, "device.token_issue", f"device:{device.serial}", client_address(request), via="api")
     session.commit()
     return DeviceTokenOut(device_id=device.id, serial=device.serial, token=token)

@@ -8,8 +8,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
 from starlette.requests import ClientDisconnect
 
+from db.audit import audit
 from edge.service.auth import Principal
-from edge.service.deps import Accepting, ContextDep, Reader, SessionDep, Writer
+from edge.service.deps import Accepting, ContextDep, Reader, SessionDep, Writer, client_address
 from edge.service.models import UploadRow
 from edge.service.routes.jobs import job_out
 from edge.service.schemas import CompleteIn, CompleteOut, UploadIn, UploadOut
@@ -104,7 +105,9 @@ def complete_upload(upload_id: str, body: CompleteIn, who: Writer, ctx: Acceptin
 
 
 @router.delete("/{upload_id}", status_code=204)
-def discard_upload(upload_id: str, who: Writer, ctx: ContextDep, session: SessionDep):
+def discard_upload(upload_id: str, who: Writer, request: Request, ctx: ContextDep, session: SessionDep):
     row = _own(ctx.uploads, session, upload_id, who)
     ctx.uploads.discard(session, row)
+    audit(session, who.label, "upload.delete", f"upload:{upload_id}", client_address(request), via="api",
+          filename=row.filename)
     session.commit()

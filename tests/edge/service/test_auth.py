@@ -111,3 +111,18 @@ def test_login_and_basic_are_throttled_per_address_and_the_admin_still_gets_in(c
     assert "secure" not in r.headers["set-cookie"].lower()  # plain HTTP
     assert r.headers["x-content-type-options"] == "nosniff" and "frame-ancestors 'none'" in r.headers[
         "content-security-policy"]
+
+
+def test_api_admin_actions_are_audited(client):
+    admin = client.creds["admin"]
+    assert client.post("/api/devices", headers=admin, json={"serial": "AUD-API-1"}).status_code == 201
+    token = client.post("/api/devices/AUD-API-1/tokens", headers=admin).json()["token"]
+    assert client.post("/api/users", headers=admin, json={"username": "auditee", "password": "password123"}).status_code == 201
+    from db.audit import recent
+
+    with client.app.state.ctx.sessions() as s:
+        entries = [(e.actor, e.action, e.target, (e.detail or {}).get("via")) for e in reversed(recent(s))]
+    assert entries[-3:] == [("user:admin", "device.create", "device:AUD-API-1", "api"),
+                            ("user:admin", "device.token_issue", "device:AUD-API-1", "api"),
+                            ("user:admin", "user.create", "user:auditee", "api")]
+    assert all(token not in str(e) for e in entries)
