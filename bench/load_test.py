@@ -43,7 +43,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, folder: Path, job_workers: int):
+    def __init__(self, folder: Path, job_workers: int, log: Path | None = None):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = folder / "airpatrol.yaml"
@@ -56,7 +56,8 @@ class Server:
                "AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW}
         self.proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port",
                                       str(self.port), "--log-level", "warning"], env=env, cwd=folder,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=open(log, "w") if log else subprocess.DEVNULL)  # noqa: SIM115
         self.rss_max = 0
         self._stop = threading.Event()
         deadline = time.monotonic() + 180
@@ -176,32 +177,55 @@ def upload_round(srv: Server, device: dict, n: int) -> dict:
 
 
 def viewers(srv: Server, n: int, seconds: float) -> dict:
+    """``n`` logged-in browsers reading the runs list, its JSON, the map and the device list as fast as answered.
+    The logins (Argon2 hashing, ~0.5 s of CPU each) happen first and are timed on their own."""
     tally = Tally()
+    clients = [httpx.Client(base_url=srv.base, timeout=TIMEOUT) for _ in range(n)]
+
+    def login(c):
+        page = c.get("/dashboard/login")
+        token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+        try:
+            r = c.post("/dashboard/login", data={"username": "admin", "password": ADMIN_PW, "csrf_token": token,
+                                                 "next": ""})
+        except httpx.TimeoutException:
+            return "hung"
+        if r.status_code >= 400:
+            print("login", r.status_code, r.text[:300].replace("\n", " "), file=sys.stderr)
+        return r.status_code
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(n) as pool:
+        logins = list(pool.map(login, clients))
+    login_s = time.perf_counter() - t0
     stop = time.monotonic() + seconds
 
-    def viewer(_):
-        with httpx.Client(base_url=srv.base, timeout=TIMEOUT) as c:
-            page = c.get("/dashboard/login")
-            token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
-            c.post("/dashboard/login", data={"username": "admin", "password": ADMIN_PW, "csrf_token": token, "next": ""})
-            paths = ["/dashboard/runs", "/dashboard/api/runs", "/dashboard/map", "/dashboard/api/devices"]
-            i = 0
-            while time.monotonic() < stop:
-                t0 = time.perf_counter()
-                try:
-                    r = c.get(paths[i % len(paths)])
-                    tally.add(str(r.status_code), time.perf_counter() - t0)
-                except httpx.TimeoutException:
-                    tally.add("hung")
-                except httpx.TransportError as exc:
-                    tally.add(type(exc).__name__)
-                i += 1
+    def viewer(c):
+        paths = ["/dashboard/runs", "/dashboard/api/runs", "/dashboard/map", "/dashboard/api/devices"]
+        i = 0
+        while time.monotonic() < stop:
+            t1 = time.perf_counter()
+            try:
+                r = c.get(paths[i % len(paths)])
+                tally.add(str(r.status_code), time.perf_counter() - t1)
+            except httpx.TimeoutException:
+                tally.add("hung")
+            except httpx.TransportError as exc:
+                tally.add(type(exc).__name__)
+            i += 1
 
     with cf.ThreadPoolExecutor(n) as pool:
-        list(pool.map(viewer, range(n)))
+        list(pool.map(viewer, clients))
+    for c in clients:
+        c.close()
     requests = sum(tally.codes.values())
-    return {"viewers": n, "requests": requests, "per_s": round(requests / seconds, 1), "p50_ms": round(tally.pct(0.5)),
-            "p95_ms": round(tally.pct(0.95)), "bad_answers": tally.bad(), "codes": tally.codes, "rss_max_mb": round(srv.rss_max)}
+    login_codes: dict[str, int] = {}
+    for code in logins:
+        login_codes[str(code)] = login_codes.get(str(code), 0) + 1
+    return {"viewers": n, "logins": login_codes, "logins_s": round(login_s, 1),
+            "requests": requests, "per_s": round(requests / seconds, 1), "p50_ms": round(tally.pct(0.5)),
+            "p95_ms": round(tally.pct(0.95)), "bad_answers": tally.bad(), "codes": tally.codes,
+            "rss_max_mb": round(srv.rss_max)}
 
 
 def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
@@ -246,16 +270,17 @@ def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--uploads", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--uploads", type=int, nargs="*", default=[1, 4, 16], help="concurrent uploads per round (none: skip)")
     ap.add_argument("--viewers", type=int, default=50)
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--job-workers", type=int, default=1)
+    ap.add_argument("--server-log", type=Path, help="write the server's log (JSON lines) here")
     args = ap.parse_args()
     if not CLIP.is_file():
         raise SystemExit(f"{CLIP}: the real clip is needed (set AIRPATROL_SHARED)")
     with tempfile.TemporaryDirectory() as tmp:
-        srv = Server(Path(tmp), args.job_workers)
+        srv = Server(Path(tmp), args.job_workers, args.server_log)
         try:
             device = setup_device(srv)
             print(f"server up, RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB")

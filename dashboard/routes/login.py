@@ -41,8 +41,9 @@ def login_submit(request: Request, username: str = Form(""), password: str = For
                           error=f"too many failed logins; try again in {math.ceil(wait)} s")
         response.headers["Retry-After"] = str(math.ceil(wait))
         return response
-    user = authenticate_user(db, username, password) if username and password else None
-    db.commit()  # end this request's write transaction (SQLite: its lock): the throttle writes on its own connection
+    # the request's write transaction (SQLite: its lock) ends before the slow hash and the throttle's own writes
+    user = authenticate_user(db, username, password, end_transaction=True) if username and password else None
+    db.commit()
     if user is None:
         throttle.failed(client, username)
         return render(request, "login.html", None, status_code=401, next=next, error="wrong user name or password")

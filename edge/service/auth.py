@@ -43,9 +43,10 @@ def check_password(session: Session, throttle, client: str, username: str, passw
         wait = throttle.wait_s(client, username)
         if wait > 0:
             raise LoginThrottled(wait)
-    user = authenticate_user(session, username, password) if username and password else None
+    # the caller's transaction (SQLite: its write lock) ends before the slow hash and the throttle's own writes
+    user = authenticate_user(session, username, password, end_transaction=True) if username and password else None
+    session.commit()
     if throttle is not None:
-        session.commit()  # end the caller's transaction (SQLite: its write lock) before the throttle writes
         (throttle.failed if user is None else throttle.succeeded)(client, username)
     return user
 
