@@ -63,7 +63,7 @@ def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
     return out
 
 
-def start_server(workdir: Path, detector: str, queue_frames: int) -> tuple[subprocess.Popen, str]:
+def start_server(workdir: Path, detector: str, queue_frames: int, service_extra: dict | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     pipeline = {"device": "cpu", "road": {"enabled": False}}
     service = {"bootstrap_admin": ADMIN[0], "bootstrap_admin_password": ADMIN[1], "job_workers": 0,
@@ -74,6 +74,7 @@ def start_server(workdir: Path, detector: str, queue_frames: int) -> tuple[subpr
         pipeline["detector"] = {"weights": str(COCO)}
     else:
         service["pipeline_factory"] = "stream_bench:fake_pipeline"
+    service.update(service_extra or {})
     cfg = workdir / "serve.yaml"
     cfg.write_text(yaml.safe_dump({"database_url": f"sqlite:///{workdir / 'bench.db'}", "data_dir": str(workdir / "data"),
                                    "pipeline": pipeline, "service": service}))

@@ -5,6 +5,7 @@ the plotly package, our own CSS/JS): the pages work with no internet. The base m
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -97,6 +98,14 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
     c = DashboardContext(settings=s, sessions=sessions, templates=make_templates(prefix), data_dir=data_dir,
                          throttle=LoginThrottle(sessions))
     app.state.airpatrol_dashboard = c
+    if s.basemap_file:
+        from dashboard.basemap import BasemapError, open_basemap
+
+        try:
+            c.basemap = open_basemap(s.basemap_file)
+        except BasemapError as exc:  # the dashboard still works, on the online tiles or a plain background
+            c.basemap_error = str(exc)
+            logging.getLogger(__name__).warning("offline base map not used: %s", exc)
     app.add_middleware(TLSAwareSessionMiddleware, secret_key=resolve_secret_key(s), session_cookie=SESSION_COOKIE,
                        max_age=s.session_max_age_s, path=prefix or "/", same_site="lax", https_only=s.https_only)
     app.add_middleware(SecurityHeadersMiddleware, csp=content_security_policy(s.tile_url))

@@ -14,10 +14,19 @@ def _go():
 
 
 def speed_profile(times: list[float], speeds: list[float | None], title: str | None = None,
-                  limit_kmh: float | None = None) -> str:
+                  limit_kmh: float | None = None, sigmas: list[float | None] | None = None) -> str:
+    """Speed over video time; with ``sigmas`` a shaded band of speed ± σ (the measurement's own uncertainty)."""
     go = _go()
-    fig = go.Figure(go.Scatter(x=times, y=speeds, mode="lines+markers", marker=dict(size=3), name="speed",
-                               connectgaps=False))
+    fig = go.Figure()
+    if sigmas is not None and any(s is not None and v is not None for s, v in zip(sigmas, speeds)):
+        lo = [None if v is None or s is None else max(0.0, v - s) for v, s in zip(speeds, sigmas)]
+        hi = [None if v is None or s is None else v + s for v, s in zip(speeds, sigmas)]
+        fig.add_trace(go.Scatter(x=times, y=hi, mode="lines", line=dict(width=0), showlegend=False,
+                                 hoverinfo="skip", connectgaps=False))
+        fig.add_trace(go.Scatter(x=times, y=lo, mode="lines", line=dict(width=0), fill="tonexty",
+                                 fillcolor="rgba(11,114,133,0.2)", name="± σ", hoverinfo="skip", connectgaps=False))
+    fig.add_trace(go.Scatter(x=times, y=speeds, mode="lines+markers", marker=dict(size=3), name="speed",
+                             line=dict(color="#0b7285"), connectgaps=False))
     if limit_kmh:
         fig.add_hline(y=limit_kmh, line=dict(color="#c0392b", dash="dash"), annotation_text=f"limit {limit_kmh:g} km/h")
     fig.update_layout(title=title, xaxis_title="video time (s)", yaxis_title="speed (km/h)",
@@ -41,11 +50,16 @@ def flight_telemetry(times: list[float], altitude: list, speed_kmh: list, batter
     return fig.to_json()
 
 
-def speed_histogram(groups: list[tuple[str, list[float]]], title: str = "median speed of moving vehicles") -> str:
+def speed_histogram(groups: list[tuple[str, list[float]]], title: str = "median speed of moving vehicles",
+                    limit_kmh: float | None = None) -> str:
     go = _go()
     fig = go.Figure()
     for label, values in groups:
         fig.add_trace(go.Histogram(x=values, name=f"{label} (n={len(values)})", opacity=0.65,
                                    xbins=dict(size=5), bingroup=1))
+    if limit_kmh:
+        over = sum(v > limit_kmh for _, values in groups for v in values)
+        fig.add_vline(x=limit_kmh, line=dict(color="#c0392b", dash="dash", width=2),
+                      annotation_text=f"limit {limit_kmh:g} km/h ({over} above)", annotation_position="top right")
     fig.update_layout(title=title, barmode="overlay", xaxis_title="km/h", yaxis_title="vehicles", **_LAYOUT)
     return fig.to_json()

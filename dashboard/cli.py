@@ -50,14 +50,23 @@ def cli_import_run(
     database_url: Annotated[Optional[str], typer.Option(
         help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    no_orthophoto: Annotated[bool, typer.Option("--no-orthophoto", help="do not project the video onto the ground for the map")] = False,
 ) -> None:
     """Store a processed run in the database so the dashboard shows it (map, runs, exports)."""
     from db.cli import _connection_errors, ensure_schema
     from dashboard.run_import import import_run_dir
+    from dashboard.vehicles import MIN_VEHICLE_S
 
     with _connection_errors(database_url):
         ensure_schema(database_url)
         result = import_run_dir(run_dir, database_url, flight_id=flight, device_serial=device,
-                                speed_limit_kmh=speed_limit, task_round_id=task_round, progress=not quiet)
-    typer.echo(f"{run_dir}: run {result.run_id}, {result.tracks} tracks, {result.violations} violations"
-               + (f", flight {result.flight_id}" if result.flight_id else ""))
+                                speed_limit_kmh=speed_limit, task_round_id=task_round, progress=not quiet,
+                                orthophoto=not no_orthophoto)
+    typer.echo(f"{run_dir}: run {result.run_id}, {result.tracks} vehicles, {result.violations} violations"
+               + (f", flight {result.flight_id}" if result.flight_id else "")
+               + (f" ({result.fragments} track fragments shorter than {MIN_VEHICLE_S:g} s not counted)"
+                  if result.fragments else ""))
+    if result.orthophoto:
+        typer.echo(f"{run_dir}: {result.orthophoto}")
+    if result.violations:
+        typer.echo(f"{run_dir}: {result.snapshots} violation snapshots in {run_dir / 'evidence'}")

@@ -22,6 +22,8 @@ class DashboardContext:
     templates: Jinja2Templates
     data_dir: Path
     throttle: object = field(default=None)  # db.throttle.LoginThrottle (state in the database)
+    basemap: object = field(default=None)  # dashboard.basemap.Basemap when basemap_file opened
+    basemap_error: str | None = None  # why the configured basemap_file is not used
 
     def url(self, path: str = "/") -> str:
         return self.settings.prefix.rstrip("/") + path
@@ -33,6 +35,13 @@ def make_templates(prefix: str) -> Jinja2Templates:
     env.globals["u"] = lambda path="/": prefix.rstrip("/") + path
     env.filters["dt"] = lambda v: "" if v is None else v.strftime("%Y-%m-%d %H:%M:%S")
     env.filters["num"] = lambda v, nd=1: "" if v is None else f"{v:.{nd}f}"
+    from dashboard.labels import flight_label, run_label
+    from tracking import speed_classes as sc
+
+    env.globals.update(flight_label=flight_label, run_label=run_label)
+
+    env.globals["speed_palette"] = {"edges": list(sc.SPEED_EDGES_KMH), "colours": list(sc.SPEED_COLOURS),
+                                    "unknown": sc.UNKNOWN_COLOUR, "violation": sc.VIOLATION_COLOUR}
     return templates
 
 
@@ -71,5 +80,15 @@ def render(request: Request, template: str, user, status_code: int = 200, **valu
     c = ctx(request)
     messages = request.session.pop("ap_flash", []) if "ap_flash" in request.session else []
     values.update(request=request, user=user, csrf_token=csrf_token(request), messages=messages,
-                  settings=c.settings, prefix=c.settings.prefix.rstrip("/"))
+                  settings=c.settings, prefix=c.settings.prefix.rstrip("/"), basemaps=base_maps(c))
     return c.templates.TemplateResponse(request, template, values, status_code=status_code)
+
+
+def base_maps(c: DashboardContext) -> dict:
+    """What the pages' maps may lay under the data: the offline basemap, the online tiles, and why a basemap failed."""
+    prefix = c.settings.prefix.rstrip("/")
+    s = c.settings
+    return {"offline": c.basemap.config(prefix + "/basemap/{z}/{x}/{y}") if c.basemap is not None else None,
+            "online": {"url": s.tile_url, "attribution": s.tile_attribution, "max_zoom": s.tile_max_zoom}
+            if s.tile_url else None,
+            "error": c.basemap_error}

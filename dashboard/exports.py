@@ -1,5 +1,8 @@
 """Downloads: a flight's log as CSV / GeoJSON / KML / GPX, a run's tracks as CSV / GeoJSON / KML / MOTChallenge.
 
+A run's CSV, GeoJSON and KML hold its counted vehicles (:mod:`dashboard.vehicles`), the same ones every page counts;
+the MOTChallenge file is the tracker's raw output (every track id), as evaluation tools expect.
+
 KML is written with simplekml and GPX with gpxpy (the field's usual libraries); CSV and GeoJSON with the standard
 library. Large per-frame tables are streamed in chunks instead of being built in memory.
 """
@@ -15,12 +18,15 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from dashboard.vehicles import counted
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
-RUN_FORMATS = ("csv", "geojson", "kml", "mot")
+RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip", "counts")
+RUN_FORMAT_LABELS = {"csv": "CSV (per frame)", "geojson": "GeoJSON", "kml": "KML", "mot": "MOTChallenge",
+                     "zip": "violations + snapshots (ZIP)", "counts": "counts (CSV)"}
 MEDIA_TYPES = {"csv": "text/csv", "geojson": "application/geo+json", "kml": "application/vnd.google-earth.kml+xml",
-               "gpx": "application/gpx+xml", "mot": "text/plain"}
+               "gpx": "application/gpx+xml", "mot": "text/plain", "zip": "application/zip"}
 SAMPLE_COLUMNS = ["t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg",
                   "gimbal_yaw_deg", "gimbal_roll_deg", "ground_speed_ms", "vertical_speed_ms", "battery_pct",
                   "focal_len_mm", "frame_cnt"]
@@ -110,15 +116,15 @@ def run_csv(db: Session, run: ProcessingRun) -> Iterator[str]:
     yield _csv_line(RUN_CSV_COLUMNS)
     q = (select(TrackRow.track_no, TrackRow.class_name, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh,
                 TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon)
-         .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id)
+         .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id, counted())
          .order_by(TrackSpeed.frame, TrackRow.track_no).execution_options(yield_per=5000))
     for row in db.execute(q):
         yield _csv_line(row)
 
 
 def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
-    tracks = [t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id).order_by(TrackRow.track_no))
-              if t.path_geojson]
+    tracks = [t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted())
+                                    .order_by(TrackRow.track_no)) if t.path_geojson]
     if not tracks:
         raise ExportUnavailable(f"run {run.id} has no georeferenced tracks")
     return tracks
@@ -172,3 +178,34 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     if path is None or not path.is_file():
         raise ExportUnavailable(f"run {run.id}: no tracks_mot.txt (the run's output folder is unknown or was removed)")
     return path
+
+
+VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot"]
+
+
+def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
+    """``violations.csv`` (with each violation's time as the evidence supports it) and the snapshots it names."""
+    import zipfile
+
+    from dashboard.evidence import snapshot_name, snapshot_path
+    from dashboard.labels import violation_time
+    from db.models import Violation
+
+    flight = db.get(Flight, run.flight_id) if run.flight_id else None
+    folder = run_output_dir(run, db)
+    rows = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+                      .join(TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id)
+                      .order_by(Violation.t_s)).all()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        lines = [_csv_line(VIOLATION_COLUMNS)]
+        for v, track_no, cls in rows:
+            snap = snapshot_path(folder, track_no)
+            if snap is not None:
+                z.write(snap, f"snapshots/{snapshot_name(track_no)}")
+            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), v.limit_kmh, round(v.t_s, 2),
+                                    violation_time(v.occurred_at, v.t_s, flight and flight.clock,
+                                                   flight and flight.start_time),
+                                    v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else ""]))
+        z.writestr("violations.csv", "".join(lines))
+    return buf.getvalue()

@@ -14,7 +14,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from edge.sinks.files import MIN_TRACK_FRAMES
+from dashboard.evidence import snapshot_path
+from dashboard.exports import run_output_dir
+from dashboard.labels import flight_label, run_label, violation_time
+from dashboard.orthophoto import read_orthophoto
+from dashboard.vehicles import counted, vehicle_counts
 from db.models import (
     Device, Flight, ProcessingRun, Task, TaskRound, TelemetrySampleRow, TrackRow, TrackSpeed, Video, Violation,
     as_naive_utc, utcnow,
@@ -77,7 +81,8 @@ def flight_track_features(db: Session, flights: list[Flight], max_points: int = 
         geom = {"type": "LineString", "coordinates": coords} if len(coords) > 1 else {"type": "Point", "coordinates": coords[0]}
         features.append({"type": "Feature", "geometry": geom, "properties": {
             "flight_id": fl.id, "device": fl.device.serial if fl.device else None, "status": fl.status,
-            "start_time": fl.start_time.isoformat() if fl.start_time else None, "samples": fl.sample_count}})
+            "start_time": fl.start_time.isoformat(sep=" ", timespec="seconds") if fl.start_time else None,
+            "clock": fl.clock, "label": flight_label(fl), "samples": fl.sample_count}})
     return features
 
 
@@ -105,7 +110,7 @@ def drone_states(db: Session, live_stale_s: float = 60.0, now: datetime | None =
                 seen = last.time_utc or (fl.start_time + timedelta(seconds=last.t_s) if fl.start_time else seen)
             state["battery_pct"] = battery
             if seen is not None:
-                state["last_seen"] = seen.isoformat()
+                state["last_seen"] = seen.isoformat(sep=" ", timespec="seconds")
                 state["live"] = fl.clock == "utc" and 0 <= (now - seen).total_seconds() <= live_stale_s
         out.append(state)
     return out
@@ -142,11 +147,6 @@ def select_runs(db: Session, f: MapFilter, limit: int = 10, include_baseline: bo
     return list(db.scalars(q.order_by(ProcessingRun.id.desc()).limit(limit)))
 
 
-def long_enough():
-    """Tracks seen over fewer frames are noise; the pipeline's own files (tracks_summary.csv, GeoJSON) leave them out."""
-    return TrackRow.last_frame - TrackRow.first_frame >= MIN_TRACK_FRAMES - 1
-
-
 def _frame_step(db: Session, run: ProcessingRun, spacing_s: float) -> int:
     fps = db.scalar(select(Video.fps).where(Video.id == run.video_id)) if run.video_id else None
     return max(1, round((fps or 25.0) * spacing_s))
@@ -157,14 +157,14 @@ def trajectory_features(db: Session, runs: list[ProcessingRun], spacing_s: float
     features = []
     for run in runs:
         step = _frame_step(db, run, spacing_s)
-        tracks = {t.id: t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, long_enough()))}
+        tracks = {t.id: t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted()))}
         if not tracks:
             continue
         rows = db.execute(
             select(TrackSpeed.track_id, TrackSpeed.t_s, TrackSpeed.lon, TrackSpeed.lat, TrackSpeed.speed_kmh,
                    TrackSpeed.flag)
             .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
-            .where(TrackRow.run_id == run.id, long_enough(), TrackSpeed.lat.is_not(None), TrackSpeed.lon.is_not(None),
+            .where(TrackRow.run_id == run.id, counted(), TrackSpeed.lat.is_not(None), TrackSpeed.lon.is_not(None),
                    or_(TrackSpeed.frame % step == 0, TrackSpeed.frame == TrackRow.first_frame,
                        TrackSpeed.frame == TrackRow.last_frame))
             .order_by(TrackSpeed.track_id, TrackSpeed.frame)).all()
@@ -188,7 +188,7 @@ def trajectory_features(db: Session, runs: list[ProcessingRun], spacing_s: float
 
 # -- violations ----------------------------------------------------------------------------------------------------
 def select_violations(db: Session, f: MapFilter, run_ids: list[int] | None = None, limit: int = 2000) -> list:
-    q = (select(Violation, TrackRow.track_no, TrackRow.class_name)
+    q = (select(Violation, TrackRow.track_no, TrackRow.class_name, Flight.clock, Flight.start_time)
          .join(ProcessingRun, ProcessingRun.id == Violation.run_id)
          .join(TrackRow, TrackRow.id == Violation.track_id)
          .outerjoin(Flight, Flight.id == ProcessingRun.flight_id)
@@ -210,13 +210,14 @@ def select_violations(db: Session, f: MapFilter, run_ids: list[int] | None = Non
 
 def violation_features(rows: list) -> list[dict]:
     out = []
-    for v, track_no, class_name in rows:
+    for v, track_no, class_name, clock, flight_start in rows:
         if v.lat is None or v.lon is None:
             continue
         out.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": [v.lon, v.lat]}, "properties": {
             "violation_id": v.id, "run_id": v.run_id, "track_id": v.track_id, "track_no": track_no,
             "class": class_name, "speed_kmh": round(v.speed_kmh, 1), "limit_kmh": v.limit_kmh,
-            "occurred_at": v.occurred_at.isoformat() if v.occurred_at else None,
+            "t_s": round(v.t_s, 2), "when": violation_time(v.occurred_at, v.t_s, clock, flight_start),
+            "occurred_at": v.occurred_at.isoformat(timespec="seconds") if v.occurred_at and flight_start else None,
             "time_is_estimate": v.time_is_estimate}})
     return out
 
@@ -235,19 +236,113 @@ def task_area_features(db: Session, task_id: int | None) -> list[dict]:
     return out
 
 
+def _walk_coords(geometry: dict):
+    """Every [lon, lat] position of a GeoJSON geometry."""
+    coords = geometry.get("coordinates")
+    if geometry.get("type") == "GeometryCollection":
+        for g in geometry.get("geometries", []):
+            yield from _walk_coords(g)
+        return
+
+    def walk(c):
+        if c and isinstance(c[0], (int, float)):
+            yield c
+        else:
+            for part in c or []:
+                yield from walk(part)
+
+    yield from walk(coords)
+
+
+def features_bounds(features: list[dict]) -> list[list[float]] | None:
+    """[[south, west], [north, east]] (Leaflet order) around the features, None when they have no position."""
+    lats, lons = [], []
+    for feat in features:
+        for lon, lat, *_ in _walk_coords(feat["geometry"]):
+            lats.append(lat)
+            lons.append(lon)
+    if not lats:
+        return None
+    return [[min(lats), min(lons)], [max(lats), max(lons)]]
+
+
+def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: list[Flight]) -> dict:
+    """Where the map opens: the selection, not everything in the database.
+
+    A run filter shows that run's vehicles (else its flight); a flight filter the flight and its runs; other filters
+    everything they selected; no filter the newest run with positions (else the newest flight, else the drones).
+    """
+    traj, viol = layers["trajectories"]["features"], layers["violations"]["features"]
+    fl, drones, tasks = layers["flights"]["features"], layers["drones"]["features"], layers["tasks"]["features"]
+
+    def of_runs(ids):
+        return [x for x in traj + viol if x["properties"]["run_id"] in ids]
+
+    candidates: list[tuple[str, list[dict]]] = []
+    if f.run_id is not None:
+        candidates = [(f"run {f.run_id}", of_runs({f.run_id})), (f"the flight of run {f.run_id}", fl)]
+    elif f.flight_id is not None:
+        candidates = [(f"flight {f.flight_id}", fl + of_runs({r.id for r in runs}))]
+    elif any(v is not None for v in (f.task_id, f.device_id, f.start, f.end)):
+        candidates = [("the selection", traj + viol + fl + (tasks if f.task_id is not None else [])),
+                      ("the selection", drones if f.device_id is not None else [])]
+    else:
+        positioned = [r for r in runs if of_runs({r.id})]
+        if positioned:
+            candidates.append((f"the latest run ({run_label(positioned[0])})", of_runs({positioned[0].id})))
+        if flights:
+            candidates.append(("the latest flight", [x for x in fl if x["properties"]["flight_id"] == flights[0].id]))
+        candidates += [("all flights", fl), ("the drones", drones), ("task areas", tasks)]
+    for what, feats in candidates:
+        bounds = features_bounds(feats)
+        if bounds is not None:
+            return {"bounds": bounds, "what": what}
+    if f.run_id is not None:
+        return {"bounds": None, "what": f"run {f.run_id}, which has no map positions (no telemetry or georeferenced "
+                                        "calibration)"}
+    return {"bounds": None, "what": "nothing with a map position"}
+
+
+def run_imagery(db: Session, runs: list[ProcessingRun]) -> list[dict]:
+    """Orthophotos of the runs (their video projected to the ground), as image overlays with lon/lat bounds."""
+    out = []
+    for r in runs:
+        meta = read_orthophoto(run_output_dir(r, db))
+        if meta is not None:
+            out.append({"run_id": r.id, "bounds": meta["bounds"], "metres_per_pixel": meta.get("metres_per_pixel"),
+                        "frames": len(meta.get("frames", []))})
+    return out
+
+
 def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: float = 60.0) -> dict:
-    flights = select_flights(db, f)
     runs = select_runs(db, f, limit=max_runs)
+    if f.run_id is not None and f.flight_id is None:
+        # a run's map shows that run's flight, not every flight in the database
+        flights = [db.get(Flight, runs[0].flight_id)] if runs and runs[0].flight_id else []
+    else:
+        flights = select_flights(db, f)
     drones = drone_states(db, live_stale_s)
     if f.device_id is not None:
         drones = [d for d in drones if d["device_id"] == f.device_id]
-    return {
+    counts = vehicle_counts(db, [r.id for r in runs])
+    layers = {
         "flights": feature_collection(flight_track_features(db, flights)),
         "drones": feature_collection(drone_features(drones)),
         "trajectories": feature_collection(trajectory_features(db, runs)),
         "violations": feature_collection(violation_features(
-            select_violations(db, f, run_ids=[f.run_id] if f.run_id is not None else None))),
+            select_violations(db, f, run_ids=[r.id for r in runs]))),
         "tasks": feature_collection(task_area_features(db, f.task_id)),
-        "runs": [{"run_id": r.id, "flight_id": r.flight_id, "baseline": r.baseline,
-                  "finished_at": r.finished_at.isoformat() if r.finished_at else None} for r in runs],
+        "runs": [{"run_id": r.id, "flight_id": r.flight_id, "baseline": r.baseline, "label": run_label(r),
+                  "vehicles": counts.get(r.id, 0),
+                  "finished_at": r.finished_at.isoformat(timespec="seconds") if r.finished_at else None}
+                 for r in runs],
     }
+    layers["imagery"] = run_imagery(db, runs)
+    labels = {r["run_id"]: r["label"] for r in layers["runs"]}
+    folders = {r.id: run_output_dir(r, db) for r in runs}
+    for v in layers["violations"]["features"]:
+        p = v["properties"]
+        p["run_label"] = labels.get(p["run_id"])
+        p["snapshot"] = snapshot_path(folders.get(p["run_id"]), p["track_no"]) is not None
+    layers["view"] = map_view(f, layers, runs, flights)
+    return layers

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
+from dashboard.evidence import Wanted
 from db.models import ProcessingRun, TrackRow, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
 from vision.types import VEHICLE_CLASSES, Frame
@@ -36,8 +39,11 @@ class ImportedRun:
     run_id: int
     flight_id: int | None
     video_id: int | None
-    tracks: int
+    tracks: int  # counted vehicles (dashboard.vehicles), the number every page shows
     violations: int
+    fragments: int = 0  # track ids left out as too short to be a vehicle
+    orthophoto: str | None = None  # what became of the run's orthophoto (made, or why not)
+    snapshots: int = 0  # violation snapshots written into the run folder (dashboard.evidence)
 
 
 def _maker(target) -> sessionmaker:
@@ -139,12 +145,13 @@ def _import_flight(maker: sessionmaker, log_path: Path, device_serial: str | Non
 def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = None, *,
                    import_telemetry: bool = True, device_serial: str | None = None,
                    speed_limit_kmh: float | None = None, task_round_id: int | None = None,
-                   progress: bool = False) -> ImportedRun:
+                   progress: bool = False, orthophoto: bool = True) -> ImportedRun:
     """Store the results of a processed run folder; returns the new run's ids and counts.
 
     ``target``: an Engine, a sessionmaker, a database URL, None (the configured database) or a Session (its
     pending changes are committed first: the sink writes through its own connections).
     ``speed_limit_kmh`` (or the task of ``task_round_id``) turns speeds above it into violations.
+    ``orthophoto``: also project the run's video onto the ground (``dashboard.orthophoto``) unless the folder has one.
     """
     from db.sink import DatabaseSink
 
@@ -177,8 +184,41 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     except BaseException as exc:
         sink.abort(exc)
         raise
+    from dashboard.vehicles import track_counts
+
+    ortho_note = _orthophoto(run_dir) if orthophoto else None
     with maker() as s:
         run = s.get(ProcessingRun, sink.run_id)
-        n_tracks = s.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id))
-        n_viol = s.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id))
-        return ImportedRun(run.id, flight_id, run.video_id, n_tracks or 0, n_viol or 0)
+        vehicles, all_tracks = track_counts(s, run.id)
+        wanted = [Wanted(no, t) for no, t in s.execute(select(TrackRow.track_no, Violation.t_s).join(
+            TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id))]
+        snapshots = _snapshots(run_dir, wanted, fps)
+        return ImportedRun(run.id, flight_id, run.video_id, vehicles, len(wanted), all_tracks - vehicles, ortho_note,
+                           snapshots)
+
+
+def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
+    """Evidence images of the violations; a run whose video is unreadable is still imported without them."""
+    from dashboard.evidence import make_snapshots
+
+    try:
+        return len(make_snapshots(run_dir, wanted, fps))
+    except (OSError, ValueError, cv2.error) as exc:  # av errors are OSError / ValueError subclasses
+        logging.getLogger(__name__).warning("%s: no violation snapshots (%s: %s)", run_dir, type(exc).__name__,
+                                            str(exc).splitlines()[0][:200])
+        return 0
+
+
+def _orthophoto(run_dir: Path) -> str:
+    """Make the run's orthophoto when it has none; a run without one is still imported (the note says why)."""
+    from dashboard.orthophoto import OrthophotoError, make_orthophoto, read_orthophoto
+
+    if (meta := read_orthophoto(run_dir)) is not None:
+        return f"orthophoto kept ({len(meta.get('frames', []))} frames)"
+    try:
+        o = make_orthophoto(run_dir)
+    except OrthophotoError as exc:
+        return f"no orthophoto: {exc}"
+    except (OSError, cv2.error) as exc:
+        return f"no orthophoto: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return f"orthophoto of {o.frames} frames at {o.metres_per_pixel:.2f} m/px"

@@ -28,6 +28,9 @@ class DashboardSettings(BaseSettings):
                           "none: data layers on a plain background (works offline)")
     tile_attribution: str = "&copy; OpenStreetMap contributors"
     tile_max_zoom: int = Field(19, ge=1, le=24)
+    basemap_file: Path | None = Field(
+        None, description="offline base map: a raster PMTiles or MBTiles file of the region, served by the app "
+                          "(preferred over tile_url; both are offered in the map's layer switcher)")
     max_upload_mb: int = Field(4096, ge=1, description="largest accepted upload (flight log or video)")
     live_stale_s: float = Field(60.0, gt=0, description="a drone seen within this many seconds counts as live")
     map_max_runs: int = Field(10, ge=1, le=200, description="most processed runs drawn on the map at once")

@@ -16,7 +16,7 @@ from db.models import MYSQL_TABLE, Base, utcnow
 
 JOB_STATUSES = ("queued", "running", "complete", "failed", "cancelled")
 UPLOAD_STATUSES = ("receiving", "complete", "rejected")
-STREAM_KINDS = ("pull", "push")
+STREAM_KINDS = ("pull", "push", "publish")  # publish: an RTMP publisher via the relay
 
 
 class StreamRow(Base):
@@ -25,7 +25,7 @@ class StreamRow(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
-    kind: Mapped[str] = mapped_column(String(8))  # pull | push
+    kind: Mapped[str] = mapped_column(String(8))  # pull | push | publish
     url: Mapped[str | None] = mapped_column(String(2048))  # may hold credentials: never shown unredacted
     device_id: Mapped[int | None] = mapped_column(Integer, index=True)
     speed_limit_kmh: Mapped[float | None] = mapped_column(Float)

@@ -208,13 +208,15 @@ class DatabaseSink:
         return self.speed_limit_kmh or task.speed_limit_kmh, task.id
 
     def _event_clock(self, s: Session, run: ProcessingRun):
-        """(time of video t=0, is it an estimate): the flight's UTC clock when known, else the best there is."""
+        """(time of video t=0, is it an estimate): the flight's clock when known (an estimate unless UTC), else None."""
         flight = s.get(Flight, self.flight_id) if self.flight_id else None
         video = s.get(Video, self.video_id) if self.video_id is not None else None
         offset = (video.time_offset_s or 0.0) if video is not None else 0.0
         if flight is not None and flight.start_time is not None:
             return flight.start_time + timedelta(seconds=offset), flight.clock != "utc"
-        return run.started_at, True
+        # no flight log, no wall clock: the time is the video time t_s alone (never the processing time, which
+        # would be false evidence of when the vehicle drove by)
+        return None, True
 
     def _violations(self, s: Session) -> int:
         limit, task_id = self._limit_and_task(s)

@@ -5,6 +5,7 @@ import typer
 
 from edge.batch.cli import cli_batch
 from edge.commands import demo as demo_cmd
+from edge.commands.client import cli_stream, cli_upload
 from edge.commands.config_show import cli_config
 from edge.commands import process as process_cmd
 from edge.service.cli import cli_serve
@@ -28,6 +29,8 @@ app.command("demo")(demo_cmd.cli_demo)
 app.command("batch")(cli_batch)
 app.command("serve")(cli_serve)
 app.command("config")(cli_config)
+app.command("upload")(cli_upload)
+app.command("stream")(cli_stream)
 app.command("import-log")(db_cli.cli_import_log)
 app.command("synth")(cli_synth)
 app.command("eval")(cli_eval)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from edge.service.config import ServiceConfig
@@ -40,6 +40,9 @@ class AirPatrolSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     service: ServiceConfig = ServiceConfig()
+    # Ground-station client (`airpatrol upload` / `airpatrol stream`); env AIRPATROL_SERVER_URL, AIRPATROL_DEVICE_TOKEN.
+    server_url: str | None = Field(None, description="edge service the client commands talk to (http://host:8000)")
+    device_token: SecretStr | None = Field(None, description="this device's API token (apt_...); shown masked")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):

@@ -64,6 +64,7 @@ def process_video(
     progress: bool = True,
     max_frames: int | None = None,
     batch_size: int = 1,
+    speed_limit_kmh: float | None = None,
 ) -> RunOutcome:
     """Run ``config``'s pipeline over ``video``; files in ``out_dir``. ``batch_size`` > 1 detects that many frames
     per model call (edge/batch/batched.py: same results, faster on a GPU); frames are decoded in a thread."""
@@ -83,7 +84,7 @@ def process_video(
         with rundir as tmp:
             sinks: list[Sink] = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
             if write_video:
-                sinks.append(AnnotatedVideoSink(tmp))
+                sinks.append(AnnotatedVideoSink(tmp, speed_limit_kmh=speed_limit_kmh))
             sinks += extra_sinks or []
             opened: list[Sink] = []
             try:
@@ -147,6 +148,7 @@ def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sin
         "counts": {
             "frames": stats["frames"],
             "tracks": summ.counts["tracks"] if summ else stats["tracks"],
+            "vehicles": summ.counts["vehicles"] if summ else None,  # dashboard/vehicles.py: what every page counts
             "moving_tracks": summ.counts["moving"] if summ else None,
             "stationary_tracks": summ.counts["stationary"] if summ else None,
         },

@@ -9,10 +9,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from vision.motion_gate import MotionGateConfig
+
 
 class DetectorConfig(BaseModel):
     weights: str | None = Field(None, description="YOLO weights (.pt, .onnx, ...); default: the shipped AirPatrol detector")
-    conf: float = Field(0.25, ge=0.0, le=1.0, description="minimum detection confidence")
+    conf: float = Field(0.1, ge=0.0, le=1.0, description="minimum detection confidence (0.1: Ultralytics' default for "
+                                                         "tracking; ByteTrack drops boxes below its track_low_thresh "
+                                                         "0.1 anyway, and uses 0.1-0.25 to extend tracks)")
     iou: float = Field(0.5, ge=0.0, le=1.0, description="NMS IoU threshold")
     imgsz: int = Field(640, ge=32, description="detector input size")
     tiling: Literal["auto", "on", "off"] = Field(
@@ -64,6 +68,11 @@ class MotionConfig(BaseModel):
     visible_blob_score: float = Field(
         0.2, gt=0, le=1, description="confidence of a moving blob on an already tracked vehicle the detector could "
                                      "see: below ByteTrack's track_high_thresh, so it only extends that track")
+    promote_moving_fraction: float | None = Field(
+        None, ge=0, le=1, description="a detector box scored in ByteTrack's low band (track_low..new_track) whose "
+                                      "pixels move at least this much may start a track (off: None)")
+    gate: MotionGateConfig = Field(MotionGateConfig(), description="a blob counts only after consistent motion over "
+                                                                   "several frames (vision/motion_gate.py)")
 
 
 class TrackerConfig(BaseModel):

@@ -22,6 +22,9 @@ class EgoMotion:
     inliers: int
     tracked: int
     ok: bool
+    # Registration noise (full-resolution px): 90th percentile of the inlier features' distance from where H puts
+    # them. What a static point can appear to move per frame after compensation; the motion layer gates on it.
+    residual_px: float = 0.0
 
     @staticmethod
     def identity() -> "EgoMotion":
@@ -75,7 +78,10 @@ class EgoMotionEstimator:
             return EgoMotion(np.eye(3), n_inl, len(p0), False)
         S = np.diag([self._scale, self._scale, 1.0])
         H = np.linalg.inv(S) @ H_small @ S
-        return EgoMotion(H / H[2, 2], n_inl, len(p0), True)
+        inl = inl.reshape(-1).astype(bool)
+        proj = cv2.perspectiveTransform(p0[inl].reshape(-1, 1, 2).astype(np.float64), H_small).reshape(-1, 2)
+        residual = float(np.percentile(np.linalg.norm(proj - p1[inl], axis=1), 90)) / self._scale
+        return EgoMotion(H / H[2, 2], n_inl, len(p0), True, residual)
 
 
 def warp_boxes(H: np.ndarray, xyxy: np.ndarray) -> np.ndarray:

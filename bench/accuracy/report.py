@@ -249,7 +249,7 @@ def render_markdown(results: dict, plots: list[str] | None = None) -> str:
 
 
 def write_report(results: dict, out_dir: Path, with_plots: bool = True) -> dict[str, Path]:
-    """docs-style output: accuracy.md, accuracy.json and img/accuracy_*.png in ``out_dir``."""
+    """docs-style output: accuracy_synthetic.md, accuracy_synthetic.json and img/accuracy_*.png in ``out_dir`` (the real-footage report, docs/accuracy.md, comes from bench/real)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = dict(results)
@@ -260,8 +260,8 @@ def write_report(results: dict, out_dir: Path, with_plots: bool = True) -> dict[
         from bench.accuracy.plots import write_plots
 
         plots = write_plots(results, out_dir / "img")
-    md = out_dir / "accuracy.md"
+    md = out_dir / "accuracy_synthetic.md"
     md.write_text(render_markdown(results, [str(p) for p in plots]))
-    js = out_dir / "accuracy.json"
+    js = out_dir / "accuracy_synthetic.json"
     js.write_text(json.dumps(results, indent=2, default=str))
     return {"markdown": md, "json": js, **{p.stem: p for p in plots}}

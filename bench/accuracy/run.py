@@ -1,11 +1,11 @@
 """Accuracy report: dual-layer pipeline vs. plain YOLOv8 + ByteTrack on a fixed synthetic suite and UAVDT M1303.
 
-    python3 -m bench.accuracy                    # full suite -> docs/accuracy.md, docs/accuracy.json, docs/img/
+    python3 -m bench.accuracy                    # full suite -> docs/accuracy_synthetic.md, .json, docs/img/
     python3 bench/accuracy/run.py --quick        # three short clips, to try the bench out
     python3 -m bench.accuracy --weights W.pt --workdir /tmp/acc --frames 75 --only highway-080m-720p
 
 Clips are rendered into --workdir (reused when their config is unchanged), run in both modes with the same detector
-weights, scored with ``tracking.evaluation.evaluate_run``, and the report is written into --out. See docs/accuracy.md.
+weights, scored with ``tracking.evaluation.evaluate_run``, and the report is written into --out. See docs/accuracy_synthetic.md (secondary: real footage leads, docs/accuracy.md).
 """
 from __future__ import annotations
 

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from dashboard import charts
 from dashboard.auth import viewer
 from dashboard.context import ctx, get_db, render
+from dashboard.labels import flight_label, run_label
 from dashboard.mapdata import map_layers
 from dashboard.routes.common import map_filter, not_found, redirect
-from db.models import Device, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
+from db.models import Device, Flight, ProcessingRun, Task, TrackRow, TrackSpeed, Violation
 
 router = APIRouter()
 MAX_PROFILE_POINTS = 3000
+PICKER_SIZE = 200  # newest runs / flights offered by name in the filter
 
 
 @router.get("/")
@@ -26,7 +29,24 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
     f = map_filter(request)
     tasks = list(db.scalars(select(Task).order_by(Task.name)))
     devices = list(db.scalars(select(Device).order_by(Device.serial)))
-    return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices)
+    runs = list(db.scalars(select(ProcessingRun).where(ProcessingRun.status == "complete")
+                           .order_by(ProcessingRun.id.desc()).limit(PICKER_SIZE)))
+    flights = list(db.scalars(select(Flight).order_by(Flight.start_time.desc(), Flight.id.desc()).limit(PICKER_SIZE)))
+    for wanted, items, model in ((f.run_id, runs, ProcessingRun), (f.flight_id, flights, Flight)):
+        if wanted is not None and all(x.id != wanted for x in items) and (item := db.get(model, wanted)) is not None:
+            items.insert(0, item)  # an older one asked for by id still shows by name
+    return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices,
+                  run_choices=[(r.id, run_label(r)) for r in runs], flight_choices=[(x.id, flight_label(x)) for x in flights])
+
+
+@router.get("/basemap/{z}/{x}/{y}")
+def basemap_tile(request: Request, z: int, x: int, y: int, user=Depends(viewer)):
+    """A tile of the operator's offline base map (basemap_file); 404 outside its area."""
+    basemap = ctx(request).basemap
+    tile = basemap.tile(z, x, y) if basemap is not None else None
+    if tile is None:
+        raise not_found(f"base-map tile {z}/{x}/{y}")
+    return Response(tile, media_type=basemap.media_type, headers={"Cache-Control": "private, max-age=86400"})
 
 
 @router.get("/api/map")
@@ -41,13 +61,14 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
     track = db.get(TrackRow, track_id)
     if track is None:
         raise not_found(f"track {track_id}")
-    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.flag)
+    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.flag)
                       .where(TrackSpeed.track_id == track_id).order_by(TrackSpeed.frame)).all()
     step = max(1, len(rows) // MAX_PROFILE_POINTS + (len(rows) % MAX_PROFILE_POINTS > 0))
     rows = rows[::step]
     limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
     run = db.get(ProcessingRun, track.run_id)
-    figure = charts.speed_profile([r.t_s for r in rows], [None if r.flag else r.speed_kmh for r in rows], None, limit)
+    figure = charts.speed_profile([r.t_s for r in rows], [None if r.flag else r.speed_kmh for r in rows], None, limit,
+                                  sigmas=[None if r.flag else r.sigma_kmh for r in rows])
     return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,
             "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
             "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,

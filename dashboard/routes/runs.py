@@ -8,26 +8,30 @@ from fastapi.responses import FileResponse, PlainTextResponse, Response, Streami
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard import charts, exports
-from dashboard.auth import viewer
-from dashboard.context import get_db, render
-from dashboard.mapdata import long_enough
-from dashboard.routes.common import BadQuery, not_found, opt_int
-from db.models import RUN_STATUSES, ProcessingRun, TrackRow, Video, Violation
+from dashboard import charts, counts, evidence, exports
+from dashboard.auth import operator, verify_csrf, viewer
+from dashboard.context import flash, get_db, render
+from dashboard.labels import flight_label, run_label, violation_time
+from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
+from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
+from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
+from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
 
 router = APIRouter()
 PAGE_SIZE = 50
+MAX_VEHICLE_ROWS = 2000  # the vehicle table is sorted and searched in the browser
 
 
-def run_row(run: ProcessingRun) -> dict:
+def run_row(run: ProcessingRun, vehicles: int | None = None) -> dict:
+    """A run for the lists; ``vehicles``: its counted vehicles (:mod:`dashboard.vehicles`), None while not complete."""
     s = run.summary_json or {}
     return {"run_id": run.id, "status": run.status, "progress": round(run.progress or 0.0, 4),
             "frames_done": run.frames_done, "frame_count": run.frame_count, "baseline": run.baseline,
             "flight_id": run.flight_id, "video_id": run.video_id, "error": run.error,
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "tracks": (s.get("counts") or {}).get("tracks"), "violations": s.get("violations"),
-            "completeness": run.completeness or "complete", "losses": run.losses_json or []}
+            "tracks": vehicles if run.status == "complete" else None, "violations": s.get("violations"),
+            "label": run_label(run), "completeness": run.completeness or "complete", "losses": run.losses_json or []}
 
 
 def loss_text(loss: dict) -> str:
@@ -37,6 +41,13 @@ def loss_text(loss: dict) -> str:
     frames = loss.get("frames")
     where = f"frames {frames[0]}-{frames[1]} ({span})" if frames else span
     return f"{loss.get('input', 'input')} {where}: {loss.get('reason', 'lost')}"
+
+
+def run_rows(db: Session, runs: list[ProcessingRun]) -> list[dict]:
+    counts = vehicle_counts(db, [r.id for r in runs])
+    flight_ids = {r.flight_id for r in runs if r.flight_id}
+    flights = {f.id: flight_label(f) for f in db.scalars(select(Flight).where(Flight.id.in_(flight_ids)))} if flight_ids else {}
+    return [{**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id)} for r in runs]
 
 
 def _runs_query(request: Request):
@@ -70,23 +81,25 @@ def service_jobs(request: Request, db: Session) -> list | None:
 def run_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     query, status = _runs_query(request)
     runs = list(db.scalars(query.limit(PAGE_SIZE)))
-    return render(request, "runs.html", user, runs=[run_row(r) for r in runs], status=status or "",
+    return render(request, "runs.html", user, runs=run_rows(db, runs), status=status or "",
                   statuses=RUN_STATUSES, jobs=service_jobs(request, db))
 
 
 @router.get("/api/runs")
 def run_list_api(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     query, _ = _runs_query(request)
-    return {"runs": [run_row(r) for r in db.scalars(query.limit(PAGE_SIZE))]}
+    return {"runs": run_rows(db, list(db.scalars(query.limit(PAGE_SIZE))))}
 
 
 def run_stats(db: Session, run: ProcessingRun) -> dict:
-    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, long_enough())))
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted())))
     moving = [t.median_speed_kmh for t in tracks if t.moving and t.median_speed_kmh is not None]
     s = run.summary_json or {}
     timings = s.get("timings") or run.timings_json or {}
     n_viol = db.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id)) or 0
-    return {"tracks": len(tracks), "moving": sum(t.moving for t in tracks),
+    n_all = db.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id)) or 0
+    return {"tracks": len(tracks), "fragments": n_all - len(tracks), "min_vehicle_s": MIN_VEHICLE_S,
+            "moving": sum(t.moving for t in tracks),
             "stationary": sum(not t.moving for t in tracks), "frames": run.frames_done,
             "median_speed_kmh": round(statistics.median(moving), 1) if moving else None,
             "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
@@ -115,18 +128,40 @@ def _get_run(db: Session, run_id: int) -> ProcessingRun:
 def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     run = _get_run(db, run_id)
     stats = run_stats(db, run)
-    violations = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
-                            .join(TrackRow, TrackRow.id == Violation.track_id)
-                            .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc())).all()
-    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, long_enough())
-                             .order_by(TrackRow.max_speed_kmh.desc()).limit(200)))
-    video = db.get(Video, run.video_id) if run.video_id else None
+    flight = db.get(Flight, run.flight_id) if run.flight_id else None
     out_dir = exports.run_output_dir(run, db)
+    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
+                   evidence.snapshot_path(out_dir, no) is not None)
+                  for v, no, cls in db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
+                                               .join(TrackRow, TrackRow.id == Violation.track_id)
+                                               .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
+    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
+                             .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))
+    video = db.get(Video, run.video_id) if run.video_id else None
     has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
-    histogram = charts.speed_histogram([(stats["mode"], stats["moving_speeds"])]) if stats["moving_speeds"] else None
-    return render(request, "run.html", user, run=run, row=run_row(run), stats=stats, violations=violations,
-                  tracks=tracks, video=video, other=counterpart(db, run), histogram=histogram, has_video=has_video,
-                  formats=exports.RUN_FORMATS, losses=[loss_text(x) for x in run.losses_json or []])
+    limit = run_speed_limit(db, run, [v for v, *_ in violations])
+    traffic = counts.run_counts(db, run)
+    histogram = (charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
+                 if stats["moving_speeds"] else None)
+    return render(request, "run.html", user, run=run, row=run_row(run, stats["tracks"]), stats=stats,
+                  violations=violations, violator_ids={v.track_id for v, *_ in violations}, tracks=tracks,
+                  max_rows=MAX_VEHICLE_ROWS, video=video, flight=flight, limit_kmh=limit,
+                  flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
+                  histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
+                  format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
+                      read_orthophoto(out_dir) is None or any(not snap for *_, snap in violations)),
+                  traffic=traffic, traffic_figure=counts.counts_figure(traffic),
+                  losses=[loss_text(x) for x in run.losses_json or []])
+
+
+def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:
+    """The limit the run was checked against: its violations say it, else its task's."""
+    if violations:
+        return max(v.limit_kmh for v in violations)
+    if run.task_round_id is None:
+        return None
+    return db.scalar(select(Task.speed_limit_kmh).join(TaskRound, TaskRound.task_id == Task.id)
+                     .where(TaskRound.id == run.task_round_id))
 
 
 @router.get("/runs/{run_id}/compare", name="run_compare")
@@ -158,10 +193,66 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
             return StreamingResponse(exports.run_csv(db, run), media_type="text/csv", headers=headers)
         if fmt == "mot":
             return FileResponse(exports.run_mot_path(run, db), media_type="text/plain", filename=name)
+        if fmt == "counts":
+            return StreamingResponse(counts.counts_csv_lines(counts.run_counts(db, run)), media_type="text/csv",
+                                     headers={"Content-Disposition": f'attachment; filename="run_{run_id}_counts.csv"'})
+        if fmt == "zip":
+            name = f"run_{run_id}_violations.zip"
+            return Response(exports.run_violations_zip(db, run), media_type="application/zip",
+                            headers={"Content-Disposition": f'attachment; filename="{name}"'})
         body = {"geojson": exports.run_geojson, "kml": exports.run_kml}[fmt](db, run)
     except exports.ExportUnavailable as exc:
         return PlainTextResponse(str(exc), status_code=404)
     return Response(body, media_type=exports.MEDIA_TYPES[fmt], headers=headers)
+
+
+@router.get("/runs/{run_id}/ortho.png")
+def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The run's orthophoto (its video projected to the ground, RGBA PNG); its bounds come with the map data."""
+    out_dir = exports.run_output_dir(_get_run(db, run_id), db)
+    if read_orthophoto(out_dir) is None:
+        raise not_found(f"orthophoto of run {run_id}")
+    return FileResponse(out_dir / ORTHO_PNG, media_type="image/png")
+
+
+@router.post("/runs/{run_id}/artefacts", dependencies=[Depends(verify_csrf)])
+def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
+    """Make the orthophoto and the violation snapshots of a run that has none (e.g. a service job's run)."""
+    from dashboard.orthophoto import OrthophotoError, make_orthophoto
+
+    run = _get_run(db, run_id)
+    out_dir = exports.run_output_dir(run, db)
+    if out_dir is None or not (out_dir / "summary.json").is_file():
+        flash(request, f"run {run_id}: its output folder is unknown or gone; nothing to make them from", "error")
+        return redirect(request, f"/runs/{run_id}")
+    notes = []
+    if read_orthophoto(out_dir) is None:
+        try:
+            o = make_orthophoto(out_dir)
+            notes.append(f"orthophoto of {o.frames} frames at {o.metres_per_pixel:.2f} m/px")
+        except OrthophotoError as exc:
+            notes.append(f"no orthophoto: {exc}")
+    wanted = [evidence.Wanted(no, t) for no, t in db.execute(
+        select(TrackRow.track_no, Violation.t_s).join(TrackRow, TrackRow.id == Violation.track_id)
+        .where(Violation.run_id == run_id))]
+    fps = db.scalar(select(Video.fps).where(Video.id == run.video_id)) if run.video_id else None
+    if wanted:
+        try:
+            notes.append(f"{len(evidence.make_snapshots(out_dir, wanted, fps or 25.0))} of {len(wanted)} "
+                         "violation snapshots")
+        except (OSError, ValueError) as exc:
+            notes.append(f"no snapshots: {str(exc).splitlines()[0][:200]}")
+    flash(request, f"run {run_id}: " + "; ".join(notes or ["nothing to make"]))
+    return redirect(request, f"/runs/{run_id}")
+
+
+@router.get("/runs/{run_id}/evidence/{track_no}.jpg")
+def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The snapshot of a violation (dashboard.evidence), made when the run was imported."""
+    path = evidence.snapshot_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
+    if path is None:
+        raise not_found(f"snapshot of vehicle #{track_no} of run {run_id}")
+    return FileResponse(path, media_type="image/jpeg")
 
 
 @router.get("/runs/{run_id}/annotated.mp4")

@@ -39,9 +39,10 @@
   };
 
   /* Speed classes (km/h) and their colours: blue (slow) to dark red (fast); grey when unknown. */
-  A.SPEED_EDGES = [20, 40, 60, 80, 100, 120];
-  A.SPEED_COLOURS = ["#3b4cc0", "#2c9fd1", "#1fb58f", "#a5c31b", "#f2a31b", "#e5521b", "#b40426"];
-  A.UNKNOWN_COLOUR = "#8a8f98";
+  // from tracking/speed_classes.py (the annotated video draws with the same palette)
+  A.SPEED_EDGES = A.speed.edges;
+  A.SPEED_COLOURS = A.speed.colours;
+  A.UNKNOWN_COLOUR = A.speed.unknown;
   A.speedClass = function (v) {
     if (v === null || v === undefined || !isFinite(v)) return -1;
     let i = 0;
@@ -50,11 +51,37 @@
   };
   A.speedColour = (v) => { const c = A.speedClass(v); return c < 0 ? A.UNKNOWN_COLOUR : A.SPEED_COLOURS[c]; };
 
+  /* Base maps of a Leaflet map: the operator's offline basemap (served by the app), the online tiles, a plain
+     background. The first available one is shown; returns them for a layer switcher. Tiles are enlarged past their
+     deepest zoom (a 100 m road section may fill the screen). */
+  A.MAX_ZOOM = 22;
+  A.baseLayers = function (map, basemaps) {
+    const bases = {}, b = basemaps || {};
+    if (b.offline) bases["Offline map"] = L.tileLayer(b.offline.url, {attribution: b.offline.attribution,
+      minZoom: 0, maxNativeZoom: b.offline.max_zoom, maxZoom: A.MAX_ZOOM, className: "basemap-offline"});
+    if (b.online) bases["Online map"] = L.tileLayer(b.online.url, {attribution: b.online.attribution,
+      maxNativeZoom: b.online.max_zoom, maxZoom: A.MAX_ZOOM, className: "basemap-online"});
+    bases["Plain background"] = L.layerGroup();
+    const first = Object.keys(bases)[0];
+    bases[first].addTo(map);
+    if (first === "Plain background") map.getContainer().classList.add("no-tiles");
+    map.on("baselayerchange", (e) => map.getContainer().classList.toggle("no-tiles", e.name === "Plain background"));
+    return bases;
+  };
+
   A.fmt = (v, nd) => (v === null || v === undefined) ? "–" : Number(v).toFixed(nd === undefined ? 1 : nd);
   A.esc = (s) => String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g,
     (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 
   document.addEventListener("DOMContentLoaded", () => {
+    // narrow screens: the nav folds behind a menu button; the map's filter panel starts closed
+    const toggle = document.getElementById("menu-toggle"), bar = document.querySelector(".topbar");
+    if (toggle) toggle.addEventListener("click", () => {
+      const open = bar.classList.toggle("open");
+      toggle.setAttribute("aria-expanded", String(open));
+    });
+    const panel = document.getElementById("map-panel");
+    if (panel && window.matchMedia("(max-width: 700px)").matches) panel.open = false;
     document.querySelectorAll("[data-figure]").forEach((el) => {
       const src = document.getElementById(el.dataset.figure);
       if (src) A.plot(el, JSON.parse(src.textContent)).catch((e) => { el.textContent = "chart failed: " + e.message; });

@@ -4,11 +4,17 @@
   const cfg = JSON.parse(document.getElementById("map-config").textContent);
   const track = JSON.parse(document.getElementById("flight-track").textContent);
   const el = document.getElementById("flight-map");
-  const maxZoom = cfg.tile_url ? cfg.max_zoom : 22;
+  if (!track.features.length) {  // say so instead of an empty world map
+    el.classList.add("map-empty");
+    el.textContent = "This flight log has no GPS positions: there is nothing to show on a map.";
+    el.dataset.loaded = "0";
+    return;
+  }
+  const maxZoom = window.AIRPATROL.MAX_ZOOM;
   const map = L.map(el, {zoomSnap: 0.25, maxZoom: maxZoom});
   L.control.scale({imperial: false}).addTo(map);
-  if (cfg.tile_url) L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom}).addTo(map);
-  else el.classList.add("no-tiles");
+  const bases = window.AIRPATROL.baseLayers(map, cfg.basemaps);
+  if (Object.keys(bases).length > 1) L.control.layers(bases, null, {collapsed: true}).addTo(map);
   const layer = L.geoJSON(track, {style: {color: "#1f2d3d", weight: 3, className: "flight-track"},
     pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 5, className: "flight-track"})});
   // the view first: Leaflet cannot draw vector layers on a map that has no centre and zoom yet

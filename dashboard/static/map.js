@@ -6,19 +6,29 @@
   const cfg = JSON.parse(document.getElementById("map-config").textContent);
   const el = document.getElementById("map");
   const status = document.getElementById("map-status");
-  // without a base map nothing limits the zoom: a 100 m road section may fill the screen
-  const maxZoom = cfg.tile_url ? cfg.max_zoom : 22;
+  const maxZoom = A.MAX_ZOOM;
   const map = L.map(el, {zoomControl: true, preferCanvas: false, zoomSnap: 0.25, maxZoom: maxZoom});
   document.getElementById("profile-close").addEventListener("click", () => {
     document.getElementById("profile").hidden = true;
   });
   L.control.scale({imperial: false}).addTo(map);
+  A.map = map;  // for the browser tests (and the console)
+
+  // coordinates under the pointer (or the map centre on touch screens), as lat, lon with 6 decimals (~0.1 m)
+  const Coords = L.Control.extend({options: {position: "bottomleft"}, onAdd: function () {
+    const div = L.DomUtil.create("div", "coords-readout leaflet-control");
+    div.id = "coords";
+    return div;
+  }});
+  map.addControl(new Coords());
+  const coordsEl = document.getElementById("coords");
+  const showCoords = (ll) => { coordsEl.textContent = `${ll.lat.toFixed(6)}, ${ll.lng.toFixed(6)}`; };
+  map.on("mousemove", (e) => showCoords(e.latlng));
+  map.on("moveend", () => { if (!coordsEl.textContent || window.matchMedia("(hover: none)").matches) showCoords(map.getCenter()); });
   const overlays = {};
-  if (cfg.tile_url) {
-    L.tileLayer(cfg.tile_url, {attribution: cfg.attribution, maxZoom: cfg.max_zoom}).addTo(map);
-  } else {
-    el.classList.add("no-tiles");
-  }
+  // imagery lies under every vector layer (Leaflet's overlay pane is at z-index 400)
+  map.createPane("imagery").style.zIndex = 350;
+  const bases = A.baseLayers(map, cfg.basemaps);
 
   // legend
   const legend = document.getElementById("speed-legend");
@@ -81,6 +91,14 @@
     const add = (name, layer) => { overlays[name] = layer; if (layer.getBounds) {
       const b = layer.getBounds(); if (b.isValid()) bounds.extend(b); } };
 
+    // orthophotos: each run's own video projected to the ground (made at import), under its tracks
+    const imagery = L.layerGroup((data.imagery || []).map((im) => L.imageOverlay(`${cfg.run}${im.run_id}/ortho.png`,
+      im.bounds, {pane: "imagery", className: "ortho", alt: `imagery of run ${im.run_id}`, interactive: false})));
+    if ((data.imagery || []).length) {
+      overlays["Imagery from the video"] = imagery;
+      el.dataset.imagery = String(data.imagery.length);
+    }
+
     add("Task areas", L.geoJSON(data.tasks, {style: (f) => ({color: "#6c5ce7", weight: 2, fill: f.properties.kind === "area",
       fillOpacity: 0.05, dashArray: f.properties.kind === "road" ? "6 4" : null, className: "task-area"}),
       onEachFeature: (f, l) => l.bindTooltip(A.esc(f.properties.name))}));
@@ -89,22 +107,51 @@
       style: {color: "#1f2d3d", weight: 2, opacity: 0.8, dashArray: "4 4", className: "flight-track"},
       pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 4, className: "flight-track"}),
       onEachFeature: (f, l) => l.bindPopup(popupRows([
-        ["flight", `<a href="${cfg.flight}${f.properties.flight_id}">${f.properties.flight_id}</a>`],
-        ["device", A.esc(f.properties.device)], ["start", A.esc(f.properties.start_time || "unknown")],
+        ["flight", `<a href="${cfg.flight}${f.properties.flight_id}">${A.esc(f.properties.label || f.properties.flight_id)}</a>`],
+        ["device", A.esc(f.properties.device)], ["start", A.esc(f.properties.start_time ? f.properties.start_time +
+          (f.properties.clock === "utc" ? " UTC" : " (drone's local clock)") : "unknown")],
         ["status", A.esc(f.properties.status)]]))}));
 
     const traj = L.featureGroup();
-    data.trajectories.features.forEach((f) => trajectoryLayers(f).forEach((l) => l.addTo(traj)));
+    const violators = new Set(data.violations.features.map((f) => f.properties.track_id));
+    const classes = [...new Set(data.trajectories.features.map((f) => f.properties.class))].sort();
+    const classSel = document.getElementById("f-class");
+    classSel.innerHTML = '<option value="">all</option>' +
+      classes.map((c) => `<option>${A.esc(c)}</option>`).join("");
+    function drawTrajectories() {
+      const minSpeed = parseFloat(document.getElementById("f-min-speed").value);
+      const onlyViol = document.getElementById("f-violations").checked, cls = classSel.value;
+      const keep = (f) => {
+        const p = f.properties;
+        if (onlyViol && !violators.has(p.track_id)) return false;
+        if (cls && p.class !== cls) return false;
+        return !(isFinite(minSpeed) && !((p.max_speed_kmh || 0) >= minSpeed));
+      };
+      traj.clearLayers();
+      const shown = data.trajectories.features.filter(keep);
+      shown.forEach((f) => trajectoryLayers(f).forEach((l) => l.addTo(traj)));
+      violationLayer.clearLayers();
+      violationLayer.addData({type: "FeatureCollection", features: data.violations.features.filter((v) => {
+        const t = data.trajectories.features.find((f) => f.properties.track_id === v.properties.track_id);
+        return !t || keep(t); })});
+      el.dataset.shown = String(shown.length);
+    }
+    ["f-min-speed", "f-violations", "f-class"].forEach((id) =>
+      document.getElementById(id).addEventListener(id === "f-min-speed" ? "input" : "change", drawTrajectories));
     add("Vehicle trajectories", traj);
 
-    add("Violations", L.geoJSON(data.violations, {
-      pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 8, color: "#fff", weight: 2, fillColor: "#d63031",
+    const violationLayer = L.geoJSON(null, {
+      pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 8, color: "#fff", weight: 2, fillColor: A.speed.violation,
                                                    fillOpacity: 0.95, className: "violation"}),
       onEachFeature: (f, l) => { const p = f.properties; l.bindPopup(popupRows([
         ["vehicle", `${A.esc(p.class)} #${p.track_no}`], ["speed", `${A.fmt(p.speed_kmh)} km/h`],
         ["limit", `${A.fmt(p.limit_kmh, 0)} km/h`],
-        ["when", A.esc(p.occurred_at || "unknown") + (p.time_is_estimate ? " (estimate)" : "")],
-        ["run", `<a href="${cfg.run}${p.run_id}">${p.run_id}</a>`]])); l.on("click", () => showProfile(p.track_id)); }}));
+        ["when", A.esc(p.when)], ["run", `<a href="${cfg.run}${p.run_id}">${A.esc(p.run_label || p.run_id)}</a>`]]
+        .concat(p.snapshot ? [["", `<a href="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg" target="_blank">` +
+          `<img class="snapshot" alt="snapshot" src="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg"></a>`]] : [])));
+        l.on("click", () => showProfile(p.track_id)); }});
+    add("Violations", violationLayer);
+    drawTrajectories();
 
     add("Drones", L.geoJSON(data.drones, {
       pointToLayer: (f, ll) => L.circleMarker(ll, {radius: 7, color: "#000", weight: 2,
@@ -113,16 +160,23 @@
         `${A.esc(p.name || p.serial)}${p.live ? " (live)" : ""}<br>last seen ${A.esc(p.last_seen || "never")}` +
         `<br>battery ${A.fmt(p.battery_pct, 0)} %`); }}));
 
-    if (bounds.isValid()) map.fitBounds(bounds, {padding: [30, 30], maxZoom: maxZoom});
+    // open on the selection (the server says which: the run asked for, the flight, the filter, else the latest run)
+    const view = data.view && data.view.bounds ? L.latLngBounds(data.view.bounds) : bounds;
+    if (view.isValid()) map.fitBounds(view.pad(0.05), {padding: [20, 20], maxZoom: Math.min(maxZoom, 20)});
     else map.setView([20, 0], 2);
+    showCoords(map.getCenter());
     Object.values(overlays).forEach((layer) => layer.addTo(map));
-    L.control.layers(null, overlays, {collapsed: false}).addTo(map);
+    L.control.layers(Object.keys(bases).length > 1 ? bases : null, overlays, {collapsed: window.matchMedia("(max-width: 700px)").matches}).addTo(map);
     const n = data.trajectories.features.length;
+    const vehicles = data.runs.reduce((a, r) => a + (r.vehicles || 0), 0);
     el.dataset.trajectories = String(n);
+    el.dataset.vehicles = String(vehicles);
     el.dataset.violations = String(data.violations.features.length);
     el.dataset.flights = String(data.flights.features.length);
-    status.textContent = `${n} vehicle tracks from ${data.runs.length} run(s), ${data.violations.features.length} ` +
-      `violation(s), ${data.flights.features.length} flight(s). Click a vehicle for its speed profile.`;
+    status.textContent = `Showing ${data.view ? data.view.what : "everything"}. ${vehicles} vehicle(s) in ` +
+      `${data.runs.length} run(s)` + (n < vehicles ? ` (${n} with map positions)` : "") +
+      `, ${data.violations.features.length} violation(s), ${data.flights.features.length} flight(s). ` +
+      "Click a vehicle for its speed profile.";
     el.dataset.loaded = "1";
   }
 

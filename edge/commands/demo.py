@@ -55,6 +55,6 @@ def store_in_database(run_dir: Path, speed_limit_kmh: float) -> None:
     upgrade(url)
     imported = import_run_dir(run_dir, url, speed_limit_kmh=speed_limit_kmh)
     ensure_demo_user(url)
-    typer.echo(f"database: {url} (flight {imported.flight_id}, run {imported.run_id}, {imported.tracks} tracks, "
+    typer.echo(f"database: {url} (flight {imported.flight_id}, run {imported.run_id}, {imported.tracks} vehicles, "
                f"{imported.violations} over {speed_limit_kmh:.0f} km/h)")
     typer.echo(f"dashboard: run `airpatrol serve`, open http://127.0.0.1:8000/ and log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")

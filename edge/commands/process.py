@@ -55,6 +55,7 @@ def cli_process(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU; same results)")] = 1,
     detector_runtime: Annotated[Optional[str], typer.Option(help="auto | torch | onnx (auto: ONNX Runtime on CPU, PyTorch on CUDA)")] = None,
+    speed_limit: Annotated[Optional[float], typer.Option(min=1, help="km/h: the annotated video marks faster vehicles (the database's violations come from `import-run --speed-limit`)")] = None,
 ) -> None:
     """Detect, track and measure the speed of every vehicle in a recorded drone video."""
     from edge.config import load_settings
@@ -68,7 +69,7 @@ def cli_process(
     settings = load_settings(config, overrides)
     out_dir = out or default_out_dir(video, settings.pipeline.baseline)
     outcome = process_video(video, out_dir, settings.pipeline, telemetry=telemetry, write_video=not no_video,
-                            progress=not quiet, max_frames=max_frames, batch_size=batch_size)
+                            progress=not quiet, max_frames=max_frames, batch_size=batch_size, speed_limit_kmh=speed_limit)
     typer.echo(one_line_summary(outcome.summary, outcome.out_dir))
     exit_if_incomplete(outcome.summary, video)
 
@@ -86,5 +87,6 @@ def exit_if_incomplete(summary: dict, video: Path) -> None:
 def one_line_summary(s: dict, out_dir: Path) -> str:
     c, t, sp = s["counts"], s["timings"], s["speed_kmh"]
     speed = f", median speed {sp['median_of_moving']:.0f} km/h" if sp.get("median_of_moving") is not None else ""
-    return (f"{s['mode']}: {c['frames']} frames, {c['tracks']} tracks ({c['moving_tracks']} moving, "
+    vehicles = f"{c['vehicles']} vehicles, " if c.get("vehicles") is not None else ""
+    return (f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
             f"{c['stationary_tracks']} stationary){speed}, {t['fps']} fps -> {out_dir}")

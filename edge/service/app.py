@@ -8,7 +8,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from edge.config import AirPatrolSettings
 from edge.service.context import PipelineFactory, ServiceContext
-from edge.service.routes import auth, jobs, ops, streams, uploads
+from edge.service.routes import auth, jobs, ops, publish, streams, uploads
 
 DESCRIPTION = """Live drone traffic monitoring at the edge.
 
@@ -36,7 +36,7 @@ def create_app(settings: AirPatrolSettings | None = None, *, pipeline_factory: P
 
     app = FastAPI(title="AirPatrol edge service", description=DESCRIPTION, version="0.1.0", lifespan=lifespan)
     app.state.ctx = ctx
-    for module in (ops, auth, streams, uploads, jobs):
+    for module in (ops, auth, streams, uploads, jobs, publish):
         app.include_router(module.router)
     from dashboard.app import mount_dashboard  # the web pages under /dashboard (same database and logins)
 

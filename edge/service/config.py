@@ -23,6 +23,11 @@ class ServiceConfig(BaseModel):
     jpeg_quality: int = Field(80, ge=10, le=100)
     max_push_frame_bytes: int = Field(8 * 1024**2, ge=1024, description="largest JPEG a push client may send")
     max_frame_pixels: int = Field(4096 * 2304, ge=64 * 64, description="largest decoded frame accepted from a push client")
+    rtmp_port: int | None = Field(None, ge=1, le=65535, description="accept RTMP publishers on this port (nginx with "
+                                  "its RTMP module, supervised by the service); the stream key is a device token")
+    rtmp_host: str = Field("0.0.0.0", description="address the RTMP relay listens on")
+    nginx_binary: str = Field("nginx", description="nginx executable of the RTMP relay")
+    nginx_rtmp_module: str = Field("/usr/lib/nginx/modules/ngx_rtmp_module.so", description="the nginx RTMP module")
     # -- uploads and batch jobs -----------------------------------------------------------------------------
     max_upload_bytes: int = Field(8 * GiB, ge=1024, description="largest recorded flight accepted")
     max_log_bytes: int = Field(512 * 1024**2, ge=1024, description="largest flight log accepted")

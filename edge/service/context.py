@@ -22,7 +22,7 @@ from db.throttle import LoginThrottle
 from db.models import User, utcnow
 from edge.config import AirPatrolSettings
 from edge.service.auth import Principal, SessionSigner
-from edge.service.ingest import StreamSourceError, check_source
+from edge.service.ingest import SourceSpec, StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
 from edge.service.models import StreamRow
@@ -34,6 +34,7 @@ from tracking.pipeline import Pipeline
 log = logging.getLogger("airpatrol.service")
 
 PipelineFactory = Callable[[PipelineConfig], Pipeline]
+PLAYER_WAIT_S = 5.0  # longest a publisher waits for the service's reader to subscribe
 MAX_FINISHED_STREAMS = 50  # finished streams kept in memory (status, last snapshot) before the oldest are forgotten
 
 
@@ -107,6 +108,15 @@ class ServiceContext:
         self._spare: Pipeline | None = None
         self._spare_lock = threading.Lock()
         self.accepting = False
+        self.rtmp = None
+        self._publish_lock = threading.Lock()
+        if cfg.rtmp_port:
+            from edge.service.rtmp import RtmpRelay
+
+            host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+            self.rtmp = RtmpRelay(self.data_dir / "rtmp", cfg.rtmp_host, cfg.rtmp_port, f"http://{host}:{settings.port}",
+                                  cfg.nginx_binary, cfg.nginx_rtmp_module)
+            self.rtmp.check()  # missing nginx/module: a one-line error before the server listens
         self.metrics.add_callback(self._scrape_gauges)
         self._bootstrap_admin()
 
@@ -166,6 +176,15 @@ class ServiceContext:
             worker = JobWorker(self.jobs, f"{self.instance}/{i}", deps)
             worker.start()
             self.job_workers.append(worker)
+        if self.rtmp is not None:
+            from edge.service.rtmp import wait_listening
+
+            self.rtmp.start()
+            if not wait_listening(self.config.rtmp_port):
+                log.error("RTMP relay is not listening on port %s (see %s)", self.config.rtmp_port, self.rtmp.folder)
+        with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
+            for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):
+                row.active, row.stopped_at = False, utcnow()
         if cfg.resume_streams:
             with self.sessions() as s:
                 rows = list(s.scalars(select(StreamRow).where(StreamRow.active.is_(True))))
@@ -186,6 +205,8 @@ class ServiceContext:
         for w in self.job_workers:
             w.join(timeout)
         self.job_workers.clear()
+        if self.rtmp is not None:
+            self.rtmp.stop()
         self.close()
 
     def close(self) -> None:
@@ -193,8 +214,9 @@ class ServiceContext:
         self.sessions.kw["bind"].dispose()
 
     # -- streams -------------------------------------------------------------------------------------------
-    def start_stream(self, row: StreamRow) -> StreamWorker:
-        source = check_source(row.url, self.config.stream_file_root) if row.kind == "pull" else None
+    def start_stream(self, row: StreamRow, source: SourceSpec | None = None) -> StreamWorker:
+        if row.kind == "pull":
+            source = check_source(row.url, self.config.stream_file_root)
         spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id)
         deps = WorkerDeps(self.config, self._stream_pipeline, self.sessions, self.metrics, on_ended=self._stream_ended)
         worker = StreamWorker(spec, deps)
@@ -206,6 +228,45 @@ class ServiceContext:
             self.streams[row.id] = worker
         worker.start()
         return worker
+
+    def rtmp_publish(self, key: str, addr: str) -> str | None:
+        """nginx asks whether ``key`` may publish: None (yes) or the reason it may not.
+
+        The key is a device token. The device's publish stream is started on its first publish; when the device
+        publishes again while that stream is still open (it dropped out), its reader reconnects at once and the run
+        continues (same pipeline, track ids, one time axis with the gap in it)."""
+        from db.crud import authenticate_device
+
+        if self.rtmp is None or not self.accepting:
+            return "not accepting publishers"
+        with self.sessions() as s, s.begin():
+            device = authenticate_device(s, key)
+            if device is None:
+                return "invalid or revoked stream key"
+            device_id, serial = device.id, device.serial
+        with self._publish_lock:
+            playing = self.rtmp.expect_player(key)
+            for w in self.all_streams():
+                if w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished:
+                    log.info("device %s publishes again from %s: stream %s continues", serial, addr, w.spec.id)
+                    w.restart_reader()
+                    break
+            else:
+                self._start_publish_stream(key, device_id, serial, addr)
+        # Let the publisher in once our reader is subscribed (or after a few seconds, whatever happens).
+        if not playing.wait(PLAYER_WAIT_S):
+            log.warning("device %s: the reader did not subscribe within %.0f s; its first GOP may be lost", serial,
+                        PLAYER_WAIT_S)
+        return None
+
+    def _start_publish_stream(self, key: str, device_id: int, serial: str, addr: str) -> None:
+        with self.sessions() as s, s.begin():
+            row = StreamRow(name=f"{serial} (RTMP)", kind="publish", url=None, device_id=device_id,
+                            created_by=f"device:{serial}")
+            s.add(row)
+        source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)  # in memory only
+        self.start_stream(row, source)
+        log.info("device %s publishes RTMP from %s: stream %s", serial, addr, row.id)
 
     def _stream_ended(self, stream_id: int) -> None:
         """Ended by itself (file done, device sent end, failed): not resumed at the next start."""
@@ -252,7 +313,7 @@ class ServiceContext:
             return str(exc).splitlines()[0][:200]
 
     def _scrape_gauges(self):
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         depth = GaugeMetricFamily("airpatrol_stream_queue_depth", "frames waiting in a stream's queue", labels=["stream"])
         up = GaugeMetricFamily("airpatrol_stream_up", "1 while the stream is receiving frames", labels=["stream", "state"])
@@ -261,6 +322,11 @@ class ServiceContext:
             up.add_metric([w.key, w.state], 1.0 if w.state == "live" else 0.0)
         yield depth
         yield up
+        lost = CounterMetricFamily("airpatrol_stream_frames_lost", "frames skipped because the stream's data was "
+                                   "damaged (until the next keyframe)", labels=["stream"])
+        for w in self.all_streams():
+            lost.add_metric([w.key], w.frames_lost)
+        yield lost
         jobs = GaugeMetricFamily("airpatrol_jobs", "batch jobs by status", labels=["status"])
         try:
             for status, n in self.jobs.counts().items():

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import shutil
+import subprocess
 import threading
 import time
 from collections import deque
@@ -111,6 +113,9 @@ def check_source(url: str, file_root: str | None) -> SourceSpec:
     if scheme in NETWORK_SCHEMES:
         if not urlsplit(url).hostname:
             raise StreamSourceError(f"stream url {redact(url)}: no host")
+        if scheme == "srt" and shutil.which("ffmpeg") is None:
+            raise StreamSourceError(f"stream url {redact(url)}: srt:// needs the ffmpeg program built with libsrt "
+                                    f"(Debian: apt-get install ffmpeg); PyAV's own FFmpeg has no SRT")
         return SourceSpec(url, redact(url), False)
     if scheme not in ("", "file") and len(scheme) > 1:  # one letter: a Windows drive, i.e. a path
         raise StreamSourceError(f"stream url: protocol {scheme!r} not allowed (use one of {', '.join(NETWORK_SCHEMES)})")
@@ -129,33 +134,87 @@ def check_source(url: str, file_root: str | None) -> SourceSpec:
 def ffmpeg_options(spec: SourceSpec) -> dict[str, str]:
     if spec.is_file:
         return {"protocol_whitelist": "file"}
-    opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000",
-            "fflags": "nobuffer"}
-    if spec.open_url.lower().startswith("rtsp"):
+    # No "fflags nobuffer": it throws away the packets read while probing the stream, and with a long-GOP encoder
+    # the keyframe among them is the only one for seconds (measured: first frame 7 s later on a 7 s GOP). Keeping
+    # them costs latency only at the start (the drop-oldest queue catches up at once).
+    opts = {"protocol_whitelist": NETWORK_PROTOCOLS, "analyzeduration": "1000000", "probesize": "1000000"}
+    scheme = urlsplit(spec.open_url).scheme.lower()
+    if scheme.startswith("rtsp"):
         opts["rtsp_transport"] = "tcp"  # UDP RTP loses packets behind NAT and on lossy links
+    elif scheme.startswith("rtmp"):
+        opts["rtmp_live"] = "live"  # a live stream: never ask the server to seek
+    elif scheme == "udp":
+        # A 1080p keyframe is hundreds of datagrams arriving at once: a bigger socket buffer (capped by the kernel's
+        # net.core.rmem_max) keeps them, and an overrun of FFmpeg's own FIFO is a loss to resync from, not an error.
+        opts.update(buffer_size=str(4 * 1024 * 1024), overrun_nonfatal="1")
     return opts
 
 
 class PullReader(threading.Thread):
-    """Reads one pull stream until ``stop`` is set (or a file ends). Events: connected, dropped, ended.
+    """Reads one pull stream until ``stop`` is set (or a file ends).
 
-    ``on_frame(IncomingFrame)`` and ``on_event(name, detail)`` are called from this thread.
+    Events passed to ``on_event(name, detail)``: ``connected`` (the demuxer is open; frames follow once a keyframe
+    arrives), ``locked`` (first clean frame of this connection), ``corrupt`` (damaged data: frames skipped up to the
+    next keyframe and counted in ``lost_frames``), ``dropped`` (the source is gone: reconnect with back-off),
+    ``ended`` (a file played to its end). ``on_frame(IncomingFrame)`` and ``on_event`` run in this thread.
+    Decoder errors never reconnect: only the demuxer failing (timeout, connection closed, end of stream) does.
     """
 
     def __init__(self, spec: SourceSpec, on_frame: Callable[[IncomingFrame], None],
                  on_event: Callable[[str, str], None], *, open_timeout_s: float, read_timeout_s: float,
-                 backoff_initial_s: float, backoff_max_s: float, name: str):
+                 backoff_initial_s: float, backoff_max_s: float, name: str, keyframe_wait_s: float = 10.0):
         super().__init__(name=name, daemon=True)
         self.spec = spec
         self.on_frame, self.on_event = on_frame, on_event
         self.timeouts = (open_timeout_s, read_timeout_s)
         self.backoff_initial_s, self.backoff_max_s = backoff_initial_s, backoff_max_s
+        self.keyframe_wait_s = keyframe_wait_s
         self.stop_event = threading.Event()
+        self._wake = threading.Event()  # cuts a back-off wait short (a publisher is back)
         self.fps = 25.0
         self.connects = 0
+        self._gate = None  # the current connection's KeyframeGate
+        self._relay: SrtRelay | None = None
+        self._past = {"lost_packets": 0, "corruptions": 0, "waited_packets": 0}  # of earlier connections
+
+    def _total(self, name: str) -> int:
+        gate = self._gate
+        return self._past[name] + (getattr(gate.stats, name) if gate is not None else 0)
+
+    @property
+    def lost_frames(self) -> int:
+        """Frames skipped after corruption until the decoder locked on again (all connections)."""
+        return self._total("lost_packets")
+
+    @property
+    def corruptions(self) -> int:
+        return self._total("corruptions")
+
+    @property
+    def waited_packets(self) -> int:
+        """Packets skipped after (re)connecting until the first keyframe (never decodable: not a loss)."""
+        return self._total("waited_packets")
 
     def stop(self) -> None:
         self.stop_event.set()
+        self._wake.set()
+        relay = self._relay
+        if relay is not None:
+            relay.close()  # a read blocked on its pipe ends now
+
+    def _hide(self, text: str) -> str:
+        """FFmpeg's errors quote the URL; the real one may hold a password or a publisher's stream key."""
+        return text.replace(self.spec.open_url.split("?")[0], self.spec.shown)
+
+    def retry_now(self) -> None:
+        """Reconnect at once instead of after the back-off (the source is known to be back)."""
+        self._wake.set()
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait out a back-off; True when the reader is stopped."""
+        self._wake.wait(seconds)
+        self._wake.clear()
+        return self.stop_event.is_set()
 
     def run(self) -> None:
         backoff = self.backoff_initial_s
@@ -172,17 +231,24 @@ class PullReader(threading.Thread):
             except Exception as exc:  # FFmpeg/network errors of every kind: the stream is down, retry
                 if self.stop_event.is_set():
                     return
-                self.on_event("dropped", _short(exc))
+                self.on_event("dropped", self._hide(_short(exc)))
             if got_frames:
                 backoff = self.backoff_initial_s  # it worked for a while: start the back-off again from the bottom
-            if self.stop_event.wait(backoff):
+            if self._pause(backoff):
                 return
             backoff = min(backoff * 2, self.backoff_max_s)
 
     def _read_once(self) -> bool:
         import av
 
-        container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
+        from edge.service.lockon import KeyframeGate
+
+        relay = None
+        if urlsplit(self.spec.open_url).scheme.lower() == "srt":
+            relay = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
+            container = relay.open()
+        else:
+            container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
         try:
             if not container.streams.video:
                 raise StreamSourceError(f"{self.spec.shown}: no video stream")
@@ -190,28 +256,100 @@ class PullReader(threading.Thread):
             stream.thread_type = "AUTO"
             self.fps = float(stream.average_rate or stream.guessed_rate or 0) or self.fps
             self.connects += 1
-            self.on_event("connected", f"{stream.codec_context.name} {stream.codec_context.width}x"
-                                       f"{stream.codec_context.height} @ {self.fps:.2f} fps")
-            t_first = None
-            wall0 = time.monotonic()
+            self.on_event("connected", f"{stream.codec_context.name}, waiting for a keyframe")
+            self._gate = gate = KeyframeGate(stream.codec_context, self.keyframe_wait_s,
+                                             on_corruption=lambda why: self.on_event("corrupt", why))
+            clock = _ConnectionClock(self.spec.is_file)
             got = False
-            for vf in container.decode(stream):
+            reported = (-1, -1)  # (corruptions, lost) when "locked" was last reported
+            for packet in container.demux(stream):
                 if self.stop_event.is_set():
-                    break
-                t_rel = float(vf.time) if vf.time is not None else 0.0
-                if t_first is None:
-                    t_first = t_rel
-                t_rel -= t_first
-                if self.spec.is_file:  # play a file at its own rate, like a live source
-                    lag = t_rel - (time.monotonic() - wall0)
-                    if lag > 0 and self.stop_event.wait(lag):
-                        break
-                self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), max(t_rel, 0.0),
-                                            time.perf_counter()))
-                got = True
+                    return got
+                for vf in gate.feed(packet):  # the last, empty packet flushes the decoder
+                    if reported[0] != gate.stats.corruptions:  # first frame of the connection, or after a resync
+                        how = (f"after {gate.stats.waited_packets} packets before the first keyframe" if not got else
+                               f"resynced at a keyframe; {gate.stats.lost_packets - max(reported[1], 0)} frames lost")
+                        self.on_event("locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ "
+                                                f"{self.fps:.2f} fps ({how})")
+                        reported = (gate.stats.corruptions, gate.stats.lost_packets)
+                    got = True
+                    if not self._deliver(vf, clock):
+                        return got
             return got
         finally:
+            gate, self._gate = self._gate, None
+            if gate is not None:
+                for name in self._past:
+                    self._past[name] += getattr(gate.stats, name)
             container.close()
+            if relay is not None:
+                relay.close()
+
+    def _deliver(self, vf, clock: "_ConnectionClock") -> bool:
+        if self.stop_event.is_set():  # replaced or stopped: its frames no longer count
+            return False
+        t_rel = clock.relative(vf.time)
+        if clock.paced:  # play a file at its own rate, like a live source
+            lag = t_rel - (time.monotonic() - clock.wall0)
+            if lag > 0 and self.stop_event.wait(lag):
+                return False
+        self.on_frame(IncomingFrame(functools.partial(vf.to_ndarray, format="bgr24"), t_rel, time.perf_counter()))
+        return True
+
+
+class SrtRelay:
+    """SRT through the system ``ffmpeg`` (PyAV's bundled FFmpeg is built without libsrt): it receives the SRT stream
+    and hands it on unchanged as MPEG-TS on a pipe, which PyAV demuxes like any other stream. Its exit (source gone,
+    SRT timeout) ends the pipe, which the reader treats as a dropped stream."""
+
+    def __init__(self, url: str, open_timeout_s: float, read_timeout_s: float):
+        sep = "&" if "?" in url else "?"
+        if "timeout=" not in url:  # libsrt's options: microseconds for the read timeout, ms for connecting
+            url += f"{sep}timeout={int(read_timeout_s * 1e6)}&connect_timeout={int(open_timeout_s * 1000)}"
+        self.url = url
+        self.proc: subprocess.Popen | None = None
+
+    def open(self):
+        import av
+
+        self.proc = subprocess.Popen(
+            ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-i", self.url, "-map", "0:v:0", "-c", "copy",
+             "-f", "mpegts", "pipe:1"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            return av.open(self.proc.stdout, format="mpegts", options={"analyzeduration": "1000000",
+                                                                        "probesize": "1000000"})
+        except Exception:
+            err = self.close()
+            raise ConnectionError(f"srt: {err or 'no stream'}") from None
+
+    def close(self) -> str:
+        """Stop the relay; returns the last line it printed (why it ended)."""
+        proc, self.proc = self.proc, None  # once, whichever thread (reader or stop) comes first
+        if proc is None:
+            return ""
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            _, err = proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            return ""
+        lines = (err or b"").decode("utf-8", "replace").strip().splitlines()
+        return lines[-1][:200] if lines else ""
+
+
+class _ConnectionClock:
+    """Frame times relative to the first delivered frame of one connection (never negative)."""
+
+    def __init__(self, paced: bool):
+        self.paced = paced
+        self.first: float | None = None
+        self.wall0 = time.monotonic()
+
+    def relative(self, t: float | None) -> float:
+        t = float(t) if t is not None else 0.0
+        if self.first is None:
+            self.first, self.wall0 = t, time.monotonic()
+        return max(t - self.first, 0.0)
 
 
 def _short(exc: BaseException) -> str:

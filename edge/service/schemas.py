@@ -79,6 +79,9 @@ class StreamOut(BaseModel):
     fps: float
     errors: int
     reconnects: int
+    lost: int = Field(0, description="pull: frames skipped because the data was damaged (until the next keyframe)")
+    corruptions: int = Field(0, description="pull: damaged-data events, each followed by a resync at a keyframe")
+    gaps: list[dict[str, float]] = Field([], description="source outages in this run (last 20): run time t, seconds")
     last_error: str | None
     db_error: str | None
     subscribers: int

@@ -56,8 +56,8 @@ class LiveDatabaseSink(DatabaseSink):
 class StreamSpec:
     id: int
     name: str
-    kind: str  # pull | push
-    source: SourceSpec | None  # pull streams only
+    kind: str  # pull | push | publish (an RTMP publisher, read back from the relay like a pull stream)
+    source: SourceSpec | None  # pull and publish streams
     device_id: int | None
     speed_limit_kmh: float | None
     task_round_id: int | None
@@ -97,6 +97,7 @@ class StreamWorker:
         self._conn_offset: float | None = None
         self._last_t: float | None = None
         self._last_wall = 0.0
+        self.gaps: list[dict] = []  # source outages inside this run: run time where it began, seconds
         self._input_done = threading.Event()
         self._done = threading.Event()
         self._stopped = False  # by stop() (shutdown, DELETE), not by the stream itself
@@ -111,12 +112,27 @@ class StreamWorker:
         self._preview: tuple[int, bytes] | None = None
         self._thread = threading.Thread(target=self._process_loop, name=f"stream-{spec.id}", daemon=True)
         self._reader: PullReader | None = None
-        if spec.kind == "pull":
+        if spec.kind in ("pull", "publish"):
             assert spec.source is not None
-            self._reader = PullReader(
-                spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
-                read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
-                backoff_max_s=self.cfg.reconnect_max_s, name=f"pull-{spec.id}")
+            self._reader = self._make_reader()
+
+    def _make_reader(self) -> PullReader:
+        return PullReader(
+            self.spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
+            read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
+            backoff_max_s=self.cfg.reconnect_max_s, name=f"pull-{self.spec.id}")
+
+    def restart_reader(self) -> None:
+        """Read the source over a fresh connection now (a publisher started again: the old connection may still
+        be waiting on the publisher that left). Counts, and the run, go on."""
+        old = self._reader
+        if old is None or self._input_done.is_set():
+            return
+        old.stop()  # it ends at its next packet or timeout; its late frames are harmless (same run, same clock)
+        new = self._make_reader()
+        new.connects, new._past = old.connects, {k: old._total(k) for k in old._past}
+        self._reader = new
+        new.start()
 
     # -- life cycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -158,6 +174,8 @@ class StreamWorker:
             if self._conn_offset is None:  # after a gap, the real time that passed: speeds stay right
                 gap = max(1.0 / self.fps_in, time.monotonic() - self._last_wall)
                 self._conn_offset = 0.0 if self._last_t is None else self._last_t + gap - frame.t
+                if self._last_t is not None:
+                    self.gaps.append({"t": round(self._last_t, 3), "seconds": round(gap, 3)})
             t = frame.t + self._conn_offset
             if self._last_t is not None and t <= self._last_t:
                 t = self._last_t + 1.0 / self.fps_in  # broken timestamps must not run the clock backwards
@@ -201,7 +219,12 @@ class StreamWorker:
             if self._reader.connects > 1:
                 self.reconnects += 1
                 self.deps.metrics.reconnects.labels(self.key).inc()
+            self._set_state("syncing", detail)
+        elif event == "locked":
             self._set_state("live", detail)
+        elif event == "corrupt":  # frames up to the next keyframe are skipped and counted (``lost``)
+            self.last_error = f"corrupt data: {detail}"
+            self._set_state("syncing", f"{detail}; skipping to the next keyframe", level=logging.WARNING)
         elif event == "dropped":
             self.last_error = detail
             self._set_state("reconnecting", detail, level=logging.WARNING)
@@ -367,13 +390,23 @@ class StreamWorker:
     def stats(self) -> dict:
         return {"received": self.frames_received, "processed": self.frames_processed, "dropped": self.queue.dropped,
                 "queue": len(self.queue), "fps": round(self.fps, 2), "errors": self.frame_errors,
-                "reconnects": self.reconnects}
+                "reconnects": self.reconnects, "lost": self.frames_lost, "corruptions": self.corruptions}
+
+    @property
+    def frames_lost(self) -> int:
+        """Frames of a pull stream skipped because the data was damaged (up to the next keyframe)."""
+        return self._reader.lost_frames if self._reader is not None else 0
+
+    @property
+    def corruptions(self) -> int:
+        return self._reader.corruptions if self._reader is not None else 0
 
     def summary(self) -> dict:
         stats = self._pipeline.stats() if self._pipeline is not None else {}
         return {"source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
                 "mode": self._pipeline.mode if self._pipeline else None, "live": True, "stream_id": self.spec.id,
                 "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")}, **self.stats(),
+                "gaps": list(self.gaps),
                 "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")}}
 
     def status(self) -> dict:
@@ -381,7 +414,7 @@ class StreamWorker:
                 "source": self.spec.source.shown if self.spec.source else None, "device_id": self.spec.device_id,
                 "speed_limit_kmh": self.spec.speed_limit_kmh, "state": self.state, "run_id": self.run_id,
                 "last_error": self.last_error, "db_error": self.db_error, "subscribers": len(self.feed),
-                "started_at": self.started_at.isoformat() + "Z", **self.stats()}
+                "started_at": self.started_at.isoformat() + "Z", "gaps": self.gaps[-20:], **self.stats()}
 
     def preview_jpeg(self) -> bytes | None:
         """The latest frame with overlays as JPEG (encoded once per frame however many viewers ask)."""
@@ -393,7 +426,7 @@ class StreamWorker:
         with self._preview_lock:
             if self._preview is not None and self._preview[0] == result.frame.index:
                 return self._preview[1]
-            img = annotate(result)
+            img = annotate(result, speed_limit_kmh=self.spec.speed_limit_kmh)
             w = img.shape[1]
             if w > self.cfg.preview_max_width:
                 s = self.cfg.preview_max_width / w

@@ -7,6 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from dashboard.vehicles import is_vehicle
 from edge.sinks.tracks import TrackAccumulator, TrackRecord
 from tracking.types import FrameResult, RunInfo
 from vision.detection import class_name
@@ -99,8 +100,9 @@ class TrackSummarySink:
     def __init__(self, folder: Path, name: str = "tracks_summary.csv", gap_frames: int = 60):
         self.path = Path(folder) / name
         self.gap = gap_frames
-        self.counts = {"tracks": 0, "moving": 0, "stationary": 0}
+        self.counts = {"tracks": 0, "moving": 0, "stationary": 0, "vehicles": 0}
         self.speeds: list[float] = []
+        self._last_frame = -1
 
     def open(self, info: RunInfo) -> None:
         self._f = open(self.path, "w", newline="", encoding="utf-8")
@@ -109,6 +111,9 @@ class TrackSummarySink:
         self._acc = TrackAccumulator(self._emit, self.gap)
 
     def _emit(self, rec: TrackRecord) -> None:
+        first, last = rec.points[0], rec.points[-1]
+        # counted vehicles: the dashboard's definition, so `process` prints the number every page shows
+        self.counts["vehicles"] += is_vehicle(last.t - first.t, last.frame - first.frame, last.frame == self._last_frame)
         if len(rec.points) < MIN_TRACK_FRAMES:
             return
         row = track_summary(rec)
@@ -119,6 +124,7 @@ class TrackSummarySink:
             self.speeds.append(row["median_speed_kmh"])
 
     def write(self, result: FrameResult) -> None:
+        self._last_frame = result.frame.index
         self._acc.add(result)
 
     def close(self, summary: dict[str, Any]) -> None:

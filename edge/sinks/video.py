@@ -7,16 +7,19 @@ from typing import Any
 
 import av
 
-from edge.sinks.annotate import annotate
+from edge.sinks.annotate import FrameAnnotator
 from tracking.types import FrameResult, RunInfo
 
 
 class AnnotatedVideoSink:
-    def __init__(self, folder: Path, name: str = "annotated.mp4", max_width: int = 1920):
+    def __init__(self, folder: Path, name: str = "annotated.mp4", max_width: int = 1920,
+                 speed_limit_kmh: float | None = None):
         self.path = Path(folder) / name
         self.max_width = max_width
+        self.speed_limit_kmh = speed_limit_kmh  # vehicles above it are marked as violators
 
     def open(self, info: RunInfo) -> None:
+        self._annotate = FrameAnnotator(self.speed_limit_kmh, fps=info.fps or 25.0)
         scale = min(1.0, self.max_width / info.width)
         # yuv420p needs even dimensions
         self.size = (int(info.width * scale) // 2 * 2, int(info.height * scale) // 2 * 2)
@@ -34,7 +37,7 @@ class AnnotatedVideoSink:
     def write(self, result: FrameResult) -> None:
         import cv2
 
-        img = annotate(result)
+        img = self._annotate(result)
         if (img.shape[1], img.shape[0]) != self.size:
             img = cv2.resize(img, self.size, interpolation=cv2.INTER_AREA)
         frame = av.VideoFrame.from_ndarray(img, format="bgr24")

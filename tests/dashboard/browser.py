@@ -39,14 +39,22 @@ def chromium(width: int = 1400, height: int = 900):
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
                  f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages (CSP violations) for tests
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages: CSP violations, console_errors()
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
+    if width < 500:  # headless Chromium's window is at least 500 px wide: emulate a phone's viewport instead
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
     try:
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def console_errors(driver) -> list[str]:
+    """Console errors (and failed loads) since the last call; reading the log clears it."""
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
 
 def free_port() -> int:

@@ -118,5 +118,8 @@ def test_pages_run_under_the_content_security_policy(driver, site):
         assert driver.execute_script("return typeof window.AIRPATROL === 'object' && !!window.AIRPATROL.csrf"), path
         if path == "/dashboard/map":
             wait_until(driver, lambda d: d.find_element(By.ID, "map").get_attribute("data-loaded") == "1", what="map")
+        if path.startswith("/dashboard/runs/"):  # the run page's own script (replay map, table tools) ran too
+            wait_until(driver, lambda d: d.find_element(By.ID, "replay-map").get_attribute("data-loaded") != "0",
+                       what="the replay map")
         violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
         assert violations == [], (path, violations)

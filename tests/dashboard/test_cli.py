@@ -54,7 +54,7 @@ def test_user_add_password_from_environment(cli, db_url, monkeypatch):
 def test_import_run_command(cli, db_url, run_dir):
     r = cli("import-run", run_dir, "--speed-limit", "80", "--device", "CLI-DRONE", "--database-url", db_url, "-q")
     assert r.exit_code == 0, r.output
-    assert "6 tracks, 2 violations, flight 1" in r.output
+    assert "6 vehicles, 2 violations, flight 1" in r.output
     r = cli("import-run", run_dir.parent, "--database-url", db_url, "-q")
     assert r.exit_code == 2 and "summary.json: missing" in r.output
 

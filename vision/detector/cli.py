@@ -22,8 +22,15 @@ def cli_train_detector(
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run with the same options")] = False,
     wise_alpha: Annotated[float, typer.Option("--wise-alpha", help="share of the fine-tuned weights averaged with "
                                               "the start point (1 = fine-tuned only)")] = DEFAULT_WISE_ALPHA,
+    low_light: Annotated[bool, typer.Option("--low-light", help="instead: continue training --start for night and "
+                                            "low light (low-light copies of day images + the night dev sequence's "
+                                            "training frames, docs/detector.md)")] = False,
+    start: Annotated[Path, typer.Option("--start", help="--low-light: the weights to continue from")] = DEFAULT_WEIGHTS,
 ) -> None:
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
+    if low_light:
+        _train_low_light(out, start, data_dir, epochs, batch, freeze, seed)
+        return
     if init not in ("coco_int8", "scratch"):
         raise typer.BadParameter(f"--init must be coco_int8 or scratch, got {init!r}")
     from vision.detector.training import train_detector  # torch: only when the command runs
@@ -33,6 +40,22 @@ def cli_train_detector(
                               extra_dirs=extra or (), seed=seed, freeze=freeze,
                               resume=resume, wise_alpha=wise_alpha)
     except ValueError as exc:  # TrainingError, OnnxWeightsError: bad options or data, one line, no traceback
+        typer.echo(f"airpatrol: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(str(path))
+
+
+def _train_low_light(out: Path, start: Path, data_dir: Path | None, epochs: int, batch: int, freeze: int,
+                     seed: int) -> None:
+    from vision.detector import NIGHT_DEV_TRAIN_FRAMES
+    from vision.detector.training import finetune_for_low_light, shared_root
+
+    night = shared_root() / "data" / "mot" / "uavdt_M1003_night_dev"
+    try:
+        path = finetune_for_low_light(out, start, [(night / "video.mp4", night / "gt" / "M1003_gt_whole.txt",
+                                                    NIGHT_DEV_TRAIN_FRAMES)],
+                                      data_dir=data_dir, epochs=epochs, batch=batch, freeze=freeze, seed=seed)
+    except ValueError as exc:
         typer.echo(f"airpatrol: error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(str(path))

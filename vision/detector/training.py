@@ -17,7 +17,7 @@ from typing import Literal
 
 import torch
 
-from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA
+from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA, NIGHT_DEV_TRAIN_FRAMES  # noqa: F401
 from vision.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
 from vision.detector.dequantize import DEFAULT_ONNX, build_float_model, calibrate_batchnorm, save_checkpoint
 
@@ -211,3 +211,76 @@ def _train(init_ckpt: Path, data_yaml: Path, epochs: int, imgsz: int, batch: int
         warmup_epochs=min(3.0, epochs / 4), close_mosaic=max(1, epochs // 5), freeze=freeze or None,
         verbose=True,
     )
+
+
+def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple[Path, Path, tuple[int, int]]],
+                           data_dir: Path | None = None, shared: Path | None = None, epochs: int = 4,
+                           day_images: int = 700, low_light_images: int = 350, night_repeat: int = 2,
+                           night_step: int = 2, batch: int = DEFAULT_BATCH, freeze: int = DEFAULT_FREEZE,
+                           seed: int = 0) -> Path:
+    """Continue training ``start`` (the shipped day detector) for night and low light, keeping day accuracy.
+
+    Training set: ``day_images`` of the day data set (as built for ``train_detector``), ``low_light_images`` other
+    day images turned night-like (``lowlight.low_light``), and real night frames — ``night`` lists (video or image
+    folder, UAVDT *_gt_whole.txt, (first, last) frame) — every ``night_step``-th frame, listed ``night_repeat``
+    times. Which frames were used goes into ``training_set.json`` beside the run and into the docs; frames that score
+    a figure must never be among them.
+    """
+    import json
+
+    import numpy as np
+
+    from vision.detector.lowlight import low_light_copies, uavdt_frames
+
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    shared = Path(shared) if shared else shared_root()
+    detection = shared / "data" / "detection"
+    if not detection.is_dir():
+        raise TrainingError(f"{detection}: shared detection data not found (set AIRPATROL_SHARED)")
+    if not Path(start).is_file():
+        raise TrainingError(f"{start}: start weights not found")
+    data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+    teacher = LabelTeacher(make_init_checkpoint("coco_int8", data_dir / "init", shared / DEFAULT_ONNX))
+    data_yaml = build_dataset(detection, data_dir, teacher=teacher)
+    day = sorted((data_dir / "images" / "train").glob("*.jpg"))
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(day))
+    day_pick = [day[i] for i in sorted(order[:day_images])]
+    dark_pick = [day[i] for i in sorted(order[day_images:day_images + low_light_images])]
+    work = data_dir / "low_light"
+    shutil.rmtree(work, ignore_errors=True)
+    low_light_copies(dark_pick, data_dir / "labels" / "train", work / "dark", seed=seed)
+    night_images: list[Path] = []
+    for source, gt, frames in night:
+        folder = work / f"night_{Path(gt).name.split('_')[0]}_{frames[0]}_{frames[1]}"
+        uavdt_frames(Path(source), Path(gt), frames, folder, step=night_step)
+        night_images += sorted((folder / "images").glob("*.jpg"))
+    train_list = work / "train.txt"
+    lines = [*map(str, day_pick), *map(str, sorted((work / "dark" / "images").glob("*.jpg"))),
+             *[str(p) for _ in range(night_repeat) for p in night_images]]
+    train_list.write_text("\n".join(lines) + "\n")
+    data = json.loads(json.dumps({"path": str(data_dir), "train": str(train_list), "val": "images/val",
+                                  "names": dict(enumerate(CLASS_NAMES))}))
+    yaml_path = work / "data.yaml"
+    import yaml
+
+    yaml_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    (work / "training_set.json").write_text(json.dumps({
+        "start": str(start), "day_images": len(day_pick), "low_light_copies": len(dark_pick),
+        "night": [{"source": str(s), "gt": str(g), "frames": list(f), "step": night_step, "repeat": night_repeat}
+                  for s, g, f in night],
+        "night_images": len(night_images), "epochs": epochs, "freeze": freeze, "seed": seed}, indent=1))
+    del data_yaml
+    run_dir = data_dir / "runs"
+    name = f"lowlight_e{epochs}_f{freeze}_s{seed}"
+    shutil.rmtree(run_dir / name, ignore_errors=True)
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    started = time.monotonic()
+    _train(Path(start), yaml_path, epochs, 640, batch, seed, 1.0, freeze, run_dir, name)
+    best = run_dir / name / "weights" / "last.pt"
+    out_weights = Path(out_weights)
+    out_weights.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(best, out_weights)
+    shutil.copyfile(work / "training_set.json", out_weights.with_suffix(".training_set.json"))
+    print(f"fine-tuned {epochs} epochs for low light in {(time.monotonic() - started) / 60:.1f} min -> {out_weights}")
+    return out_weights

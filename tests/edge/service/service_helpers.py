@@ -103,3 +103,48 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.1):
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@contextmanager
+def serve_process(settings, folder, env: dict | None = None, **service):
+    """A real `airpatrol serve` subprocess on a free 127.0.0.1 port with ``settings`` (+ ``service`` overrides) and
+    the fake-detector pipeline; yields its base URL. Stopped with SIGTERM (graceful) at the end."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+    import yaml
+
+    here = Path(__file__).resolve().parent
+    port = free_port()
+    config = Path(folder) / "airpatrol-serve.yaml"
+    config.write_text(yaml.safe_dump({
+        "database_url": settings.database_url, "data_dir": settings.data_dir,
+        "pipeline": settings.pipeline.model_dump(mode="json", include={"calibration"}),
+        "service": {**settings.service.model_dump(mode="json", exclude_none=True),
+                    "pipeline_factory": "service_fakes:make_pipeline", **service}}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[2]), str(here)]), "YOLO_OFFLINE": "1",
+           **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port", str(port),
+                             "--log-level", "warning"], env=env, cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+    try:
+        wait_for(up, 90, "`airpatrol serve` to start", every=0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -41,7 +41,7 @@ def test_file_sinks(tmp_path):
     summ = {r["track_id"]: r for r in csv.DictReader(open(tmp_path / "tracks_summary.csv"))}
     assert summ["1"]["moving"] == "True" and summ["2"]["moving"] == "False" and summ["2"]["class"] == "truck"
     assert float(summ["1"]["median_speed_kmh"]) == np.median([36 + k * 0.1 for k in range(30)]).round(2)
-    assert sinks[2].counts == {"tracks": 2, "moving": 1, "stationary": 1}
+    assert sinks[2].counts == {"tracks": 2, "moving": 1, "stationary": 1, "vehicles": 2}
     gj = json.loads((tmp_path / "trajectories.geojson").read_text())
     feats = {f["properties"]["track_id"]: f for f in gj["features"]}
     assert gj["properties"]["coordinate_system"] == "wgs84"

@@ -1,0 +1,84 @@
+"""``python -m bench.real.cost``: time per frame of plain Ultralytics tracking vs ``airpatrol process`` (baseline and
+dual), interleaved in one run on the same frames, so machine load affects all alike.
+
+Reports wall ms/frame and CPU ms/frame (process time over all threads: what the contender costs the machine, less
+sensitive to other jobs), per repeat and the median ratio to plain. Models are loaded before timing starts.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.real.contenders import pipeline_config
+from bench.real.sequences import real_sequences
+
+
+def _plain(seq, weights: Path, frames: int, imgsz: int = 640) -> tuple[float, float]:
+    from ultralytics import YOLO
+
+    from vision.source import open_source
+
+    model = YOLO(str(weights), task="detect")
+    with open_source(seq.source, max_frames=1) as src:
+        model.predict(next(iter(src)).image, imgsz=imgsz, verbose=False)  # warm-up
+    w0, c0 = time.perf_counter(), time.process_time()
+    with open_source(seq.source, max_frames=frames) as src:
+        for frame in src:
+            model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=imgsz, verbose=False)
+    return 1000 * (time.perf_counter() - w0) / frames, 1000 * (time.process_time() - c0) / frames
+
+
+def _airpatrol(seq, baseline: bool, frames: int) -> tuple[float, float, dict]:
+    import json
+
+    from edge.runner import process_video
+    from tracking.pipeline import Pipeline
+
+    config = pipeline_config(baseline)
+    pipeline = Pipeline(config)  # models loaded before timing
+    with tempfile.TemporaryDirectory() as tmp:
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = process_video(seq.source, Path(tmp) / "run", config, pipeline=pipeline, write_video=False,
+                            progress=False, max_frames=frames)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        stages = json.loads((out.out_dir / "summary.json").read_text())["timings"]["ms_per_frame_by_stage"]
+    return 1000 * wall / frames, 1000 * cpu / frames, stages
+
+
+def main(argv: list[str] | None = None) -> int:
+    from vision.detection import DEFAULT_DETECTOR_WEIGHTS
+
+    ap = argparse.ArgumentParser(prog="python -m bench.real.cost", description=__doc__.splitlines()[0])
+    ap.add_argument("--sequence", default="M1303")
+    ap.add_argument("--frames", type=int, default=150)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args(argv)
+    seq = next((s for s in real_sequences() if s.name == args.sequence), None)
+    if seq is None:
+        print(f"sequence {args.sequence} not found (../shared/data/mot missing?)")
+        return 2
+    rows: dict[str, list[tuple[float, float]]] = {"plain": [], "baseline": [], "dual": []}
+    stages = {}
+    for r in range(args.repeats):
+        rows["plain"].append(_plain(seq, DEFAULT_DETECTOR_WEIGHTS, args.frames))
+        for name, base in (("baseline", True), ("dual", False)):
+            wall, cpu, st = _airpatrol(seq, base, args.frames)
+            rows[name].append((wall, cpu))
+            stages[name] = st
+        print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items()),
+              flush=True)
+    plain_wall = statistics.median(w for w, _ in rows["plain"])
+    plain_cpu = statistics.median(c for _, c in rows["plain"])
+    print(f"\n{seq.name}, first {args.frames} frames, {args.repeats} interleaved repeats (median):")
+    for name, v in rows.items():
+        wall, cpu = statistics.median(w for w, _ in v), statistics.median(c for _, c in v)
+        print(f"  {name:9s} {wall:6.0f} ms/frame wall ({wall / plain_wall:.2f}x plain)   {cpu:6.0f} ms/frame CPU "
+              f"({cpu / plain_cpu:.2f}x plain)" + (f"   stages {stages[name]}" if name in stages else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

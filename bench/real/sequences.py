@@ -1,0 +1,59 @@
+"""The real sequences with ground truth in ``../shared/data/mot``, and which of their frames may be scored.
+
+The night sequence M1003 is split in time: its last frames train the detector (``NIGHT_TRAIN_FRAMES``), its first
+frames are scored, with a gap of a few seconds between them so that no scored frame is a near-copy of a training
+frame. Nothing of M1303 is ever trained on.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracking.evaluation.io import Boxes, load_ground_truth
+from vision.detector import NIGHT_DEV_TRAIN_FRAMES as NIGHT_TRAIN_FRAMES  # 331..600
+
+# M1003 frames 1..240 are scored (8 s); 241..330 (3 s) are a gap; 331..600 may train the detector.
+NIGHT_SCORED_FRAMES = (1, 240)
+
+
+def shared_root() -> Path:
+    env = os.environ.get("AIRPATROL_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
+
+
+@dataclass(frozen=True)
+class Sequence:
+    name: str
+    source: Path  # video file or image folder, as `airpatrol process` takes it
+    gt: Path  # UAVDT *_gt_whole.txt (its *_gt_ignore.txt beside it)
+    frames: tuple[int, int]  # first and last scored frame, 1-based, inclusive; the run covers 1..last
+    condition: str  # "day" / "night"
+    view: str
+
+    @property
+    def run_frames(self) -> int:
+        return self.frames[1]
+
+    def ground_truth(self) -> tuple[Boxes, Boxes]:
+        gt = load_ground_truth(self.gt)
+        return window(gt.boxes, self.frames), window(gt.ignore, self.frames)
+
+
+def window(boxes: Boxes, frames: tuple[int, int]) -> Boxes:
+    return boxes.subset((boxes.frame >= frames[0]) & (boxes.frame <= frames[1]))
+
+
+def real_sequences(root: Path | None = None) -> list[Sequence]:
+    """Every real sequence with ground truth that is present (none when ``../shared`` is absent)."""
+    mot = (root or shared_root()) / "data" / "mot"
+    out = []
+    m1303 = mot / "uavdt_M1303"
+    if (m1303 / "gt" / "M1303_gt_whole.txt").is_file():
+        out.append(Sequence("M1303", m1303, m1303 / "gt" / "M1303_gt_whole.txt", (1, 445), "day",
+                            "oblique urban road and junction, moving drone"))
+    m1003 = mot / "uavdt_M1003_night_dev"
+    if (m1003 / "gt" / "M1003_gt_whole.txt").is_file():
+        out.append(Sequence("M1003-night", m1003 / "video.mp4", m1003 / "gt" / "M1003_gt_whole.txt",
+                            NIGHT_SCORED_FRAMES, "night", "oblique arterial road at night, moving drone"))
+    return out

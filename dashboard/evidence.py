@@ -1,0 +1,117 @@
+"""Evidence per violation: a snapshot of the vehicle at the moment of its violation, kept with the run.
+
+For every violation of a run, the frame at its video time is read from the run's annotated video (it shows the
+measured speed and the violator mark) - or from the source video when the run has none - and cut around the vehicle's
+box from ``tracks.csv`` (with room around it to see the place), then saved as ``evidence/violation_<track>.jpg`` in
+the run folder. The run page and the map show them; the ``violations`` export zips them with a CSV of the violations.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+EVIDENCE_DIR = "evidence"
+MIN_CROP_PX = 240  # the cut-out is at least this tall (or the whole frame), so the place can be recognised
+CONTEXT = 4.0  # ... and this many vehicle sizes around the vehicle
+
+
+@dataclass
+class Wanted:
+    track_no: int
+    t_s: float
+
+
+def snapshot_name(track_no: int) -> str:
+    return f"violation_{int(track_no)}.jpg"
+
+
+def _boxes(tracks_csv: Path, wanted: dict[tuple[int, int], Wanted]) -> dict[tuple[int, int], np.ndarray]:
+    """(track_no, frame index) -> box, for the wanted frames."""
+    out = {}
+    with open(tracks_csv, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            key = (int(row["track_id"]), int(row["frame"]) - 1)
+            if key in wanted:
+                out[key] = np.array([float(row[k]) for k in ("x1", "y1", "x2", "y2")])
+    return out
+
+
+def _crop(img: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """A 16:9 cut-out centred on the vehicle (black beyond the frame's edges), with a ring around the vehicle so
+    the right one is obvious in dense traffic."""
+    h, w = img.shape[:2]
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    ch = int(min(max(MIN_CROP_PX, CONTEXT * max(box[2] - box[0], box[3] - box[1])), h))
+    cw = int(min(ch * 16 / 9, w))
+    x1, y1 = int(round(cx - cw / 2)), int(round(cy - ch / 2))
+    crop = np.zeros((ch, cw, 3), np.uint8)
+    sx1, sy1, sx2, sy2 = max(0, x1), max(0, y1), min(w, x1 + cw), min(h, y1 + ch)
+    if sx2 > sx1 and sy2 > sy1:
+        crop[sy1 - y1:sy2 - y1, sx1 - x1:sx2 - x1] = img[sy1:sy2, sx1:sx2]
+    bx1, by1, bx2, by2 = (int(round(v)) for v in (box[0] - x1, box[1] - y1, box[2] - x1, box[3] - y1))
+    pad = max(4, (bx2 - bx1) // 3)
+    cv2.rectangle(crop, (bx1 - pad, by1 - pad), (bx2 + pad, by2 + pad), (49, 48, 214), 2, cv2.LINE_AA)
+    return crop
+
+
+def make_snapshots(run_dir: str | Path, violations: list[Wanted], fps: float) -> dict[int, Path]:
+    """Snapshots of the given violations (track_no -> file); violations whose frame or box is missing are skipped."""
+    import av
+
+    run_dir = Path(run_dir)
+    video = run_dir / "annotated.mp4"
+    if not video.is_file():
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        video = Path(str((summary.get("video") or {}).get("path") or summary.get("source") or ""))
+    if not violations or not video.is_file():
+        return {}
+    wanted = {(v.track_no, int(round(v.t_s * fps))): v for v in violations}
+    boxes = _boxes(run_dir / "tracks.csv", wanted)
+    by_frame: dict[int, list[int]] = {}
+    for (track_no, frame) in boxes:
+        by_frame.setdefault(frame, []).append(track_no)
+    if not by_frame:
+        return {}
+    folder = run_dir / EVIDENCE_DIR
+    folder.mkdir(exist_ok=True)
+    written, last, source_wh = {}, max(by_frame), summary_size(run_dir)
+    with av.open(str(video)) as container:
+        for i, frame in enumerate(container.decode(video=0)):
+            if i in by_frame:
+                img = frame.to_ndarray(format="bgr24")
+                for track_no in by_frame[i]:
+                    box = _scale_box(boxes[(track_no, i)], source_wh, img.shape[1::-1])
+                    path = folder / snapshot_name(track_no)
+                    if cv2.imwrite(str(path), _crop(img, box), [cv2.IMWRITE_JPEG_QUALITY, 90]):
+                        written[track_no] = path
+            if i >= last:
+                break
+    return written
+
+
+def summary_size(run_dir: Path) -> tuple[int, int] | None:
+    try:
+        v = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("video") or {}
+        return (int(v["width"]), int(v["height"])) if v.get("width") and v.get("height") else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _scale_box(box: np.ndarray, source_wh: tuple[int, int] | None, image_wh: tuple[int, int]) -> np.ndarray:
+    """Boxes are in source pixels; the annotated video may be smaller (it is capped at 1920 px wide)."""
+    if not source_wh or tuple(source_wh) == tuple(image_wh):
+        return box
+    sx, sy = image_wh[0] / source_wh[0], image_wh[1] / source_wh[1]
+    return box * np.array([sx, sy, sx, sy])
+
+
+def snapshot_path(run_dir: Path | None, track_no: int) -> Path | None:
+    if run_dir is None:
+        return None
+    path = Path(run_dir) / EVIDENCE_DIR / snapshot_name(track_no)
+    return path if path.is_file() else None
