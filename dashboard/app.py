@@ -13,10 +13,10 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.sessions import SessionMiddleware
 
-from dashboard.auth import CsrfFailed, Forbidden, LoginThrottle, NotLoggedIn, login_redirect_url
+from dashboard.auth import CsrfFailed, Forbidden, NotLoggedIn, login_redirect_url
 from dashboard.context import DashboardContext, make_templates, render
+from dashboard.security import SecurityHeadersMiddleware, TLSAwareSessionMiddleware, content_security_policy
 from dashboard.settings import dashboard_settings_from, resolve_data_dir, resolve_secret_key
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -84,6 +84,7 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
     session secret are used), a dict, or None (environment). Call before the app starts (it adds a middleware).
     """
     from db.engine import session_factory
+    from db.throttle import LoginThrottle
 
     s = dashboard_settings_from(settings)
     prefix = s.prefix.rstrip("/")
@@ -95,7 +96,7 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
     else:
         sessions, data_dir = session_factory(s.database_url), resolve_data_dir(s)
     c = DashboardContext(settings=s, sessions=sessions, templates=make_templates(prefix), data_dir=data_dir,
-                         throttle=LoginThrottle())
+                         throttle=LoginThrottle(sessions))
     app.state.airpatrol_dashboard = c
     if s.basemap_file:
         from dashboard.basemap import BasemapError, open_basemap
@@ -105,8 +106,9 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
         except BasemapError as exc:  # the dashboard still works, on the online tiles or a plain background
             c.basemap_error = str(exc)
             logging.getLogger(__name__).warning("offline base map not used: %s", exc)
-    app.add_middleware(SessionMiddleware, secret_key=resolve_secret_key(s), session_cookie=SESSION_COOKIE,
+    app.add_middleware(TLSAwareSessionMiddleware, secret_key=resolve_secret_key(s), session_cookie=SESSION_COOKIE,
                        max_age=s.session_max_age_s, path=prefix or "/", same_site="lax", https_only=s.https_only)
+    app.add_middleware(SecurityHeadersMiddleware, csp=content_security_policy(s.tile_url))
     app.mount(prefix + "/static/leaflet", StaticFiles(directory=leaflet_dir()), name="dashboard-leaflet")
     app.mount(prefix + "/static/app", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections import defaultdict, deque
 from urllib.parse import quote
 
 from fastapi import Depends, Request
@@ -119,21 +118,7 @@ def login_redirect_url(request: Request) -> str:
     return ctx(request).url("/login") + "?next=" + quote(target, safe="")
 
 
-class LoginThrottle:
-    """At most ``attempts`` failed logins per user name in ``window_s``; a brake on password guessing."""
-
-    def __init__(self, attempts: int = 5, window_s: float = 300.0):
-        self.attempts, self.window_s = attempts, window_s
-        self._failures: dict[str, deque] = defaultdict(deque)
-
-    def blocked(self, username: str) -> bool:
-        q = self._failures[username.lower()]
-        while q and time.monotonic() - q[0] > self.window_s:
-            q.popleft()
-        return len(q) >= self.attempts
-
-    def failed(self, username: str) -> None:
-        self._failures[username.lower()].append(time.monotonic())
-
-    def succeeded(self, username: str) -> None:
-        self._failures.pop(username.lower(), None)
+def client_address(request: Request) -> str:
+    """The caller's address as the server sees it (behind a reverse proxy: run uvicorn with --proxy-headers and
+    --forwarded-allow-ips so this is the real client, not the proxy)."""
+    return (request.client.host if request.client else None) or "unknown"

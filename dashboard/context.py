@@ -21,7 +21,7 @@ class DashboardContext:
     sessions: sessionmaker[Session]
     templates: Jinja2Templates
     data_dir: Path
-    throttle: object = field(default=None)  # dashboard.auth.LoginThrottle, one per app
+    throttle: object = field(default=None)  # db.throttle.LoginThrottle (state in the database)
     basemap: object = field(default=None)  # dashboard.basemap.Basemap when basemap_file opened
     basemap_error: str | None = None  # why the configured basemap_file is not used
 
@@ -60,7 +60,11 @@ def get_db(request: Request) -> Iterator[Session]:
 
     with ctx(request).sessions() as session:
         if request.method not in ("GET", "HEAD", "OPTIONS"):
-            session.connection(execution_options=WRITE)
+            # Lazily: the write transaction begins at the handler's first statement, in the handler's thread. Begun
+            # here (in the dependency's thread) it was held while the handler waited for a free worker thread - and
+            # under load every worker thread was waiting for that lock: 50 logins at once ended in "database is
+            # locked" (bench/load_test.py).
+            session.bind = session.get_bind().execution_options(**WRITE)
         yield session
 
 

@@ -164,7 +164,7 @@ def run_output_dir(run: ProcessingRun, db: Session | None = None) -> Path | None
 
     if not inspect(db.connection()).has_table("service_jobs"):  # a dashboard without the service
         return None
-    from edge.service.models import JobRow
+    from db.service_models import JobRow
 
     folder = db.scalar(select(JobRow.out_dir).where(JobRow.run_id == run.id, JobRow.out_dir.is_not(None))
                        .order_by(JobRow.id.desc()).limit(1))

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from edge.commands.errors import user_errors
+from edge.commands.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, user_errors
 
 
 def _connection_errors(url: str | None):
@@ -64,7 +64,7 @@ def cli_import_log(
         raise ValueError("--flight takes exactly one log file")
     with _connection_errors(database_url):
         ensure_schema(database_url)
-    failed = 0
+    failed = incomplete = 0
     for path in files:
         try:
             with _connection_errors(database_url):
@@ -78,8 +78,14 @@ def cli_import_log(
             typer.echo(f"{path}: flight {result.flight_id}, {result.samples} samples, {result.status}")
         else:
             typer.echo(f"{path}: already imported as flight {result.flight_id} (same checksum), nothing added")
+        if result.status.startswith("partial"):  # damaged log: imported up to the damage, never silently
+            typer.echo(f"airpatrol: warning: {path}: log INCOMPLETE, only the samples before the damage were "
+                       f"imported ({result.status.removeprefix('partial: ')})", err=True)
+            incomplete += 1
     if failed:
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USER_ERROR)
+    if incomplete:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @user_errors
@@ -96,3 +102,38 @@ def cli_db_upgrade(
     with _connection_errors(database_url):
         rev = upgrade(database_url, revision)
     typer.echo(f"{make_url(resolve(database_url)).render_as_string(hide_password=True)}: schema at revision {rev}")
+
+
+@user_errors
+def cli_db_backup(
+    file: Annotated[Path, typer.Argument(help="backup file to write (SQLite: a database file; MariaDB: SQL, .gz to compress)")],
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+) -> None:
+    """Back up the whole database (consistent while the service runs; MariaDB via mariadb-dump)."""
+    from db.backup import backup
+
+    with _connection_errors(database_url):
+        path = backup(database_url, file)
+    typer.echo(f"{path}: backup written ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+@user_errors
+def cli_db_restore(
+    file: Annotated[Path, typer.Argument(help="a file written by `airpatrol db backup`")],
+    yes: Annotated[bool, typer.Option("--yes", help="confirm: everything now in the database is replaced")] = False,
+    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+) -> None:
+    """Replace the database's whole content by a backup (stop the service first), then bring it to the current schema."""
+    from sqlalchemy.engine import make_url
+
+    from db.backup import restore
+    from db.engine import database_url as resolve
+    from db.migrate import upgrade
+
+    shown = make_url(resolve(database_url)).render_as_string(hide_password=True)
+    if not yes:
+        raise ValueError(f"restoring {file} replaces everything in {shown}; add --yes to confirm")
+    with _connection_errors(database_url):
+        restore(database_url, file)
+        rev = upgrade(database_url)
+    typer.echo(f"{shown}: restored from {file}, schema at revision {rev}")

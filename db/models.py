@@ -24,6 +24,8 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 ROLES = ("admin", "operator", "viewer")
 DEVICE_KINDS = ("drone", "controller", "edge_node", "other")
 RUN_STATUSES = ("queued", "running", "complete", "failed", "superseded")
+COMPLETENESS = ("complete", "incomplete")  # did the run see all of its input (edge/completeness.py)?
+THROTTLE_SCOPES = ("client", "account", "trusted")
 ROUND_STATUSES = ("planned", "in_progress", "done", "cancelled")
 
 NAMING = {
@@ -218,6 +220,7 @@ class Video(Base):
 class ProcessingRun(Base):
     __tablename__ = "processing_runs"
     __table_args__ = (CheckConstraint(_in("status", RUN_STATUSES), name="status"),
+                      CheckConstraint(_in("completeness", COMPLETENESS), name="completeness"),
                       CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
                       Index(None, "video_id", "status"), MYSQL_TABLE)
 
@@ -237,6 +240,9 @@ class ProcessingRun(Base):
     timings_json: Mapped[dict[str, Any] | None]
     summary_json: Mapped[dict[str, Any] | None]
     error: Mapped[str | None] = mapped_column(Text)
+    # 'incomplete': part of the input (video frames, flight log) was damaged; losses_json lists what and where
+    completeness: Mapped[str] = mapped_column(String(16), default="complete", server_default="complete")
+    losses_json: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]  # last batch written; a 'running' run that stopped beating died
@@ -349,3 +355,41 @@ class FieldTestCheckin(Base):
     notes: Mapped[str | None] = mapped_column(Text)
 
     field_test: Mapped[FieldTest] = relationship(back_populates="checkins")
+
+
+class LoginThrottleRow(Base):
+    """Failed logins, shared by every worker and kept across restarts (db/throttle.py).
+
+    ``scope`` ``client``: failures from one address (any account); ``account``: failures for one user name (any
+    address); ``trusted``: a (user name, address) pair that logged in successfully, which the account-wide delay
+    does not hold back - so a stranger hammering ``admin`` cannot keep the real admin out.
+    """
+
+    __tablename__ = "login_throttle"
+    __table_args__ = (UniqueConstraint("scope", "key"), CheckConstraint(_in("scope", THROTTLE_SCOPES), name="scope"),
+                      Index(None, "last_at"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(8))
+    key: Mapped[str] = mapped_column(String(191))  # 191: utf8mb4 unique index limit of older InnoDB row formats
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditEntry(Base):
+    """An administrative action (users, devices, tokens, deletes): who, from where, what, when."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index(None, "at"), MYSQL_TABLE)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    actor: Mapped[str] = mapped_column(String(96))
+    client: Mapped[str | None] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(255))
+    detail: Mapped[dict[str, Any] | None]
+
+
+# The edge service's tables share this metadata (one Alembic history); imported last, as it subclasses Base.
+from db import service_models  # noqa: E402,F401

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -10,15 +11,21 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 _hasher = PasswordHasher()  # argon2-cffi's defaults follow RFC 9106's recommended profile
 
 TOKEN_PREFIX = "apt_"
+# Each Argon2 computation takes ~64 MiB (the profile's memory cost): 50 logins at once took the service from 650 MB
+# to 2.1 GB (bench/load_test.py). At most this many run at once per process; the others wait their turn.
+MAX_CONCURRENT_HASHES = 4
+_hash_slots = threading.BoundedSemaphore(MAX_CONCURRENT_HASHES)
 
 
 def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+    with _hash_slots:
+        return _hasher.hash(password)
 
 
 def verify_password(stored_hash: str, password: str) -> bool:
     try:
-        return _hasher.verify(stored_hash, password)
+        with _hash_slots:
+            return _hasher.verify(stored_hash, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 

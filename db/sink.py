@@ -3,7 +3,8 @@
 Life of a run row: ``open`` inserts it as ``running``; ``write`` buffers per-frame track rows and every
 ``batch_rows`` rows writes them in one transaction (new tracks first, then their speed rows) and updates progress
 and ``heartbeat_at``; ``close`` writes the rest, the per-track aggregates, the speed violations and then marks the
-run ``complete`` - all in one last transaction, so a run is complete only if everything is there. ``abort`` marks
+run ``complete`` - all in one last transaction, so a run is complete only if everything is there. A run whose input
+was damaged (the summary's ``losses``) is also ``completeness = 'incomplete'`` with the losses in ``losses_json``. ``abort`` marks
 it ``failed``. A process killed midway leaves it ``running`` with a stale heartbeat: never complete;
 :func:`fail_stale_runs` turns those into ``failed``.
 
@@ -129,6 +130,8 @@ class DatabaseSink:
             run.timings_json = run.summary_json.get("timings")
             run.summary_json["violations"] = n_violations
             run.summary_json["violation_rule"] = violation_rule(self.min_over_limit_s)
+            losses = run.summary_json.get("losses") or []
+            run.completeness, run.losses_json = ("incomplete", losses) if losses else ("complete", None)
 
     def abort(self, error: BaseException | None) -> None:
         if self.run_id is None:

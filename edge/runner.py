@@ -14,6 +14,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from edge.completeness import completeness, telemetry_losses, video_losses
 from edge.rundir import RunDirectory
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
 from tracking.config import PipelineConfig
@@ -30,12 +31,18 @@ class RunOutcome:
 
 def load_poses(video: Path, telemetry: Path | None, info: SourceInfo, time_offset_s: float = 0.0):
     """Camera poses for the video: the given flight log, else a DJI .SRT next to the video, else None."""
+    poses, path, _ = load_poses_and_log(video, telemetry, info, time_offset_s)
+    return poses, path
+
+
+def load_poses_and_log(video: Path, telemetry: Path | None, info: SourceInfo, time_offset_s: float = 0.0):
+    """As :func:`load_poses`, plus the parsed flight log (whether it was complete, where it stopped)."""
     from vision.telemetry import load_flight_log
     from vision.telemetry.poses import PoseTrack, TelemetryCoverageError, find_sidecar_srt
 
     path = telemetry or find_sidecar_srt(video)
     if path is None:
-        return None, None
+        return None, None, None
     log = load_flight_log(path)
     poses = PoseTrack.from_flight_log(log, None, time_offset_s=time_offset_s)
     duration = info.duration_s or ((info.frame_count or 0) / info.fps)
@@ -43,7 +50,7 @@ def load_poses(video: Path, telemetry: Path | None, info: SourceInfo, time_offse
         raise TelemetryCoverageError(
             f"{path}: telemetry covers {poses.duration_s:.1f} s but the video {video.name} lasts {duration:.1f} s"
         )
-    return poses, path
+    return poses, path, log
 
 
 def process_video(
@@ -68,7 +75,7 @@ def process_video(
     wall0 = time.perf_counter()
     with open_source(video, max_frames=max_frames) as source:
         info = source.info
-        poses, tel_path = load_poses(video, Path(telemetry) if telemetry else None, info)
+        poses, tel_path, flight_log = load_poses_and_log(video, Path(telemetry) if telemetry else None, info)
         pipeline = pipeline or Pipeline(config)
         pipeline.reset(info.width, info.height, info.fps, poses)
         run = RunInfo(str(video), info.width, info.height, info.fps, info.frame_count, config.model_dump(mode="json"),
@@ -99,6 +106,8 @@ def process_video(
                     s.close({"source": run.source, "mode": run.mode})
                     opened.remove(s)
                 summary = _summary(run, info, pipeline, sinks, loop_s, time.perf_counter() - wall0, tel_path)
+                duration = info.duration_s or ((info.frame_count or 0) / info.fps)
+                summary.update(completeness(video_losses(source) + telemetry_losses(flight_log, poses, duration, info.fps)))
                 (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
                 for s in extra:  # database, live feed: they get the complete summary
                     s.close(summary)
@@ -128,6 +137,8 @@ def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sin
     n = max(1, stats["frames"])
     return {
         "source": run.source,
+        "status": "complete",  # or "incomplete", with "losses": see edge/completeness.py
+        "losses": [],
         "mode": run.mode,
         "video": asdict(info),
         "telemetry": str(telemetry) if telemetry else None,

@@ -33,10 +33,34 @@ class SourceInfo:
     codec: str
 
 
+@dataclass(frozen=True)
+class DecodeLoss:
+    """A stretch of the video that could not be decoded: the run completed without it.
+
+    ``first_frame``/``last_frame`` are 1-based frame numbers in the video's own timeline (time x fps), inclusive;
+    ``start_s``/``end_s`` the same stretch in seconds from the first frame.
+    """
+
+    reason: str
+    first_frame: int
+    last_frame: int
+    start_s: float
+    end_s: float
+
+    @property
+    def frames(self) -> int:
+        return self.last_frame - self.first_frame + 1
+
+
 class FrameSource:
-    """Iterate ``Frame`` objects (index from 0, time in seconds from the first frame)."""
+    """Iterate ``Frame`` objects (index from 0, time in seconds from the first frame).
+
+    ``losses`` lists what could not be decoded (filled while iterating; empty for an intact source): a damaged
+    file yields every frame it can and reports the rest here instead of failing or ending silently.
+    """
 
     info: SourceInfo
+    losses: list[DecodeLoss]
 
     def __iter__(self) -> Iterator[Frame]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -51,14 +75,24 @@ class FrameSource:
         self.close()
 
 
+GAP_FRAMES = 2.5  # a jump of more than this many frame intervals between decoded frames means frames were lost
+MAX_LEADING_ERRORS = 50  # undecodable packets before the first frame after which the file is called unreadable
+END_TOLERANCE_FRAMES = 2  # containers round their declared length; fewer missing frames at the end are not a loss
+
+
 class VideoFileSource(FrameSource):
-    """Decode with PyAV (FFmpeg): exact presentation timestamps and clear errors for broken files."""
+    """Decode with PyAV (FFmpeg): exact presentation timestamps and clear errors for broken files.
+
+    A file damaged after its first frame is decoded as far as possible: frames missing in the middle (a timestamp
+    jump), a decoder error, or an end before the declared length become :class:`DecodeLoss` entries in ``losses``.
+    """
 
     def __init__(self, path: str | os.PathLike, max_frames: int | None = None):
         import av  # local import: only file decoding needs it
 
         self.path = Path(path)
         self.max_frames = max_frames
+        self.losses = []
         if not self.path.exists():
             raise SourceError(f"{self.path}: no such file")
         if self.path.is_file() and self.path.stat().st_size == 0:
@@ -92,21 +126,59 @@ class VideoFileSource(FrameSource):
     def __iter__(self) -> Iterator[Frame]:
         import av
 
-        t0 = None
-        index = 0
-        try:
-            for vf in self._container.decode(self._stream):
-                t = float(vf.time) if vf.time is not None else index / self.info.fps
+        self.losses = []
+        fps = self.info.fps
+        t0 = prev = None
+        index = errors = 0
+        stopped: str | None = None
+        packets = self._container.demux(self._stream)
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                break
+            except av.error.FFmpegError as exc:  # the container itself is unreadable from here on
+                stopped = f"decoding stopped: {_short(exc)}"
+                break
+            try:
+                decoded = self._stream.decode(packet)
+            except av.error.FFmpegError as exc:  # one damaged packet: skip it, the timestamps show what was lost
+                errors += 1
+                if index == 0 and errors >= MAX_LEADING_ERRORS:
+                    raise SourceError(f"{self.path}: video is damaged or truncated at frame 0 ({_short(exc)})") from None
+                continue
+            for vf in decoded:
+                t = float(vf.time) if vf.time is not None else index / fps
                 if t0 is None:
                     t0 = t
+                if prev is not None and t - prev > GAP_FRAMES / fps:
+                    self._lost("frames missing or undecodable (damaged data)", prev - t0 + 1 / fps, t - t0 - 1 / fps)
+                prev = t
                 yield Frame(index=index, t=t - t0, image=vf.to_ndarray(format="bgr24"))
                 index += 1
                 if self.max_frames is not None and index >= self.max_frames:
                     return
-        except av.error.FFmpegError as exc:
-            raise SourceError(f"{self.path}: video is damaged or truncated at frame {index} ({_short(exc)})") from None
+        if index > 0:
+            declared = self.info.frame_count
+            covered = int(round((prev - t0) * fps)) + 1
+            if stopped:
+                self._lost(stopped, prev - t0 + 1 / fps, self._declared_end_s(prev - t0))
+            elif declared and declared - covered >= END_TOLERANCE_FRAMES:
+                self._lost(f"decoding ended early: {index} of {declared} declared frames decoded "
+                           "(file truncated or damaged)", prev - t0 + 1 / fps, self._declared_end_s(prev - t0))
         if index == 0:
             raise SourceError(f"{self.path}: no frame could be decoded (unsupported codec or truncated file)")
+
+    def _declared_end_s(self, last_t: float) -> float:
+        """Time of the last frame the container declares (at least ``last_t``)."""
+        fps, count = self.info.fps, self.info.frame_count
+        return max(last_t, (count - 1) / fps) if count else last_t
+
+    def _lost(self, reason: str, start_s: float, end_s: float) -> None:
+        fps = self.info.fps
+        first, last = int(round(start_s * fps)) + 1, int(round(end_s * fps)) + 1
+        if last >= first:
+            self.losses.append(DecodeLoss(reason, first, last, round(start_s, 3), round(max(end_s, start_s), 3)))
 
     def close(self) -> None:
         self._container.close()
@@ -138,6 +210,7 @@ class ImageFolderSource(FrameSource):
         h, w = first.shape[:2]
         rate = fps or ini_fps or 30.0
         self.path = root
+        self.losses = []
         self.info = SourceInfo(str(root), w, h, rate, len(self.files), len(self.files) / rate, "images")
 
     def __iter__(self) -> Iterator[Frame]:

@@ -5,10 +5,11 @@ from fastapi import APIRouter, Depends, Form, Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard.auth import admin, verify_csrf, viewer
+from dashboard.auth import admin, client_address, verify_csrf, viewer
 from dashboard.context import ctx, flash, get_db, render
 from dashboard.mapdata import drone_states
 from dashboard.routes.common import not_found, redirect
+from db.audit import audit, recent
 from db.crud import create_device, create_user, issue_device_token
 from db.models import DEVICE_KINDS, ROLES, Device, DeviceToken, User, utcnow
 from db.security import hash_password
@@ -41,6 +42,7 @@ def device_create(request: Request, serial: str = Form(""), kind: str = Form("dr
     try:
         dev = create_device(db, serial, kind=kind, model=model.strip() or None, name=name.strip() or None,
                             camera_preset=camera_preset.strip() or None)
+        _audit(request, db, user, "device.create", f"device:{dev.serial}", kind=dev.kind)
         db.commit()
     except ValueError as exc:
         db.rollback()
@@ -57,6 +59,7 @@ def device_token(request: Request, device_id: int, label: str = Form(""), user=D
     if dev is None:
         raise not_found(f"device {device_id}")
     token = issue_device_token(db, dev, label.strip() or f"issued by {user.username}")
+    _audit(request, db, user, "device.token_issue", f"device:{dev.serial}")  # never the token itself
     db.commit()
     request.session["ap_new_token"] = [dev.serial, token]
     return redirect(request, "/devices")
@@ -70,6 +73,7 @@ def device_revoke(request: Request, device_id: int, user=Depends(admin), db: Ses
     for tok in db.scalars(select(DeviceToken).where(DeviceToken.device_id == device_id,
                                                     DeviceToken.revoked_at.is_(None))):
         tok.revoked_at, n = utcnow(), n + 1
+    _audit(request, db, user, "device.tokens_revoke", f"device:{db.get(Device, device_id).serial}", tokens=n)
     db.commit()
     flash(request, f"{n} token(s) revoked")
     return redirect(request, "/devices")
@@ -79,7 +83,7 @@ def device_revoke(request: Request, device_id: int, user=Depends(admin), db: Ses
 @router.get("/users", name="users")
 def user_list(request: Request, user=Depends(admin), db: Session = Depends(get_db)):
     users = list(db.scalars(select(User).order_by(User.username)))
-    return render(request, "users.html", user, users=users, roles=ROLES)
+    return render(request, "users.html", user, users=users, roles=ROLES, audit=recent(db))
 
 
 @router.post("/users", dependencies=csrf)
@@ -89,6 +93,7 @@ def user_create(request: Request, username: str = Form(""), password: str = Form
     try:
         created = create_user(db, username, password, role=role, display_name=display_name.strip() or None,
                               email=email.strip() or None)
+        _audit(request, db, user, "user.create", f"user:{created.username}", role=created.role)
         db.commit()
     except ValueError as exc:
         db.rollback()
@@ -124,7 +129,16 @@ def user_update(request: Request, user_id: int, role: str = Form(""), active: st
             flash(request, str(exc), "error")
             return redirect(request, "/users")
         target.password_hash = hash_password(password)
+    changes = {k: v for k, v in (("role", new_role if new_role != target.role else None),
+                                 ("active", new_active if new_active != target.active else None),
+                                 ("password", "changed" if password else None)) if v is not None}
     target.role, target.active = new_role, new_active
+    if changes:
+        _audit(request, db, user, "user.update", f"user:{target.username}", **changes)
     db.commit()
     flash(request, f"user {target.username!r} updated")
     return redirect(request, "/users")
+
+
+def _audit(request: Request, db: Session, user: User, action: str, target: str, **detail) -> None:
+    audit(db, f"user:{user.username}", action, target, client_address(request), via="dashboard", **detail)

@@ -1,11 +1,13 @@
 """Login and logout."""
 from __future__ import annotations
 
+import math
+
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
-from dashboard.auth import login_session, logout_session, optional_user, verify_csrf
+from dashboard.auth import client_address, login_session, logout_session, optional_user, verify_csrf
 from dashboard.context import ctx, get_db, render
 from dashboard.routes.common import redirect
 from db.crud import authenticate_user
@@ -32,15 +34,20 @@ def login_form(request: Request, next: str | None = None, user=Depends(optional_
 def login_submit(request: Request, username: str = Form(""), password: str = Form(""), next: str = Form(""),
                  db: Session = Depends(get_db)):
     username = username.strip()
-    throttle = ctx(request).throttle
-    if throttle.blocked(username):
-        return render(request, "login.html", None, status_code=429, next=next,
-                      error="too many failed logins for this user; wait a few minutes")
-    user = authenticate_user(db, username, password) if username and password else None
+    throttle, client = ctx(request).throttle, client_address(request)
+    wait = throttle.wait_s(client, username)
+    if wait > 0:  # refused before the password is looked at; not counted
+        response = render(request, "login.html", None, status_code=429, next=next,
+                          error=f"too many failed logins; try again in {math.ceil(wait)} s")
+        response.headers["Retry-After"] = str(math.ceil(wait))
+        return response
+    # the request's write transaction (SQLite: its lock) ends before the slow hash and the throttle's own writes
+    user = authenticate_user(db, username, password, end_transaction=True) if username and password else None
+    db.commit()
     if user is None:
-        throttle.failed(username)
+        throttle.failed(client, username)
         return render(request, "login.html", None, status_code=401, next=next, error="wrong user name or password")
-    throttle.succeeded(username)
+    throttle.succeeded(client, username)
     login_session(request, user)
     response = RedirectResponse(_safe_next(request, next), status_code=303)
     signer = _service_signer(request)
@@ -48,7 +55,8 @@ def login_submit(request: Request, username: str = Form(""), password: str = For
         from edge.service.auth import SESSION_COOKIE
 
         response.set_cookie(SESSION_COOKIE, signer.issue(user), max_age=signer.ttl_s, httponly=True,
-                            samesite="strict", secure=ctx(request).settings.https_only, path="/")
+                            samesite="strict", path="/",
+                            secure=ctx(request).settings.https_only or request.url.scheme == "https")
     return response
 
 

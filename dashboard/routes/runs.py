@@ -31,7 +31,16 @@ def run_row(run: ProcessingRun, vehicles: int | None = None) -> dict:
             "created_at": run.created_at.isoformat() if run.created_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "tracks": vehicles if run.status == "complete" else None, "violations": s.get("violations"),
-            "label": run_label(run)}
+            "label": run_label(run), "completeness": run.completeness or "complete", "losses": run.losses_json or []}
+
+
+def loss_text(loss: dict) -> str:
+    """One lost stretch of a damaged input, for the run page ("video frames 123-177 (4.9-7.0 s): reason")."""
+    t = loss.get("t_s") or [None, None]
+    span = f"{t[0]:.1f}-{t[1]:.1f} s" if None not in t else "?"
+    frames = loss.get("frames")
+    where = f"frames {frames[0]}-{frames[1]} ({span})" if frames else span
+    return f"{loss.get('input', 'input')} {where}: {loss.get('reason', 'lost')}"
 
 
 def run_rows(db: Session, runs: list[ProcessingRun]) -> list[dict]:
@@ -63,7 +72,7 @@ def service_jobs(request: Request, db: Session) -> list | None:
     svc = getattr(request.app.state, "ctx", None)
     if svc is None or not hasattr(svc, "jobs"):
         return None
-    from edge.service.models import JobRow
+    from db.service_models import JobRow
 
     return list(db.scalars(select(JobRow).order_by(JobRow.id.desc()).limit(PAGE_SIZE)))
 
@@ -146,7 +155,8 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
                   histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
                   format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
                       read_orthophoto(out_dir) is None or any(not snap for _v, _no, _cls, _when, snap, _sigma in violations)),
-                  traffic=traffic, traffic_figure=counts.counts_figure(traffic))
+                  traffic=traffic, traffic_figure=counts.counts_figure(traffic),
+                  losses=[loss_text(x) for x in run.losses_json or []])
 
 
 def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:

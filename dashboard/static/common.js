@@ -1,7 +1,8 @@
 /* Shared helpers of every dashboard page: JSON fetches with the CSRF header, lazy plotly, speed colours. */
 (function () {
   "use strict";
-  const A = window.AIRPATROL;
+  // Page settings come as JSON data, not as an inline script: the Content-Security-Policy allows no inline script.
+  const A = window.AIRPATROL = JSON.parse(document.getElementById("airpatrol-config").textContent);
   A.url = (path) => A.prefix + path;
 
   A.getJSON = async function (url) {

@@ -29,6 +29,14 @@
     });
   });
 
+  // -- the page's buttons and links (handlers here, not in on*= attributes: the Content-Security-Policy forbids those)
+  const printButton = document.getElementById("print-report");
+  if (printButton) printButton.addEventListener("click", () => window.print());
+  const filterForm = document.getElementById("vehicle-filter");
+  if (filterForm) filterForm.addEventListener("submit", (e) => e.preventDefault());
+  // a snapshot opens in a new tab without also selecting its table row
+  document.querySelectorAll("a.snapshot-link").forEach((a) => a.addEventListener("click", (e) => e.stopPropagation()));
+
   // -- filtering the vehicle table
   const vt = document.getElementById("vehicle-table");
   if (vt) {

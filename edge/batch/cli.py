@@ -136,3 +136,10 @@ def cli_batch(
     typer.echo(format_table(results))
     if any(r.status == "failed" for r in results):
         raise typer.Exit(1)
+    incomplete = [r for r in results if r.status == "done" and (r.note or "").startswith("INCOMPLETE")]
+    if incomplete:
+        from edge.commands.errors import EXIT_INCOMPLETE
+
+        typer.echo(f"airpatrol: warning: {len(incomplete)} file(s) only partly readable, their runs are INCOMPLETE "
+                   "(see the table and each summary.json)", err=True)
+        raise typer.Exit(EXIT_INCOMPLETE)

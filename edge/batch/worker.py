@@ -127,6 +127,10 @@ def process_item(item: BatchItem, job: BatchJob, attempt: int = 1) -> ItemResult
             records.update_video_metadata(job.database_url, sink.video_id, s["video"])
             result.run_id = sink.run_id
         result.status, result.out_dir = "done", str(outcome.out_dir)
+        if s.get("status") == "incomplete":  # damaged input: done, but never silently (see edge/completeness.py)
+            from edge.completeness import describe
+
+            result.note = f"INCOMPLETE: {describe(s)}; {outcome.out_dir}"
         result.frames, result.tracks = s["counts"]["frames"], s["counts"]["tracks"]
         result.fps = s["timings"]["fps"]
     except Exception as exc:  # reported per file; the batch goes on

@@ -6,6 +6,9 @@ import sys
 
 import typer
 
+EXIT_USER_ERROR = 2  # bad input or usage: nothing (or nothing new) was written
+EXIT_INCOMPLETE = 3  # the run finished, but part of its input was damaged: see "losses" in summary.json
+
 
 def user_errors(fn):
     @functools.wraps(fn)
@@ -17,7 +20,7 @@ def user_errors(fn):
             raise typer.Exit(130) from None
         except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
             typer.echo(f"airpatrol: error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(EXIT_USER_ERROR) from None
 
     return wrapper
 

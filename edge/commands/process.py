@@ -71,6 +71,17 @@ def cli_process(
     outcome = process_video(video, out_dir, settings.pipeline, telemetry=telemetry, write_video=not no_video,
                             progress=not quiet, max_frames=max_frames, batch_size=batch_size, speed_limit_kmh=speed_limit)
     typer.echo(one_line_summary(outcome.summary, outcome.out_dir))
+    exit_if_incomplete(outcome.summary, video)
+
+
+def exit_if_incomplete(summary: dict, video: Path) -> None:
+    """Damaged input is never silent: a warning line and exit code 3 (EXIT_INCOMPLETE) when something was lost."""
+    from edge.commands.errors import EXIT_INCOMPLETE
+    from edge.completeness import describe
+
+    if summary.get("status") == "incomplete":
+        typer.echo(f"airpatrol: warning: {video}: run INCOMPLETE, {describe(summary)}", err=True)
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def one_line_summary(s: dict, out_dir: Path) -> str:

@@ -27,6 +27,30 @@ class AuthError(Exception):
     """401: no or invalid credentials."""
 
 
+class LoginThrottled(AuthError):
+    """429: too many failed logins from this address or for this account (db/throttle.py); try again later."""
+
+    def __init__(self, retry_after_s: float):
+        import math
+
+        self.retry_after_s = max(1, math.ceil(retry_after_s))
+        super().__init__(f"too many failed logins; try again in {self.retry_after_s} s")
+
+
+def check_password(session: Session, throttle, client: str, username: str, password: str) -> User | None:
+    """``authenticate_user`` behind the shared login throttle: refused while a delay runs, failures counted."""
+    if throttle is not None:
+        wait = throttle.wait_s(client, username)
+        if wait > 0:
+            raise LoginThrottled(wait)
+    # the caller's transaction (SQLite: its write lock) ends before the slow hash and the throttle's own writes
+    user = authenticate_user(session, username, password, end_transaction=True) if username and password else None
+    session.commit()
+    if throttle is not None:
+        (throttle.failed if user is None else throttle.succeeded)(client, username)
+    return user
+
+
 @dataclass(frozen=True)
 class Principal:
     kind: str  # "user" | "device"
@@ -81,8 +105,10 @@ def _user_principal(user: User) -> Principal:
     return Principal("user", user.id, user.username, user.role)
 
 
-def authenticate(session: Session, signer: SessionSigner, authorization: str | None, cookie: str | None) -> Principal:
-    """The caller, or :class:`AuthError` with the reason (no credentials, bad token, ...)."""
+def authenticate(session: Session, signer: SessionSigner, authorization: str | None, cookie: str | None,
+                 throttle=None, client: str = "unknown") -> Principal:
+    """The caller, or :class:`AuthError` with the reason (no credentials, bad token, ...). Passwords (HTTP Basic)
+    go through ``throttle`` (a :class:`db.throttle.LoginThrottle`) like the login form's."""
     if authorization:
         scheme, _, value = authorization.partition(" ")
         value = value.strip()
@@ -102,7 +128,7 @@ def authenticate(session: Session, signer: SessionSigner, authorization: str | N
                 username, _, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
             except (binascii.Error, UnicodeDecodeError):
                 raise AuthError("malformed Basic credentials") from None
-            user = authenticate_user(session, username, password)
+            user = check_password(session, throttle, client, username, password)
             if user is None:
                 raise AuthError("wrong username or password")
             return _user_principal(user)

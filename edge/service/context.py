@@ -17,14 +17,15 @@ from pathlib import Path
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.engine import default_data_dir, make_db_engine
+from db.engine import default_data_dir, make_db_engine, session_factory
+from db.throttle import LoginThrottle
 from db.models import User, utcnow
 from edge.config import AirPatrolSettings
 from edge.service.auth import Principal, SessionSigner
 from edge.service.ingest import SourceSpec, StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
-from edge.service.models import StreamRow, create_service_tables
+from edge.service.models import StreamRow
 from edge.service.uploads import UploadStore
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
 from tracking.config import PipelineConfig
@@ -96,6 +97,7 @@ class ServiceContext:
         self._prepare_database()
         self.sessions = service_sessions(self.database_url)
         self.signer = SessionSigner(_secret(self.data_dir, cfg.secret_key), cfg.session_ttl_s)
+        self.throttle = LoginThrottle(session_factory(self.database_url))  # failed logins, shared via the database
         self.metrics = ServiceMetrics()
         self.uploads = UploadStore(self.data_dir / "uploads", cfg, self.metrics)
         self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts)
@@ -124,12 +126,8 @@ class ServiceContext:
         from db.migrate import require_current
 
         try:
+            # The service's own tables are in the Alembic history too (db/service_models.py)
             (ensure_schema if self.config.auto_migrate else require_current)(self.database_url)
-            engine = make_db_engine(self.database_url)
-            try:
-                create_service_tables(engine)
-            finally:
-                engine.dispose()
         except ValueError:
             raise
         except Exception as exc:  # cannot connect, no permission...: one line naming the database

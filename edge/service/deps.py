@@ -8,7 +8,7 @@ from fastapi import Depends, HTTPException, status
 from sqlalchemy.orm import Session
 from starlette.requests import HTTPConnection
 
-from edge.service.auth import SESSION_COOKIE, AuthError, Principal, authenticate
+from edge.service.auth import SESSION_COOKIE, AuthError, LoginThrottled, Principal, authenticate
 from edge.service.context import ServiceContext
 
 
@@ -29,7 +29,13 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def resolve_principal(conn: HTTPConnection, ctx: ServiceContext, session: Session) -> Principal:
     """The caller or AuthError (shared by HTTP routes and WebSocket handlers)."""
-    return authenticate(session, ctx.signer, conn.headers.get("authorization"), conn.cookies.get(SESSION_COOKIE))
+    return authenticate(session, ctx.signer, conn.headers.get("authorization"), conn.cookies.get(SESSION_COOKIE),
+                        ctx.throttle, client_address(conn))
+
+
+def client_address(conn: HTTPConnection) -> str:
+    """As the server sees it: behind a proxy run uvicorn with --proxy-headers so this is the real client."""
+    return (conn.client.host if conn.client else None) or "unknown"
 
 
 def current_principal(conn: HTTPConnection, ctx: ContextDep) -> Principal:
@@ -38,6 +44,9 @@ def current_principal(conn: HTTPConnection, ctx: ContextDep) -> Principal:
     try:
         with ctx.sessions() as session:
             return resolve_principal(conn, ctx, session)
+    except LoginThrottled as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc),
+                            headers={"Retry-After": str(exc.retry_after_s)}) from None
     except AuthError as exc:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, str(exc),
                             headers={"WWW-Authenticate": 'Bearer, Basic realm="airpatrol"'}) from None

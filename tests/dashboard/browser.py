@@ -39,7 +39,7 @@ def chromium(width: int = 1400, height: int = 900):
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
                  f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages, for console_errors()
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages: CSP violations, console_errors()
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     if width < 500:  # headless Chromium's window is at least 500 px wide: emulate a phone's viewport instead

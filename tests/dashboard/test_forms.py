@@ -192,3 +192,33 @@ def test_tile_url_setting_is_passed_to_the_map(settings, users):
     with TestClient(create_app(s)) as c:
         login(c, "viewer", users["viewer"])
         assert "http://tiles.local/{z}/{x}/{y}.png" in c.get("/dashboard/map").text
+
+
+def test_admin_actions_are_in_the_audit_log(client_for):
+    """Creating a user, changing a role, registering a device, issuing and revoking tokens: each leaves an entry
+    (who, from where, what) that admins see on the Users page; token values never appear in it."""
+    from tests.dashboard.dash_helpers import csrf_of
+
+    c = client_for("admin")
+    token = csrf_of(c)
+    assert c.post("/dashboard/users", data={"username": "eve", "password": "a-long-password", "role": "viewer",
+                                            "csrf_token": token}).status_code == 200
+    users = c.get("/dashboard/users").text
+    import re
+
+    eve_id = re.search(r'action="/dashboard/users/(\d+)"', users.split("<td>eve</td>", 1)[1]).group(1)
+    c.post(f"/dashboard/users/{eve_id}", data={"role": "operator", "active": "1", "csrf_token": token})
+    c.post("/dashboard/devices", data={"serial": "AUD-1", "kind": "drone", "csrf_token": token})
+    page = c.get("/dashboard/devices").text
+    dev_id = re.search(r"/dashboard/devices/(\d+)/token", page).group(1)
+    c.post(f"/dashboard/devices/{dev_id}/token", data={"label": "", "csrf_token": token}, follow_redirects=False)
+    issued = c.get("/dashboard/devices").text  # shown once, on this page
+    plain = re.search(r"apt_[A-Za-z0-9_\-]+", issued).group(0)
+    c.post(f"/dashboard/devices/{dev_id}/revoke-tokens", data={"csrf_token": token})
+    audit = c.get("/dashboard/users").text.split('id="audit-table"', 1)[1]
+    for action, target in [("user.create", "user:eve"), ("user.update", "user:eve"), ("device.create", "device:AUD-1"),
+                           ("device.token_issue", "device:AUD-1"), ("device.tokens_revoke", "device:AUD-1")]:
+        assert re.search(rf"<td>{re.escape(action)}</td><td>{re.escape(target)}</td>", audit), action
+    assert "user:admin" in audit and "role=operator" in audit and "testclient" in audit
+    assert plain not in audit
+    assert client_for("operator").get("/dashboard/users").status_code == 403  # admins only

@@ -187,3 +187,29 @@ def test_run_page_names_the_scale_and_states_the_violation_rule(client_for, tmp_
     assert "speed - 2 sigma &gt; limit for at least 1 s" in page
     # 90 +- 1.5 km/h: 87 km/h even at 2 sigma below, over 85; 80 km/h is not
     assert imported.violations == 1 and "90.0 ± 1.5 km/h" in page and "87.0 km/h" in page
+
+
+def test_incomplete_run_badge_and_lost_ranges(client_for, db_url, tmp_path):
+    """A run over a damaged video is marked on the runs list and its page says what was lost."""
+    import json
+
+    from dashboard.run_import import import_run_dir
+    from tests.dashboard.dash_helpers import make_run_dir
+
+    folder = make_run_dir(tmp_path / "damaged")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.update(status="incomplete", losses=[{"input": "video", "frames": [41, 60], "t_s": [4.0, 5.9],
+                                                "reason": "decoding ended early: 40 of 60 declared frames decoded"}])
+    (folder / "summary.json").write_text(json.dumps(summary))
+    damaged = import_run_dir(folder, db_url, import_telemetry=False)
+    intact = import_run_dir(make_run_dir(tmp_path / "intact"), db_url, import_telemetry=False)
+    c = client_for("viewer")
+    page = c.get("/dashboard/runs").text
+    row_of = {rid: page.split(f'data-run="{rid}"', 1)[1].split("</tr>", 1)[0]
+              for rid in (damaged.run_id, intact.run_id)}
+    assert 'badge incomplete' in row_of[damaged.run_id] and 'badge incomplete' not in row_of[intact.run_id]
+    run_page = c.get(f"/dashboard/runs/{damaged.run_id}").text
+    assert 'id="run-losses"' in run_page and "video frames 41-60 (4.0-5.9 s): decoding ended early" in run_page
+    assert 'id="run-losses"' not in c.get(f"/dashboard/runs/{intact.run_id}").text
+    api = {r["run_id"]: r for r in c.get("/dashboard/api/runs").json()["runs"]}
+    assert api[damaged.run_id]["completeness"] == "incomplete" and api[intact.run_id]["completeness"] == "complete"

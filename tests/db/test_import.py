@@ -158,7 +158,7 @@ def test_cli_import_and_upgrade(db_url, tmp_path, monkeypatch):
     monkeypatch.setenv("AIRPATROL_DATABASE_URL", db_url)
     runner = CliRunner()
     up = runner.invoke(app, ["db", "upgrade"])
-    assert up.exit_code == 0 and "revision 0001" in up.output
+    assert up.exit_code == 0 and "revision 0002" in up.output
     p = tmp_path / "DJI_0007.SRT"
     p.write_text(SRT)
     res = runner.invoke(app, ["import-log", str(p), "--device", "CLI-1", "--create-device", "-q"])
@@ -171,6 +171,13 @@ def test_cli_import_and_upgrade(db_url, tmp_path, monkeypatch):
     res = runner.invoke(app, ["import-log", str(junk), "-q"])
     assert res.exit_code == 2 and "junk.srt: not a recognised flight log" in res.output
     assert counts(db_url) == (1, 3)
+    cut = tmp_path / "DJI_0008.SRT"
+    cut.write_text(SRT.replace("52.300", "53.300").rstrip("\n")[:-70])  # the third entry loses its end
+    res = runner.invoke(app, ["import-log", str(cut), "--device", "CLI-1", "-q"])
+    assert res.exit_code == 3, res.output  # EXIT_INCOMPLETE: imported what was readable, said what was not
+    assert "2 samples, partial: line 13" in res.output
+    assert "warning" in res.output and "INCOMPLETE" in res.output and "DJI_0008.SRT" in res.output
+    assert counts(db_url) == (2, 5)
 
 
 def test_concurrent_imports(db_url, tmp_path):

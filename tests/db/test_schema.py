@@ -10,14 +10,14 @@ from sqlalchemy import inspect, select
 
 from db.engine import make_db_engine, session_scope
 from db.migrate import SchemaOutOfDateError, current_revision, head_revision, require_current, upgrade
-from db.models import Base, Device, Flight, TelemetrySampleRow
+from db.models import Base, Device, Flight, ProcessingRun, TelemetrySampleRow
 
 
 def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
-    assert upgrade(empty_db_url) == head_revision() == "0001"
-    assert upgrade(empty_db_url) == "0001"  # idempotent
+    assert upgrade(empty_db_url) == head_revision() == "0002"
+    assert upgrade(empty_db_url) == "0002"  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
     try:
@@ -27,14 +27,15 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
         names = set(inspect(engine).get_table_names())
         assert {"users", "devices", "device_tokens", "tasks", "task_rounds", "flights", "telemetry_samples", "videos",
                 "processing_runs", "tracks", "track_speeds", "violations", "field_tests",
-                "field_test_checkins"} <= names
+                "field_test_checkins", "service_streams", "service_uploads", "service_jobs", "login_throttle",
+                "audit_log"} <= names
         indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
         for required in ("ix_flights_start_time", "ix_processing_runs_flight_id", "ix_violations_occurred_at",
                          "ix_violations_cell_occurred_at", "ix_telemetry_samples_flight_id_t_s", "ix_track_speeds_track_id_frame"):
             assert required in indexes
     finally:
         engine.dispose()
-    assert current_revision(empty_db_url) == "0001"
+    assert current_revision(empty_db_url) == "0002"
 
 
 def test_same_values_on_both_back_ends(db_url):
@@ -64,3 +65,28 @@ def test_foreign_keys_are_enforced(db_url):
     with pytest.raises(IntegrityError):
         with session_scope(db_url) as s:
             s.add(TelemetrySampleRow(flight_id=999999, t_s=0.0))
+
+
+def test_upgrade_adopts_service_tables_made_before_they_were_migrations(empty_db_url):
+    """A deployment whose service created its own tables (at schema 0001) upgrades in place, rows kept."""
+    from sqlalchemy import text
+
+    from db.service_models import JobRow, StreamRow, UploadRow
+
+    assert upgrade(empty_db_url, "0001") == "0001"
+    engine = make_db_engine(empty_db_url)
+    try:
+        for model in (JobRow, StreamRow, UploadRow):  # what the service's create_all did before
+            model.__table__.create(engine)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO service_streams (name, kind, active, created_by, created_at) "
+                              "VALUES ('cam', 'pull', 1, 'user:admin', '2026-01-01 00:00:00')"))
+    finally:
+        engine.dispose()
+    assert upgrade(empty_db_url) == "0002"
+    with session_scope(empty_db_url) as s:
+        assert [r.name for r in s.scalars(select(StreamRow))] == ["cam"]
+        run = ProcessingRun(status="complete")
+        s.add(run)
+        s.flush()
+        assert run.completeness == "complete" and run.losses_json is None

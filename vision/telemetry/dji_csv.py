@@ -42,6 +42,8 @@ _HEADER = re.compile(r"^\s*([^(\[]*?)\s*(?:[(\[]\s*([^)\]]*?)\s*[)\]])?\s*$")
 
 def _column(header: str) -> tuple[str, str]:
     m = _HEADER.match(header)
+    if m is None:  # an unbalanced bracket ("speed(mph"): the whole text is the name (found by the fuzz tests)
+        return header.strip().lower(), ""
     return m.group(1).strip().lower(), (m.group(2) or "").strip().lower()
 
 

@@ -259,7 +259,10 @@ def _sample(raw: _Raw, t: float, lon_first: bool, variant: str) -> TelemetrySamp
 
 def parse_dji_srt(data: bytes, path: Path) -> FlightLog:
     text = data.decode("utf-8-sig", errors="replace")
-    entries = _group(text.splitlines())
+    try:
+        entries = _group(text.splitlines())
+    except FlightLogError as exc:  # the message names the file, like every other (found by the fuzz tests)
+        raise FlightLogError(f"{path}: {exc}") from None
     if not entries:
         raise FlightLogError(f"{path}: no subtitles in this DJI SRT file")
     log = FlightLog(samples=[], path=path, format="dji_srt", checksum="")

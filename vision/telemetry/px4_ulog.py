@@ -7,6 +7,8 @@ timeline. ``time_utc`` comes from the GPS ``time_utc_usec`` offset to the boot c
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -57,8 +59,7 @@ def _f(v) -> float | None:
 
 
 def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
-    del data  # pyulog reads the file itself; the bytes were only needed for detection and the checksum
-    ulog = _read(path)
+    ulog = _read(path, data)
 
     local = _topic(ulog, "vehicle_local_position")
     glob = _topic(ulog, "vehicle_global_position")
@@ -159,13 +160,52 @@ def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
     return log
 
 
-def _read(path: Path):
+class _RunawayRead(Exception):
+    """pyulog kept reading far more than the file holds (it loops on some damaged files); not one of the errors
+    pyulog swallows, so it ends the parse."""
+
+
+class _GuardedFile(io.BytesIO):
+    """The log's bytes for pyulog, with two guards against its endless loop on a message cut by the end of the
+    file (pyulog 1.3 seeks back by the *declared* size from where the short read ended, landing before the
+    message it started from, and reads the same bytes again, forever):
+
+    - a relative seek may not land before the last message header read (it then moves one byte past it, which
+      is what pyulog meant: "advance by a single byte");
+    - at most ``budget`` bytes are read in total.
+    """
+
+    def __init__(self, data: bytes, budget: int):
+        super().__init__(data)
+        self._header_at, self._read_total, self._budget = 0, 0, budget
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size == 3:  # pyulog reads every message header with read(3)
+            self._header_at = self.tell()
+        out = super().read(size)
+        self._read_total += len(out)
+        if self._read_total > self._budget:
+            raise _RunawayRead(f"parser read {self._read_total} bytes of a {len(self.getbuffer())}-byte file")
+        return out
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 1 and self.tell() + offset < self._header_at:
+            return super().seek(self._header_at + 1)
+        return super().seek(offset, whence)
+
+
+def _read(path: Path, data: bytes | None = None):
     from pyulog import ULog
 
+    data = path.read_bytes() if data is None else data
+    guarded = _GuardedFile(data, budget=64 * len(data) + (64 << 20))
     try:
-        return ULog(str(path), message_name_filter_list=[
-            "vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps",
-            "battery_status", "gimbal_device_attitude_status", "mount_orientation", "home_position",
-        ])
+        with contextlib.redirect_stdout(io.StringIO()):  # pyulog prints its corruption notes; we report our own
+            return ULog(guarded, message_name_filter_list=[
+                "vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps",
+                "battery_status", "gimbal_device_attitude_status", "mount_orientation", "home_position",
+            ])
+    except _RunawayRead as exc:
+        raise FlightLogError(f"{path}: unreadable ULog (damaged: {exc})") from None
     except Exception as exc:  # pyulog raises plain Exception/struct.error on broken headers
         raise FlightLogError(f"{path}: unreadable ULog ({exc})") from None

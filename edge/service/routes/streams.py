@@ -6,15 +6,18 @@ import functools
 import json
 import time
 
-from fastapi import APIRouter, HTTPException, WebSocket, status
+from fastapi import APIRouter, HTTPException, Request, WebSocket, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from db.audit import audit
 from db.crud import get_device
 from edge.service.auth import AuthError, Principal
 from edge.service.context import ServiceContext
-from edge.service.deps import Accepting, ContextDep, Reader, SessionDep, Writer, get_context, resolve_principal
+from edge.service.deps import (
+    Accepting, ContextDep, Reader, SessionDep, Writer, client_address, get_context, resolve_principal,
+)
 from edge.service.ingest import StreamSourceError, check_source
 from edge.service.models import StreamRow
 from edge.service.push import (
@@ -81,7 +84,7 @@ def get_stream(stream_id: int, _: Reader, ctx: ContextDep):
 
 
 @router.delete("/{stream_id}", response_model=StreamOut)
-def stop_stream(stream_id: int, who: Writer, ctx: ContextDep, session: SessionDep):
+def stop_stream(stream_id: int, who: Writer, request: Request, ctx: ContextDep, session: SessionDep):
     """Stop it: what is queued is processed, the run is completed (its violations computed), the stream forgotten."""
     row = session.get(StreamRow, stream_id)
     if row is None:
@@ -91,6 +94,9 @@ def stop_stream(stream_id: int, who: Writer, ctx: ContextDep, session: SessionDe
     worker = ctx.stop_stream(session, row)
     if worker is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"stream {stream_id} was not running")
+    audit(session, who.label, "stream.delete", f"stream:{stream_id}", client_address(request), via="api",
+          name=row.name)
+    session.commit()
     return _out(worker)
 
 

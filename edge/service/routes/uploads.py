@@ -6,11 +6,13 @@ after an interruption ``HEAD /api/uploads/{id}`` tells the offset to go on from 
 from __future__ import annotations
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
+from sqlalchemy import select
 from starlette.requests import ClientDisconnect
 
+from db.audit import audit
 from edge.service.auth import Principal
-from edge.service.deps import Accepting, ContextDep, Reader, SessionDep, Writer
-from edge.service.models import UploadRow
+from edge.service.deps import Accepting, ContextDep, Reader, SessionDep, Writer, client_address
+from edge.service.models import JobRow, UploadRow
 from edge.service.routes.jobs import job_out
 from edge.service.schemas import CompleteIn, CompleteOut, UploadIn, UploadOut
 from edge.service.uploads import UploadError, UploadStore
@@ -92,6 +94,12 @@ def complete_upload(upload_id: str, body: CompleteIn, who: Writer, ctx: Acceptin
         ctx.uploads.complete(session, row)
         job = None
         if row.kind == "video" and body.enqueue:
+            # A retried completion (the client never saw the first answer) gets the job already queued, not a
+            # second run of the same flight. Another run of an upload: POST /api/jobs.
+            job = session.scalar(select(JobRow).where(JobRow.video_upload_id == row.id,
+                                                      JobRow.status.in_(("queued", "running", "complete")))
+                                 .order_by(JobRow.id.desc()).limit(1))
+        if row.kind == "video" and body.enqueue and job is None:
             if body.log_upload_id:
                 ctx.uploads.complete_path(session, body.log_upload_id, "flight_log")
             params = body.model_dump(exclude={"log_upload_id", "enqueue"})
@@ -104,7 +112,9 @@ def complete_upload(upload_id: str, body: CompleteIn, who: Writer, ctx: Acceptin
 
 
 @router.delete("/{upload_id}", status_code=204)
-def discard_upload(upload_id: str, who: Writer, ctx: ContextDep, session: SessionDep):
+def discard_upload(upload_id: str, who: Writer, request: Request, ctx: ContextDep, session: SessionDep):
     row = _own(ctx.uploads, session, upload_id, who)
     ctx.uploads.discard(session, row)
+    audit(session, who.label, "upload.delete", f"upload:{upload_id}", client_address(request), via="api",
+          filename=row.filename)
     session.commit()

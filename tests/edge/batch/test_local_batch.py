@@ -91,3 +91,24 @@ def test_a_dying_worker_is_replaced_and_its_file_retried(tmp_path, monkeypatch):
     results = run_local(items[1:], job, workers=1, retries=1, progress=False, task=flaky)
     assert [(r.status, r.attempts) for r in results] == [("failed", 2), ("failed", 2)]  # needed 3 tries, had 2
 
+
+
+def test_a_truncated_flight_is_done_but_reported_incomplete(clip_library, lean_config, tmp_path):
+    """Half a flight (file cut, index intact): processed as far as it goes, flagged INCOMPLETE, exit code 3."""
+    import subprocess
+
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    whole = tmp_path / "whole.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(clip_library / "east.mp4"), "-c", "copy",
+                    "-movflags", "+faststart", str(whole)], check=True)  # the index first, as cameras write it
+    data = whole.read_bytes()
+    (folder / "east.mp4").write_bytes(data[: len(data) // 2])
+    shutil.copy(clip_library / "east.SRT", folder / "east.SRT")
+    args = ["batch", str(folder), "--out", str(tmp_path / "runs"), "--workers", "1", "--weights",
+            lean_config.detector.weights, "--device", "cpu", "--no-road", "--detector-runtime", "torch", "--quiet"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 3, result.output
+    row = next(line for line in result.output.splitlines() if "east.mp4" in line)
+    assert row.startswith("done") and "INCOMPLETE" in row and "decoding ended early" in row
+    assert "1 files: 1 done" in result.output

@@ -89,3 +89,40 @@ def test_stream_urls_are_checked(client, tmp_path):
         assert r.status_code == 422 and why in r.text, (url, r.text)
     r = client.post("/api/streams", headers=op, json={"kind": "pull", "url": "rtsp://cam:s3cret@127.0.0.1:9/live"})
     assert r.status_code == 201 and r.json()["source"] == "rtsp://cam:***@127.0.0.1:9/live"  # never shows a password
+
+
+def test_login_and_basic_are_throttled_per_address_and_the_admin_still_gets_in(client):
+    """Wrong passwords from one address: 401 five times, then 429 with Retry-After (also for HTTP Basic, also for
+    the right password from that address); the admin from an address they used before is let in at once."""
+    good = client.post("/api/auth/login", json={"username": "admin", "password": "admin-password"})
+    assert good.status_code == 200  # from the test client's address: now a trusted one for "admin"
+    from fastapi.testclient import TestClient
+
+    stranger = TestClient(client.app, client=("198.51.100.66", 50000))  # no lifespan: the app already runs
+    codes = [stranger.post("/api/auth/login", json={"username": "admin", "password": f"guess{i}"}).status_code
+             for i in range(8)]
+    assert codes[:5] == [401] * 5 and codes[-1] == 429
+    r = stranger.post("/api/auth/login", json={"username": "admin", "password": "admin-password"})
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    basic = base64.b64encode(b"admin:admin-password").decode()
+    assert stranger.get("/api/auth/me", headers={"Authorization": f"Basic {basic}"}).status_code == 429
+    r = client.post("/api/auth/login", json={"username": "admin", "password": "admin-password"})
+    assert r.status_code == 200 and r.json()["role"] == "admin"
+    assert "secure" not in r.headers["set-cookie"].lower()  # plain HTTP
+    assert r.headers["x-content-type-options"] == "nosniff" and "frame-ancestors 'none'" in r.headers[
+        "content-security-policy"]
+
+
+def test_api_admin_actions_are_audited(client):
+    admin = client.creds["admin"]
+    assert client.post("/api/devices", headers=admin, json={"serial": "AUD-API-1"}).status_code == 201
+    token = client.post("/api/devices/AUD-API-1/tokens", headers=admin).json()["token"]
+    assert client.post("/api/users", headers=admin, json={"username": "auditee", "password": "password123"}).status_code == 201
+    from db.audit import recent
+
+    with client.app.state.ctx.sessions() as s:
+        entries = [(e.actor, e.action, e.target, (e.detail or {}).get("via")) for e in reversed(recent(s))]
+    assert entries[-3:] == [("user:admin", "device.create", "device:AUD-API-1", "api"),
+                            ("user:admin", "device.token_issue", "device:AUD-API-1", "api"),
+                            ("user:admin", "user.create", "user:auditee", "api")]
+    assert all(token not in str(e) for e in entries)
