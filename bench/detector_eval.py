@@ -87,7 +87,11 @@ def vehicle_ap50(model, val_images: list[Path], imgsz: int = 640) -> tuple[float
 
 
 def eval_val(weights: Path, coco_onnx: Path, data_dir: Path, shared: Path) -> None:
-    data_yaml = build_dataset(shared / "data" / "detection", data_dir)
+    # Reuse a built data set as it is: rebuilding here (without the label teacher) would replace the training images
+    # of a training run that is using the same folder (it did once, mid-run).
+    built = data_dir / "data.yaml"
+    data_yaml = built if (data_dir / "images" / "val").is_dir() and built.is_file() else \
+        build_dataset(shared / "data" / "detection", data_dir)
     ours = load(weights)
     metrics = ours.val(data=str(data_yaml), split="val", imgsz=640, batch=16, device="cpu", plots=False,
                        verbose=False, project=str(data_dir / "runs"), name="eval_val", exist_ok=True)
