@@ -27,6 +27,7 @@ from vision.types import CameraPose, Detections, DetectionSource, Frame
 MOVING_FRACTION = 0.15  # share of moving pixels that makes a detector box "moving"
 OFF_ROAD_MOVING_FRACTION, OFF_ROAD_MIN_SCORE = 0.4, 0.5  # what keeps a detector box the road mask misses
 MIN_VEHICLE_M, MAX_VEHICLE_M = 2.0, 26.0  # plausible vehicle lengths (motorbike-ish to articulated truck)
+ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual layer uses detector.iou (0.5)
 
 
 class PoseProvider(Protocol):
@@ -37,7 +38,10 @@ class Pipeline:
     def __init__(self, config: PipelineConfig | None = None, detector: VehicleDetector | None = None):
         self.config = config or PipelineConfig()
         self.device = resolve_device(self.config.device)
-        self.detector = detector or VehicleDetector(self.config.detector, self.device)
+        detector_config = self.config.detector
+        if self.config.baseline:  # plain YOLOv8 as Ultralytics' predict/track runs it: its NMS IoU default
+            detector_config = detector_config.model_copy(update={"iou": ULTRALYTICS_NMS_IOU})
+        self.detector = detector or VehicleDetector(detector_config, self.device)
         self.road = None
         if not self.config.baseline and self.config.road.enabled:
             from vision.road.segmenter import RoadSegmenter
