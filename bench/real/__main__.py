@@ -33,6 +33,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "gate-strict": {"motion.gate.noise_factor": 2.0, "motion.gate.min_frames": 7, "motion.gate.min_straightness": 0.7},
     "no-motion-blobs": {"motion.add_missed": False},
     "promote-movers": {"motion.promote_moving_fraction": 0.3},
+    "no-road": {"road.enabled": False},
+    "tiles-always": {"detector.tiling": "on"},
 }
 
 
