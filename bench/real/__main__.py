@@ -11,7 +11,8 @@ frames only, its last frames may train the detector):
   default is scored too, marked in-sample when it was chosen with that sequence in view.
 
 Writes ``--out`` (JSON, every run) and prints the markdown tables for docs/accuracy.md. Runs are cached in
-``--cache`` by sequence, contender, setting and weights, so a re-run only computes what changed.
+``--cache`` by sequence, contender, setting, weights and a fingerprint of the pipeline code, so a re-run only
+computes what changed.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from bench.real.scoring import score
 from bench.real.sequences import NIGHT_SCORED_FRAMES, NIGHT_TRAIN_FRAMES, Sequence, real_sequences
 
 # Settings of the dual layer the leave-one-out choice picks from: how strict the moving-blob gate is. {} = shipped.
+_CODE_TAG = ""  # set by main(): the fingerprint of the code measured
+
 DUAL_CANDIDATES: dict[str, dict] = {
     "default": {},
     "gate-loose": {"motion.gate.noise_factor": 0.5, "motion.gate.min_frames": 4, "motion.gate.min_straightness": 0.5},
@@ -42,7 +45,19 @@ def _weights_tag(weights: Path) -> str:
     return hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
 
 
+def _code_tag() -> str:
+    """Fingerprint of the code a run depends on: a cached result is reused only for the same pipeline code."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for path in sorted([*(root / "vision").rglob("*.py"), *(root / "tracking").rglob("*.py"),
+                        root / "edge" / "runner.py", *(root / "bench" / "real").glob("*.py")]):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def _cached(cache: Path, key: dict, compute) -> dict:
+    key = {**key, "code": _CODE_TAG}
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     path = cache / f"{name}.json"
     if path.is_file():
@@ -243,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - t0:6.0f} s] {seq:12s} {what:28s} MOTA {r['mota']:5.1f} IDF1 {r['idf1']:5.1f} "
               f"FP {r['fp']:5d} FN {r['fn']:5d} IDsw {r['idsw']:3d} {r['ms_per_frame']:6.0f} ms/frame", flush=True)
 
+    global _CODE_TAG
+    _CODE_TAG = _code_tag()
     results = evaluate(seqs, args.weights, args.plain_confs, args.cache, log)
+    results["code_sha256_12"] = _CODE_TAG
     choice = leave_one_out(results)
     results.update(leave_one_out_choice=choice, candidates=DUAL_CANDIDATES,
                    night_split={"scored": NIGHT_SCORED_FRAMES, "detector_training": NIGHT_TRAIN_FRAMES},
