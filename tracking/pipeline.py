@@ -73,6 +73,7 @@ class Pipeline:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
         self._last_boxes = np.zeros((0, 4), np.float32)
+        self._residual_px = 0.0  # ego-motion registration residual of the current frame (the blob gate's noise floor)
         self.timings: Counter = Counter()
         self.frames = 0
         self.track_ids: set[int] = set()

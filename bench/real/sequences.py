@@ -6,20 +6,16 @@ frame. Nothing of M1303 is ever trained on.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracking.evaluation.io import Boxes, load_ground_truth
 from vision.detector import NIGHT_DEV_TRAIN_FRAMES as NIGHT_TRAIN_FRAMES  # 331..600
+from vision.detector.training import shared_root
 
 # M1003 frames 1..240 are scored (8 s); 241..330 (3 s) are a gap; 331..600 may train the detector.
 NIGHT_SCORED_FRAMES = (1, 240)
 
-
-def shared_root() -> Path:
-    env = os.environ.get("AIRPATROL_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
 
 
 @dataclass(frozen=True)

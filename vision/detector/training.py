@@ -17,7 +17,7 @@ from typing import Literal
 
 import torch
 
-from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA, NIGHT_DEV_TRAIN_FRAMES  # noqa: F401
+from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA
 from vision.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
 from vision.detector.dequantize import DEFAULT_ONNX, build_float_model, calibrate_batchnorm, save_checkpoint
 
@@ -241,7 +241,7 @@ def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple
         raise TrainingError(f"{start}: start weights not found")
     data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
     teacher = LabelTeacher(make_init_checkpoint("coco_int8", data_dir / "init", shared / DEFAULT_ONNX))
-    data_yaml = build_dataset(detection, data_dir, teacher=teacher)
+    build_dataset(detection, data_dir, teacher=teacher)  # the day data set (reused when already built)
     day = sorted((data_dir / "images" / "train").glob("*.jpg"))
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(day))
@@ -259,18 +259,16 @@ def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple
     lines = [*map(str, day_pick), *map(str, sorted((work / "dark" / "images").glob("*.jpg"))),
              *[str(p) for _ in range(night_repeat) for p in night_images]]
     train_list.write_text("\n".join(lines) + "\n")
-    data = json.loads(json.dumps({"path": str(data_dir), "train": str(train_list), "val": "images/val",
-                                  "names": dict(enumerate(CLASS_NAMES))}))
-    yaml_path = work / "data.yaml"
     import yaml
 
-    yaml_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    yaml_path = work / "data.yaml"
+    yaml_path.write_text(yaml.safe_dump({"path": str(data_dir), "train": str(train_list), "val": "images/val",
+                                         "names": dict(enumerate(CLASS_NAMES))}, sort_keys=False))
     (work / "training_set.json").write_text(json.dumps({
         "start": str(start), "day_images": len(day_pick), "low_light_copies": len(dark_pick),
         "night": [{"source": str(s), "gt": str(g), "frames": list(f), "step": night_step, "repeat": night_repeat}
                   for s, g, f in night],
         "night_images": len(night_images), "epochs": epochs, "freeze": freeze, "seed": seed}, indent=1))
-    del data_yaml
     run_dir = data_dir / "runs"
     name = f"lowlight_e{epochs}_f{freeze}_s{seed}"
     shutil.rmtree(run_dir / name, ignore_errors=True)
