@@ -1,9 +1,9 @@
 """Dashboard routes, one module per page group; :data:`router` includes them all (without the URL prefix)."""
 from fastapi import APIRouter
 
-from dashboard.routes import admin, fieldwork, flights, live, login, maps, runs
+from dashboard.routes import admin, counting, fieldwork, flights, live, login, maps, runs
 
-MODULES = (login, maps, flights, live, runs, fieldwork, admin)
+MODULES = (login, maps, flights, live, counting, runs, fieldwork, admin)  # counting before runs: export.lines
 router = APIRouter()
 for _module in MODULES:
     router.include_router(_module.router)
