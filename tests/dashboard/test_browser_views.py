@@ -213,6 +213,60 @@ def test_replay_slider_moves_markers_and_the_video(driver, site):
     assert not console_errors(driver)
 
 
+def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site):
+    """An operator draws a line across three of the lanes with two clicks on the replay map; the counts shown are
+    the crossings of the run's trajectories, computed here with plain segment geometry."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from tests.dashboard.dash_helpers import _metres_to_latlon
+    from tests.dashboard.test_counting_lines import expected_line_counts
+
+    base, near, _ = site
+    driver.get(f"{base}/dashboard/runs/{near.run_id}")
+    rel, box = driver.find_element(By.ID, "replay-map"), driver.find_element(By.ID, "counting")
+    wait_until(driver, lambda d: rel.get_attribute("data-loaded") == "1" and box.get_attribute("data-loaded") == "1",
+               what="the replay map and its counting lines")
+    assert box.get_attribute("data-lines") == "0"
+    a, b = _metres_to_latlon(0.0, 2.0), _metres_to_latlon(0.0, 14.0)  # (lat, lon): across the lanes at 4, 8, 12 m
+    driver.execute_script("window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 19, {animate: false})",
+                          (a[0] + b[0]) / 2, a[1])
+    driver.find_element(By.ID, "counting-name").send_keys("test gate")
+    driver.find_element(By.ID, "draw-line").click()
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rel)  # offsets are from its in-view centre
+    size = rel.size
+    for lat, lon in (a, b):  # real clicks at the points' pixels (offsets from the map's centre)
+        x, y = driver.execute_script("const p = window.AIRPATROL.replayMap.latLngToContainerPoint([arguments[0], "
+                                     "arguments[1]]); return [p.x, p.y];", lat, lon)
+        ActionChains(driver).move_to_element_with_offset(rel, int(x - size["width"] / 2),
+                                                         int(y - size["height"] / 2)).click().perform()
+    wait_until(driver, lambda d: box.get_attribute("data-lines") == "1" and box.get_attribute("data-loaded") == "1",
+               what="the saved line's counts")
+    data = driver.execute_script("return fetch(arguments[0]).then((r) => r.json())",
+                                 f"{base}/dashboard/api/map?run_id={near.run_id}")
+    positions = {f["properties"]["track_id"]: [(t, lon, lat) for t, (lon, lat) in
+                                                zip(f["properties"]["times"], f["geometry"]["coordinates"])]
+                 for f in data["trajectories"]["features"]}
+    saved = driver.execute_script("return fetch(arguments[0]).then((r) => r.json())",
+                                  f"{base}/dashboard/api/runs/{near.run_id}/counting")["lines"][0]
+    assert saved["name"] == "test gate"
+    for (lon, lat), (want_lat, want_lon) in zip(saved["coordinates"], (a, b)):  # the clicks landed where aimed
+        assert abs(lat - want_lat) * 111_320 < 1.0 and abs(lon - want_lon) * 74_000 < 1.0, (saved, a, b)
+    want = expected_line_counts(positions, *saved["coordinates"])
+    assert sum(want.values()) == 3  # the three middle lanes (a check of the test's own geometry)
+    shown = {}
+    for tr in driver.find_elements(By.CSS_SELECTOR, ".counting-line tbody tr[data-direction]"):
+        d = tr.get_attribute("data-direction")
+        shown[d] = shown.get(d, 0) + int(tr.get_attribute("data-vehicles"))
+    assert shown == dict(want)
+    assert driver.find_element(By.CSS_SELECTOR, ".counting-line").get_attribute("data-total") == "3"
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#replay-map path.counting-shape")) == 1
+    assert not console_errors(driver)
+    driver.execute_script("window.confirm = () => true")  # deleted again: the other tests see the site as it was
+    driver.find_element(By.CSS_SELECTOR, ".counting-line [data-delete]").click()
+    wait_until(driver, lambda d: box.get_attribute("data-lines") == "0", what="the line to be deleted")
+
+
 PAGES = ["/map", "/runs", "/runs/{run}", "/flights", "/flights/{flight}", "/live", "/tasks", "/field-tests",
          "/devices", "/users"]
 
