@@ -24,7 +24,7 @@ from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, Track
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
 RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip", "counts")
 RUN_FORMAT_LABELS = {"csv": "CSV (per frame)", "geojson": "GeoJSON", "kml": "KML", "mot": "MOTChallenge",
-                     "zip": "violations + snapshots (ZIP)", "counts": "counts (CSV)"}
+                     "zip": "violations + snapshots + clips (ZIP)", "counts": "counts (CSV)"}
 MEDIA_TYPES = {"csv": "text/csv", "geojson": "application/geo+json", "kml": "application/vnd.google-earth.kml+xml",
                "gpx": "application/gpx+xml", "mot": "text/plain", "zip": "application/zip"}
 SAMPLE_COLUMNS = ["t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg",
@@ -180,14 +180,16 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     return path
 
 
-VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot"]
+VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot",
+                     "clip"]
 
 
 def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
-    """``violations.csv`` (with each violation's time as the evidence supports it) and the snapshots it names."""
+    """``violations.csv`` (with each violation's time as the evidence supports it) and the snapshots and clips it
+    names."""
     import zipfile
 
-    from dashboard.evidence import snapshot_name, snapshot_path
+    from dashboard.evidence import clip_name, clip_path, snapshot_name, snapshot_path
     from dashboard.labels import violation_time
     from db.models import Violation
 
@@ -203,9 +205,13 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
             snap = snapshot_path(folder, track_no)
             if snap is not None:
                 z.write(snap, f"snapshots/{snapshot_name(track_no)}")
+            clip = clip_path(folder, track_no)
+            if clip is not None:  # H.264 does not deflate: stored as it is
+                z.write(clip, f"clips/{clip_name(track_no)}", compress_type=zipfile.ZIP_STORED)
             lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), v.limit_kmh, round(v.t_s, 2),
                                     violation_time(v.occurred_at, v.t_s, flight and flight.clock,
                                                    flight and flight.start_time),
-                                    v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else ""]))
+                                    v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else "",
+                                    f"clips/{clip_name(track_no)}" if clip else ""]))
         z.writestr("violations.csv", "".join(lines))
     return buf.getvalue()

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from dashboard.evidence import snapshot_path
+from dashboard.evidence import clip_path, snapshot_path
 from dashboard.exports import run_output_dir
 from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.orthophoto import read_orthophoto
@@ -344,5 +344,6 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
         p = v["properties"]
         p["run_label"] = labels.get(p["run_id"])
         p["snapshot"] = snapshot_path(folders.get(p["run_id"]), p["track_no"]) is not None
+        p["clip"] = clip_path(folders.get(p["run_id"]), p["track_no"]) is not None
     layers["view"] = map_view(f, layers, runs, flights)
     return layers

@@ -44,6 +44,7 @@ class ImportedRun:
     fragments: int = 0  # track ids left out as too short to be a vehicle
     orthophoto: str | None = None  # what became of the run's orthophoto (made, or why not)
     snapshots: int = 0  # violation snapshots written into the run folder (dashboard.evidence)
+    clips: int = 0  # short clips of the violations written into the run folder
 
 
 def _maker(target) -> sessionmaker:
@@ -193,8 +194,9 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
         wanted = [Wanted(no, t) for no, t in s.execute(select(TrackRow.track_no, Violation.t_s).join(
             TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id))]
         snapshots = _snapshots(run_dir, wanted, fps)
+        clips = _clips(run_dir, wanted, fps)
         return ImportedRun(run.id, flight_id, run.video_id, vehicles, len(wanted), all_tracks - vehicles, ortho_note,
-                           snapshots)
+                           snapshots, clips)
 
 
 def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
@@ -205,6 +207,18 @@ def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
         return len(make_snapshots(run_dir, wanted, fps))
     except (OSError, ValueError, cv2.error) as exc:  # av errors are OSError / ValueError subclasses
         logging.getLogger(__name__).warning("%s: no violation snapshots (%s: %s)", run_dir, type(exc).__name__,
+                                            str(exc).splitlines()[0][:200])
+        return 0
+
+
+def _clips(run_dir: Path, wanted: list, fps: float) -> int:
+    """Short clips of the violations; a run whose video is unreadable is still imported without them."""
+    from dashboard.evidence import make_clips
+
+    try:
+        return len(make_clips(run_dir, wanted, fps))
+    except (OSError, ValueError, cv2.error) as exc:
+        logging.getLogger(__name__).warning("%s: no violation clips (%s: %s)", run_dir, type(exc).__name__,
                                             str(exc).splitlines()[0][:200])
         return 0
 

@@ -133,7 +133,7 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     out_dir = exports.run_output_dir(run, db)
     # the speed's sigma is the track_speeds row the violation was taken from (same track, same video time)
     violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
-                   evidence.snapshot_path(out_dir, no) is not None, sigma)
+                   evidence.snapshot_path(out_dir, no) is not None, sigma, evidence.clip_path(out_dir, no) is not None)
                   for v, no, cls, sigma in db.execute(
                       select(Violation, TrackRow.track_no, TrackRow.class_name, TrackSpeed.sigma_kmh)
                       .join(TrackRow, TrackRow.id == Violation.track_id)
@@ -154,8 +154,9 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
                   flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
                   histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
                   format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
-                      read_orthophoto(out_dir) is None or any(not snap for _v, _no, _cls, _when, snap, _sigma in violations)),
+                      read_orthophoto(out_dir) is None or any(not (snap and clip) for _v, _no, _cls, _when, snap, _sigma, clip in violations)),
                   traffic=traffic, traffic_figure=counts.counts_figure(traffic),
+                  clip_seconds=round(evidence.CLIP_BEFORE_S + evidence.CLIP_AFTER_S),
                   losses=[loss_text(x) for x in run.losses_json or []])
 
 
@@ -222,7 +223,7 @@ def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_
 
 @router.post("/runs/{run_id}/artefacts", dependencies=[Depends(verify_csrf)])
 def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
-    """Make the orthophoto and the violation snapshots of a run that has none (e.g. a service job's run)."""
+    """Make the orthophoto and the violation snapshots and clips of a run that lacks them (e.g. a service job's run)."""
     from dashboard.orthophoto import OrthophotoError, make_orthophoto
 
     run = _get_run(db, run_id)
@@ -247,6 +248,10 @@ def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db
                          "violation snapshots")
         except (OSError, ValueError) as exc:
             notes.append(f"no snapshots: {str(exc).splitlines()[0][:200]}")
+        try:
+            notes.append(f"{len(evidence.make_clips(out_dir, wanted, fps or 25.0))} of {len(wanted)} violation clips")
+        except (OSError, ValueError) as exc:
+            notes.append(f"no clips: {str(exc).splitlines()[0][:200]}")
     flash(request, f"run {run_id}: " + "; ".join(notes or ["nothing to make"]))
     return redirect(request, f"/runs/{run_id}")
 
@@ -258,6 +263,15 @@ def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db:
     if path is None:
         raise not_found(f"snapshot of vehicle #{track_no} of run {run_id}")
     return FileResponse(path, media_type="image/jpeg")
+
+
+@router.get("/runs/{run_id}/evidence/{track_no}.mp4")
+def run_violation_clip(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
+    """The short clip around a violation (dashboard.evidence), served with range requests so the browser can seek."""
+    path = evidence.clip_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
+    if path is None:
+        raise not_found(f"clip of vehicle #{track_no}'s violation in run {run_id}")
+    return FileResponse(path, media_type="video/mp4")
 
 
 @router.get("/runs/{run_id}/annotated.mp4")

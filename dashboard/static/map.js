@@ -149,7 +149,8 @@
         ["limit", `${A.fmt(p.limit_kmh, 0)} km/h`],
         ["when", A.esc(p.when)], ["run", `<a href="${cfg.run}${p.run_id}">${A.esc(p.run_label || p.run_id)}</a>`]]
         .concat(p.snapshot ? [["", `<a href="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg" target="_blank">` +
-          `<img class="snapshot" alt="snapshot" src="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg"></a>`]] : [])));
+          `<img class="snapshot" alt="snapshot" src="${cfg.run}${p.run_id}/evidence/${p.track_no}.jpg"></a>`]] : [])
+        .concat(p.clip ? [["", `<a href="${cfg.run}${p.run_id}/evidence/${p.track_no}.mp4" target="_blank" class="clip-link">clip of the violation</a>`]] : [])));
         l.on("click", () => showProfile(p.track_id)); }});
     add("Violations", violationLayer);
     drawTrajectories();

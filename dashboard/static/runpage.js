@@ -34,8 +34,8 @@
   if (printButton) printButton.addEventListener("click", () => window.print());
   const filterForm = document.getElementById("vehicle-filter");
   if (filterForm) filterForm.addEventListener("submit", (e) => e.preventDefault());
-  // a snapshot opens in a new tab without also selecting its table row
-  document.querySelectorAll("a.snapshot-link").forEach((a) => a.addEventListener("click", (e) => e.stopPropagation()));
+  // a snapshot or clip opens in a new tab without also selecting its table row
+  document.querySelectorAll("a.snapshot-link, a.clip-link").forEach((a) => a.addEventListener("click", (e) => e.stopPropagation()));
 
   // -- filtering the vehicle table
   const vt = document.getElementById("vehicle-table");

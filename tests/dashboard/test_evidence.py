@@ -47,3 +47,45 @@ def test_without_a_video_the_violations_have_no_snapshot(tmp_path, db_url, clien
     c = client_for("viewer")
     z = zipfile.ZipFile(io.BytesIO(c.get(f"/dashboard/runs/{imported.run_id}/export.zip").content))
     assert z.namelist() == ["violations.csv"]
+
+
+def test_violations_get_a_short_clip_kept_linked_and_exported(tmp_path, db_url, client_for):
+    import av
+    from sqlalchemy import select
+
+    from dashboard.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
+    from dashboard.run_import import import_run_dir
+    from db.engine import session_scope
+    from db.models import TrackRow, Violation
+
+    fps, frames = 10.0, 60
+    run_dir = make_run_dir(tmp_path / "run", video=True, fps=fps, frames=frames)
+    imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, orthophoto=False)
+    assert imported.violations == 2 and imported.clips == 2
+    with session_scope(db_url) as s:
+        times = dict(s.execute(select(TrackRow.track_no, Violation.t_s).join(TrackRow, TrackRow.id == Violation.track_id)
+                               .where(Violation.run_id == imported.run_id)).all())
+    boxes = {(int(r["track_id"]), int(r["frame"]) - 1): [float(r[k]) for k in ("x1", "y1", "x2", "y2")]
+             for r in csv.DictReader(open(run_dir / "tracks.csv", newline=""))}
+    for track_no, t in times.items():
+        with av.open(str(run_dir / "evidence" / f"violation_{track_no}.mp4")) as c:
+            imgs = [f.to_ndarray(format="bgr24") for f in c.decode(video=0)]
+        first = max(0, round((t - CLIP_BEFORE_S) * fps))
+        want = [i for i in range(frames) if t - CLIP_BEFORE_S - 1e-6 <= i / fps <= t + CLIP_AFTER_S + 1e-6]
+        assert abs(len(imgs) - len(want)) <= 1, (track_no, len(imgs), len(want))
+        # the frame of the violation shows the vehicle where the tracker had it: the clip is cut at the right time
+        k = round(t * fps)
+        x1, y1, x2, y2 = boxes[(track_no, k)]
+        img = imgs[k - first]
+        centre = img[int((y1 + y2) / 2) - 2:int((y1 + y2) / 2) + 3, int((x1 + x2) / 2) - 3:int((x1 + x2) / 2) + 4]
+        assert np.abs(centre.reshape(-1, 3).astype(int) - VEHICLE_BGR).max() < 60
+
+    c = client_for("viewer")
+    page = c.get(f"/dashboard/runs/{imported.run_id}").text
+    assert page.count('class="small clip-link"') == 2
+    r = c.get(f"/dashboard/runs/{imported.run_id}/evidence/5.mp4")
+    assert r.status_code == 200 and r.headers["content-type"] == "video/mp4" and len(r.content) > 1000
+    assert c.get(f"/dashboard/runs/{imported.run_id}/evidence/1.mp4").status_code == 404
+    z = zipfile.ZipFile(io.BytesIO(c.get(f"/dashboard/runs/{imported.run_id}/export.zip").content))
+    rows = list(csv.DictReader(io.StringIO(z.read("violations.csv").decode())))
+    assert all(r["clip"] in z.namelist() for r in rows) and len(rows) == 2
