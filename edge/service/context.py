@@ -5,6 +5,7 @@ listens); threads start in the app's lifespan and stop at shutdown.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -22,6 +23,7 @@ from db.throttle import LoginThrottle
 from db.models import User, utcnow
 from edge.config import AirPatrolSettings
 from edge.service.auth import Principal, SessionSigner
+from edge.service import stream_calibration
 from edge.service.ingest import SourceSpec, StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
@@ -159,7 +161,11 @@ class ServiceContext:
             if self._spare is None:
                 self._spare = self.pipeline_factory(self.settings.pipeline)
 
-    def _stream_pipeline(self) -> Pipeline:
+    def _stream_pipeline(self, calibration=None) -> Pipeline:
+        """A pipeline for a stream; with the stream's own calibration (``CalibrationConfig``) instead of the
+        service's, built fresh (the spare one has the service's)."""
+        if calibration is not None:
+            return self.pipeline_factory(self.settings.pipeline.model_copy(update={"calibration": calibration}))
         with self._spare_lock:
             spare, self._spare = self._spare, None
         return spare or self.pipeline_factory(self.settings.pipeline)
@@ -217,8 +223,11 @@ class ServiceContext:
     def start_stream(self, row: StreamRow, source: SourceSpec | None = None) -> StreamWorker:
         if row.kind == "pull":
             source = check_source(row.url, self.config.stream_file_root)
-        spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id)
-        deps = WorkerDeps(self.config, self._stream_pipeline, self.sessions, self.metrics, on_ended=self._stream_ended)
+        calibration = stream_calibration.load(self.data_dir, row.id)
+        spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id,
+                          stream_calibration.describe(calibration))
+        deps = WorkerDeps(self.config, functools.partial(self._stream_pipeline, calibration), self.sessions,
+                          self.metrics, on_ended=self._stream_ended)
         worker = StreamWorker(spec, deps)
         with self._streams_lock:
             finished = [k for k, w in self.streams.items() if w.finished]
@@ -285,6 +294,18 @@ class ServiceContext:
             worker.stop()
         self.metrics.forget_stream(str(row.id))
         return worker
+
+    def calibrate_stream(self, row: StreamRow, calibration) -> StreamWorker:
+        """Give a running stream its own calibration: its run is completed with the old scale and the stream goes
+        on in a new run with the new one (a run has one scale). A push device reconnects to the same push URL;
+        an RTMP publisher's relay source is kept."""
+        with self._streams_lock:
+            old = self.streams.get(row.id)
+        if old is None or old.finished:
+            raise LookupError(f"stream {row.id} is not running")
+        stream_calibration.save(self.data_dir, row.id, calibration)
+        old.stop()
+        return self.start_stream(row, old.spec.source if row.kind == "publish" else None)
 
     def stream(self, stream_id: int) -> StreamWorker | None:
         with self._streams_lock:

@@ -53,6 +53,23 @@ class DeviceTokenOut(BaseModel):
 
 
 # -- streams ------------------------------------------------------------------------------------------------
+class StreamCalibrationIn(_In):
+    """The scale of a stream's speeds: a constant ``metres_per_pixel`` (nadir view), or the lon/lat of the frame's
+    four corners (top-left, top-right, bottom-right, bottom-left) in its first frame."""
+    metres_per_pixel: float | None = Field(None, gt=0, le=100)
+    corners_lonlat: list[tuple[float, float]] | None = Field(None, min_length=4, max_length=4)
+
+    def config(self):
+        from tracking.config import CalibrationConfig
+
+        if (self.metres_per_pixel is None) == (self.corners_lonlat is None):
+            raise ValueError("give either metres_per_pixel or corners_lonlat")
+        if self.corners_lonlat is not None and not all(-180 <= lon <= 180 and -90 <= lat <= 90
+                                                       for lon, lat in self.corners_lonlat):
+            raise ValueError("corners_lonlat: [lon, lat] pairs expected (longitude -180..180, latitude -90..90)")
+        return CalibrationConfig(metres_per_pixel=self.metres_per_pixel, lonlat_points=self.corners_lonlat)
+
+
 class StreamIn(_In):
     kind: Literal["pull", "push"] = "pull"
     url: str | None = Field(None, max_length=2048, description="pull: rtsp://, rtmp://, http(s)://, udp://, tcp://, "
@@ -61,6 +78,7 @@ class StreamIn(_In):
     device_serial: Serial | None = Field(None, description="the drone or ground station; a device caller is itself")
     speed_limit_kmh: float | None = Field(None, gt=0, le=300, description="live violations above this speed")
     task_round_id: int | None = None
+    calibration: StreamCalibrationIn | None = Field(None, description="the stream's own scale (else the service's)")
 
 
 class StreamOut(BaseModel):
@@ -70,6 +88,7 @@ class StreamOut(BaseModel):
     source: str | None
     device_id: int | None
     speed_limit_kmh: float | None
+    calibration: str | None = Field(None, description="the stream's own calibration in words; null: the service's")
     state: str
     run_id: int | None
     received: int

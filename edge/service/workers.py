@@ -61,6 +61,7 @@ class StreamSpec:
     device_id: int | None
     speed_limit_kmh: float | None
     task_round_id: int | None
+    calibration: str | None = None  # the stream's own calibration in words (edge.service.stream_calibration)
 
 
 @dataclass
@@ -412,7 +413,8 @@ class StreamWorker:
     def status(self) -> dict:
         return {"id": self.spec.id, "name": self.spec.name, "kind": self.spec.kind,
                 "source": self.spec.source.shown if self.spec.source else None, "device_id": self.spec.device_id,
-                "speed_limit_kmh": self.spec.speed_limit_kmh, "state": self.state, "run_id": self.run_id,
+                "speed_limit_kmh": self.spec.speed_limit_kmh, "calibration": self.spec.calibration,
+                "state": self.state, "run_id": self.run_id,
                 "last_error": self.last_error, "db_error": self.db_error, "subscribers": len(self.feed),
                 "started_at": self.started_at.isoformat() + "Z", "gaps": self.gaps[-20:], **self.stats()}
 

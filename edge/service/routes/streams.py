@@ -14,6 +14,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from db.audit import audit
 from db.crud import get_device
 from edge.service.auth import AuthError, Principal
+from edge.service import stream_calibration
 from edge.service.context import ServiceContext
 from edge.service.deps import (
     Accepting, ContextDep, Reader, SessionDep, Writer, client_address, get_context, resolve_principal,
@@ -23,7 +24,7 @@ from edge.service.models import StreamRow
 from edge.service.push import (
     CLOSE_POLICY, EndMsg, FrameMsg, HelloMsg, ProtocolError, check_jpeg, decode_jpeg, parse_text,
 )
-from edge.service.schemas import StreamIn, StreamOut
+from edge.service.schemas import StreamCalibrationIn, StreamIn, StreamOut
 from edge.service.workers import StreamWorker
 
 router = APIRouter(prefix="/api/streams", tags=["streams"])
@@ -66,10 +67,16 @@ def register_stream(body: StreamIn, who: Writer, ctx: Accepting, session: Sessio
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "a push stream has no url (the device connects to us)")
     else:
         shown = "push"
+    try:
+        calibration = body.calibration.config() if body.calibration is not None else None
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"calibration: {exc}") from None
     row = StreamRow(name=body.name or shown[:128], kind=body.kind, url=body.url, device_id=device_id,
                     speed_limit_kmh=body.speed_limit_kmh, task_round_id=body.task_round_id, created_by=who.label)
     session.add(row)
     session.commit()
+    if calibration is not None:
+        stream_calibration.save(ctx.data_dir, row.id, calibration)
     return _out(ctx.start_stream(row))
 
 
@@ -96,6 +103,30 @@ def stop_stream(stream_id: int, who: Writer, request: Request, ctx: ContextDep, 
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"stream {stream_id} was not running")
     audit(session, who.label, "stream.delete", f"stream:{stream_id}", client_address(request), via="api",
           name=row.name)
+    session.commit()
+    return _out(worker)
+
+
+@router.post("/{stream_id}/calibration", response_model=StreamOut)
+def calibrate_stream(stream_id: int, body: StreamCalibrationIn, who: Writer, request: Request, ctx: ContextDep,
+                     session: SessionDep):
+    """Give a running stream its own scale: its current run is completed, the stream goes on in a new run measured
+    with it (a push device reconnects to the same push URL)."""
+    row = session.get(StreamRow, stream_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"stream {stream_id} not found")
+    if not ctx.may_manage_stream(who, row):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "a device may calibrate only its own streams")
+    try:
+        calibration = body.config()
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"calibration: {exc}") from None
+    try:
+        worker = ctx.calibrate_stream(row, calibration)
+    except LookupError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    audit(session, who.label, "stream.calibrate", f"stream:{stream_id}", client_address(request), via="api",
+          calibration=stream_calibration.describe(calibration))
     session.commit()
     return _out(worker)
 
