@@ -41,6 +41,11 @@ def stream_views(request: Request) -> list[dict]:
                            for t in tracks if t.get("moving") and t.get("speed_kmh") is not None),
                           key=lambda t: -t["speed_kmh"])[:20],
             frame=latest.get("frame"), latency_ms=latest.get("latency_ms"),
+            scale_source=latest.get("scale_source"), metres_per_pixel=latest.get("metres_per_pixel"),
+            # vehicles with a map position, for the map's live layer
+            positions=[{"id": t["id"], "class": t["class"], "speed_kmh": t.get("speed_kmh"), "flag": t.get("flag"),
+                        "lat": t["lat"], "lon": t["lon"]} for t in tracks
+                       if t.get("lat") is not None and t.get("lon") is not None],
         )
         views.append(status)
     return views

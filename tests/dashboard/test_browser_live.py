@@ -87,3 +87,80 @@ def test_live_page_shows_a_pushed_stream(service_site, tmp_path):
     finally:
         stop.set()
         pusher.join(20)
+
+
+def _telemetry_pusher(base: str, stream_id: int, fakes, stop: threading.Event, fps: float = 10.0) -> None:
+    """Like _pusher, with a nadir flight log in every frame header, so the vehicles get map positions; leaves
+    without an end message (a dropped link: the stream waits for the device to come back)."""
+    from websockets.sync.client import connect
+
+    telemetry = {"lat": 47.3769, "lon": 8.5417, "rel_alt_m": 60.0, "gimbal_pitch_deg": -90.0, "heading_deg": 0.0,
+                 "focal_len_mm": 24.0}
+    auth = base64.b64encode(f"operator:{PASSWORDS['operator']}".encode()).decode()
+    url = base.replace("http://", "ws://") + f"/api/streams/{stream_id}/push"
+    with connect(url, additional_headers={"Authorization": f"Basic {auth}"}) as ws:
+        ws.send(json.dumps({"type": "hello", "fps": fps}))
+        i, t0 = 0, time.monotonic()
+        while not stop.is_set():
+            ws.send(json.dumps({"type": "frame", "t": i / fps, "telemetry": telemetry}))
+            ws.send(fakes.jpeg(i))
+            i += 1
+            time.sleep(max(0.0, t0 + i / fps - time.monotonic()))
+
+
+def test_an_operator_adds_calibrates_and_stops_a_stream_on_the_live_page(service_site):
+    import httpx
+    from selenium.webdriver.common.by import By
+
+    from tests.dashboard.browser import console_errors
+
+    base, fakes = service_site
+    auth = ("operator", PASSWORDS["operator"])
+    with chromium() as driver:
+        browser_login(driver, base, "operator", PASSWORDS["operator"])
+        driver.get(f"{base}/dashboard/live")
+        assert "airpatrol stream" in driver.find_element(By.ID, "live-empty").text  # the empty state says how
+        form = driver.find_element(By.ID, "add-stream-form")
+        form.find_element(By.NAME, "name").send_keys("gate cam")
+        form.find_element(By.CSS_SELECTOR, "#add-kind option[value=push]").click()
+        assert not driver.find_element(By.ID, "add-url").is_displayed()  # a push stream has no URL
+        form.find_element(By.NAME, "speed_limit_kmh").send_keys("30")
+        form.find_element(By.NAME, "metres_per_pixel").send_keys("0.05")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        card = wait_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "section.stream"), what="the new card")[0]
+        stream_id = int(card.get_attribute("data-stream"))
+        (listed,) = [s for s in httpx.get(f"{base}/api/streams", auth=auth).json() if s["id"] == stream_id]
+        assert listed["name"] == "gate cam" and listed["kind"] == "push" and listed["speed_limit_kmh"] == 30
+        assert listed["calibration"] == "0.05 m per pixel"
+
+        stop = threading.Event()
+        pusher = threading.Thread(target=_telemetry_pusher, args=(base, stream_id, fakes, stop), daemon=True)
+        pusher.start()
+        try:
+            vehicles = card.find_element(By.CSS_SELECTOR, "[data-k=vehicles]")
+            wait_until(driver, lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2, timeout=60,
+                       what="vehicles from the live feed")
+            live_map = driver.find_element(By.ID, "live-map")
+            wait_until(driver, lambda d: int(live_map.get_attribute("data-vehicles")) >= 1, timeout=30,
+                       what="live vehicles on the map")
+            assert driver.find_elements(By.CSS_SELECTOR, "#live-map path.live-vehicle")
+            events = lambda: [li.get_attribute("data-kind") for li in  # noqa: E731
+                              card.find_elements(By.CSS_SELECTOR, "[data-k=events] li[data-kind]")]
+            wait_until(driver, lambda d: "state" in events() and "added" in events(), what="the events timeline")
+        finally:
+            stop.set()
+            pusher.join(20)
+
+        card.find_element(By.CSS_SELECTOR, "[data-act=calibrate]").click()
+        card.find_element(By.CSS_SELECTOR, ".calibrate-form input[name=mpp]").send_keys("0.1")
+        card.find_element(By.CSS_SELECTOR, ".calibrate-form button[type=submit]").click()
+        wait_until(driver, lambda d: "calibrated" in events(), what="the calibration event")
+        assert httpx.get(f"{base}/api/streams/{stream_id}", auth=auth).json()["calibration"] == "0.1 m per pixel"
+
+        driver.execute_script("window.confirm = () => true")
+        card.find_element(By.CSS_SELECTOR, "[data-act=stop]").click()
+        wait_until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+                   what="the card to go")
+        r = httpx.get(f"{base}/api/streams/{stream_id}", auth=auth)
+        assert r.status_code == 404 or r.json()["state"] == "finished"
+        assert not [e for e in console_errors(driver) if "preview.mjpg" not in e]
