@@ -182,7 +182,28 @@
     el.dataset.loaded = "1";
   }
 
+  /* Live vehicles: the edge service's active streams' vehicles with a map position, polled every 3 s (only when
+     the dashboard runs inside the service). */
+  const liveLayer = L.layerGroup();
+  overlays["Live vehicles"] = liveLayer;
+  async function pollLive() {
+    let data;
+    try { data = await A.getJSON(cfg.live); } catch (e) { setTimeout(pollLive, 10000); return; }
+    if (!data.attached) return;  // no service: nothing will ever be live
+    liveLayer.clearLayers();
+    let n = 0;
+    data.streams.forEach((s) => (s.positions || []).forEach((t) => {
+      n++;
+      L.circleMarker([t.lat, t.lon], {radius: 7, weight: 2, color: "#000", fillOpacity: 1,
+        fillColor: A.speedColour(t.flag ? null : t.speed_kmh), className: "live-vehicle"})
+        .bindTooltip(`live: ${A.esc(s.name)} · ${A.esc(t.class)} #${t.id} ` +
+          (t.speed_kmh === null || t.speed_kmh === undefined ? "" : `${A.fmt(t.speed_kmh, 0)} km/h`)).addTo(liveLayer);
+    }));
+    el.dataset.live = String(n);
+    setTimeout(pollLive, 3000);
+  }
+
   A.getJSON(cfg.api + window.location.search)
-    .then(draw)
+    .then((data) => { draw(data); pollLive(); })
     .catch((e) => { status.textContent = "map data failed: " + e.message; el.dataset.loaded = "error"; });
 })();

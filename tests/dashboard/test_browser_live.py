@@ -147,6 +147,13 @@ def test_an_operator_adds_calibrates_and_stops_a_stream_on_the_live_page(service
             events = lambda: [li.get_attribute("data-kind") for li in  # noqa: E731
                               card.find_elements(By.CSS_SELECTOR, "[data-k=events] li[data-kind]")]
             wait_until(driver, lambda d: "state" in events() and "added" in events(), what="the events timeline")
+            # the map page's live layer shows them too
+            driver.get(f"{base}/dashboard/map")
+            wait_until(driver, lambda d: int(d.find_element(By.ID, "map").get_attribute("data-live") or 0) >= 1,
+                       timeout=30, what="live vehicles on the map page")
+            driver.get(f"{base}/dashboard/live")
+            card = wait_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+                              what="the stream card again")[0]
         finally:
             stop.set()
             pusher.join(20)
