@@ -10,6 +10,7 @@
   document.querySelectorAll("table.sortable").forEach((table) => {
     const heads = [...table.tHead.rows[0].cells];
     heads.forEach((th, col) => {
+      if (th.dataset.sort === "none") return;
       th.classList.add("sort-head");
       th.tabIndex = 0;
       const sort = () => {

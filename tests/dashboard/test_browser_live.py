@@ -164,6 +164,15 @@ def test_an_operator_adds_calibrates_and_stops_a_stream_on_the_live_page(service
         wait_until(driver, lambda d: "calibrated" in events(), what="the calibration event")
         assert httpx.get(f"{base}/api/streams/{stream_id}", auth=auth).json()["calibration"] == "0.1 m per pixel"
 
+        with chromium(400, 800) as phone:  # the page with a stream, its forms and map fits a phone
+            browser_login(phone, base, "operator", PASSWORDS["operator"])
+            phone.get(f"{base}/dashboard/live")
+            wait_until(phone, lambda d: d.find_elements(By.CSS_SELECTOR, "section.stream"), what="the card at 400 px")
+            phone.find_element(By.CSS_SELECTOR, "[data-act=calibrate]").click()
+            inner, scroll = phone.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+            assert scroll <= inner + 1, f"the live page scrolls sideways at 400 px ({scroll} > {inner})"
+            assert not [e for e in console_errors(phone) if "preview.mjpg" not in e]
+
         driver.execute_script("window.confirm = () => true")
         card.find_element(By.CSS_SELECTOR, "[data-act=stop]").click()
         wait_until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),

@@ -169,6 +169,15 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     wait_until(driver, lambda d: d.find_element(By.ID, "histogram").get_attribute("data-plotted") == "1", timeout=60,
                what="the histogram")
     assert "limit 80 km/h" in driver.find_element(By.ID, "histogram").text
+    # the violations table sorts too (by speed, both ways)
+    vt = driver.find_element(By.ID, "violations-table")
+    vspeeds = lambda: [float(r.find_elements(By.TAG_NAME, "td")[2].get_attribute("data-v"))  # noqa: E731
+                       for r in vt.find_elements(By.CSS_SELECTOR, "tbody tr.clickable")]
+    vhead = vt.find_elements(By.CSS_SELECTOR, "thead th")[2]
+    vhead.click()
+    assert vspeeds() == sorted(vspeeds()) and len(vspeeds()) == 2
+    vhead.click()
+    assert vspeeds() == sorted(vspeeds(), reverse=True)
     # a violation row seeks the video and opens the speed profile with its ± σ band
     row = driver.find_element(By.CSS_SELECTOR, "#violations-table tbody tr.clickable")
     assert "wall-clock unknown" not in row.text and "UTC" in row.text
