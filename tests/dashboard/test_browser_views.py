@@ -222,7 +222,7 @@ def test_replay_slider_moves_markers_and_the_video(driver, site):
     assert not console_errors(driver)
 
 
-def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site):
+def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site, tmp_path):
     """An operator draws a line across three of the lanes with two clicks on the replay map; the counts shown are
     the crossings of the run's trajectories, computed here with plain segment geometry."""
     from selenium.webdriver.common.action_chains import ActionChains
@@ -270,6 +270,11 @@ def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site):
     assert shown == dict(want)
     assert driver.find_element(By.CSS_SELECTOR, ".counting-line").get_attribute("data-total") == "3"
     assert len(driver.find_elements(By.CSS_SELECTOR, "#replay-map path.counting-shape")) == 1
+    wait_until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".counting-line .chart").get_attribute("data-plotted")
+               == "1", timeout=60, what="the line's chart")
+    driver.execute_script("window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 18, {animate: false});"
+                          "document.getElementById('replay').scrollIntoView()", (a[0] + b[0]) / 2, a[1] + 0.0004)
+    save_screenshot(driver, tmp_path / "counting.png", docs_name="dashboard_counting.png")
     assert not console_errors(driver)
     driver.execute_script("window.confirm = () => true")  # deleted again: the other tests see the site as it was
     driver.find_element(By.CSS_SELECTOR, ".counting-line [data-delete]").click()

@@ -111,7 +111,7 @@ def test_run_pages(client_for, imported):
     page = c.get(f"/dashboard/runs/{imported.run_id}")
     assert page.status_code == 200
     assert "6 (5 moving, 1 parked)" in page.text and "histogram-figure" in page.text
-    assert page.text.count("km/h</td><td class=\"num\">80 km/h") == 2  # the two violations
+    assert page.text.count("km/h</td><td class=\"num\" data-v=\"80.0\">80 km/h") == 2  # the two violations
     runs = c.get("/dashboard/api/runs").json()["runs"]
     assert runs[0]["run_id"] == imported.run_id and runs[0]["status"] == "complete" and runs[0]["progress"] == 1.0
 
