@@ -16,13 +16,40 @@ from db.models import ProcessingRun, TaskRound
 router = APIRouter()
 
 
+def site_of(db: Session, run: ProcessingRun) -> str:
+    task_id = (db.scalar(select(TaskRound.task_id).where(TaskRound.id == run.task_round_id))
+               if run.task_round_id is not None else None)
+    return counting_store.site_key(task_id, run.id)
+
+
 def _run_and_site(db: Session, run_id: int) -> tuple[ProcessingRun, str]:
     run = db.get(ProcessingRun, run_id)
     if run is None:
         raise not_found(f"run {run_id}")
-    task_id = (db.scalar(select(TaskRound.task_id).where(TaskRound.id == run.task_round_id))
-               if run.task_round_id is not None else None)
-    return run, counting_store.site_key(task_id, run.id)
+    return run, site_of(db, run)
+
+
+def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
+    """The counting lines and zones of the shown runs' sites as GeoJSON (each once, with a run to count them on)."""
+    features, seen = [], set()
+    for run_id in run_ids:
+        run = db.get(ProcessingRun, run_id)
+        key = site_of(db, run)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            lines = counting_store.site_lines(data_dir, key)
+        except OSError:
+            continue  # the map still draws; the run page says why the lines are missing
+        for line in lines:
+            coords = line["coordinates"]
+            geom = ({"type": "LineString", "coordinates": coords} if line["kind"] == "line"
+                    else {"type": "Polygon", "coordinates": [coords + [coords[0]]]})
+            features.append({"type": "Feature", "geometry": geom,
+                             "properties": {"id": line["id"], "name": line["name"], "kind": line["kind"],
+                                            "site": key, "run_id": run_id}})
+    return {"type": "FeatureCollection", "features": features}
 
 
 def _result(request: Request, db: Session, run_id: int) -> tuple[ProcessingRun, str, dict]:

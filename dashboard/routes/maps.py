@@ -52,8 +52,12 @@ def basemap_tile(request: Request, z: int, x: int, y: int, user=Depends(viewer))
 
 @router.get("/api/map")
 def map_data(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
-    s = ctx(request).settings
-    return map_layers(db, map_filter(request), max_runs=s.map_max_runs, live_stale_s=s.live_stale_s)
+    from dashboard.routes.counting import site_line_features
+
+    c = ctx(request)
+    layers = map_layers(db, map_filter(request), max_runs=c.settings.map_max_runs, live_stale_s=c.settings.live_stale_s)
+    layers["counting_lines"] = site_line_features(db, c.data_dir, [r["run_id"] for r in layers["runs"]])
+    return layers
 
 
 @router.get("/api/tracks/{track_id}/profile")

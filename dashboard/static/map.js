@@ -113,6 +113,16 @@
           (f.properties.clock === "utc" ? " UTC" : " (drone's local clock)") : "unknown")],
         ["status", A.esc(f.properties.status)]]))}));
 
+    // counting lines and zones of the shown runs' sites (drawn on a run page's replay map; counts there)
+    if (data.counting_lines && data.counting_lines.features.length) {
+      overlays["Counting lines"] = L.geoJSON(data.counting_lines, {
+        style: (f) => ({color: "#e8590c", weight: 3, fillOpacity: 0.08, dashArray: f.properties.kind === "zone" ? "6 4" : null,
+                        className: "counting-shape"}),
+        onEachFeature: (f, l) => l.bindPopup(popupRows([[f.properties.kind, A.esc(f.properties.name)],
+          ["counts", `<a href="${cfg.run}${f.properties.run_id}#counting">on the run page</a>`]]))});
+      el.dataset.countingLines = String(data.counting_lines.features.length);
+    }
+
     const traj = L.featureGroup();
     const violators = new Set(data.violations.features.map((f) => f.properties.track_id));
     const classes = [...new Set(data.trajectories.features.map((f) => f.properties.class))].sort();

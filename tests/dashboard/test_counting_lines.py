@@ -93,6 +93,10 @@ def test_a_line_counts_the_vehicles_that_cross_it(tmp_path, db_url, client_for):
     assert sum(r["violations"] for r in line["rows"]) >= 1
     assert all(r["mean_speed_kmh"] is not None for r in line["rows"])
 
+    # the map page shows the site's lines too
+    (feature,) = op.get(f"/dashboard/api/map?run_id={imported.run_id}").json()["counting_lines"]["features"]
+    assert feature["properties"]["name"] == "gate" and feature["geometry"]["coordinates"] == [a, b]
+
     rows = list(csv.reader(io.StringIO(op.get(f"/dashboard/runs/{imported.run_id}/export.lines").text)))
     assert rows[0][:5] == ["line", "kind", "direction", "class", "vehicles"]
     events = rows[[i for i, r in enumerate(rows) if r[:3] == ["line", "kind", "vehicle"]][0] + 1:]
