@@ -179,19 +179,18 @@ def summarise(events: list[dict], step: float, n_bins: int) -> dict:
 
 def count_at_lines(db: Session, run: ProcessingRun, lines: list[dict]) -> dict:
     """Counts of the run at each of the site's lines and zones (``counting_store`` entries)."""
-    duration = max((run.frames_done or 0) / 25.0, 0.0)
-    last_t = db.scalar(select(TrackRow.last_t).where(TrackRow.run_id == run.id).order_by(TrackRow.last_t.desc())
-                       .limit(1))
-    duration = last_t if last_t is not None else duration
+    duration = db.scalar(select(TrackRow.last_t).where(TrackRow.run_id == run.id).order_by(TrackRow.last_t.desc())
+                         .limit(1)) or 0.0
     step = bin_seconds(duration)
     n_bins = int(duration // step) + 1
-    out = {"bin_s": step, "bins": n_bins, "lines": [], "positions": True}
+    # does the run have map positions at all (else a line on the map can count nothing, and the page says why)
+    placed = db.scalar(select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None)).limit(1))
+    out = {"bin_s": step, "bins": n_bins, "lines": [], "positions": placed is not None}
     if not lines:
         return out
     lon0, lat0 = lines[0]["coordinates"][0]
     frame = LocalFrame(lon0, lat0)
     vehicles = load_vehicles(db, run, frame)
-    out["positions"] = bool(vehicles)
     for line in lines:
         pts = [frame.to_local(lon, lat) for lon, lat in line["coordinates"]]
         events = (line_events(vehicles, pts[0], pts[1]) if line["kind"] == "line" else zone_events(vehicles, pts)) \

@@ -162,3 +162,21 @@ def test_lines_are_kept_per_task(tmp_path, db_url, settings):
     (settings.data_dir / counting_store.FILE_NAME).write_text("{broken", encoding="utf-8")
     with pytest.raises(OSError, match="counting_lines.json"):
         counting_store.site_lines(settings.data_dir, key_a)
+
+
+def test_a_run_without_map_positions_says_so(tmp_path, db_url, client_for):
+    from dashboard.run_import import import_run_dir
+
+    run_dir = make_run_dir(tmp_path / "run")
+    # strip the positions: what a run without telemetry or georeferenced calibration has
+    text = (run_dir / "tracks.csv").read_text().splitlines()
+    head = text[0].split(",")
+    cols = [i for i, h in enumerate(head) if h in ("lat", "lon")]
+    rows = [",".join("" if i in cols else v for i, v in enumerate(line.split(","))) for line in text[1:]]
+    (run_dir / "tracks.csv").write_text("\n".join([text[0], *rows]) + "\n")
+    imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, orthophoto=False)
+    op = client_for("operator")
+    assert op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)},
+                   json={"kind": "line", "coordinates": [_lonlat(0, 2), _lonlat(0, 14)]}).status_code == 201
+    data = op.get(f"/dashboard/api/runs/{imported.run_id}/counting").json()
+    assert data["positions"] is False and data["lines"][0]["total"] == 0
