@@ -69,4 +69,5 @@ def cli_import_run(
     if result.orthophoto:
         typer.echo(f"{run_dir}: {result.orthophoto}")
     if result.violations:
-        typer.echo(f"{run_dir}: {result.snapshots} violation snapshots and {result.clips} clips in {run_dir / 'evidence'}")
+        typer.echo(f"{run_dir}: {result.snapshots} violation snapshots and {result.clips} clips in "
+                   f"{run_dir / 'evidence'}")

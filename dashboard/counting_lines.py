@@ -184,7 +184,8 @@ def count_at_lines(db: Session, run: ProcessingRun, lines: list[dict]) -> dict:
     step = bin_seconds(duration)
     n_bins = int(duration // step) + 1
     # does the run have map positions at all (else a line on the map can count nothing, and the page says why)
-    placed = db.scalar(select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None)).limit(1))
+    placed = db.scalar(select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None))
+                       .limit(1))
     out = {"bin_s": step, "bins": n_bins, "lines": [], "positions": placed is not None}
     if not lines:
         return out

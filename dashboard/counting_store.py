@@ -73,7 +73,8 @@ def validate(body: dict) -> dict:
         pts = [[float(lon), float(lat)] for lon, lat in pts]
     except (TypeError, ValueError):
         raise BadCountingLine("coordinates: numbers expected") from None
-    if not all(math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90 for lon, lat in pts):
+    if not all(math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90
+               for lon, lat in pts):
         raise BadCountingLine("coordinates: longitude -180..180 and latitude -90..90 expected")
     need = 2 if kind == "line" else 3
     if len(pts) < need or (kind == "line" and len(pts) != 2) or len(pts) > MAX_POINTS:
@@ -93,7 +94,8 @@ def add_line(data_dir: Path, key: str, body: dict, created_by: str) -> dict:
         data = _read(path)
         lines = data.setdefault(key, [])
         if len(lines) >= MAX_PER_SITE:
-            raise BadCountingLine(f"this site has {len(lines)} counting lines and zones already (at most {MAX_PER_SITE})")
+            raise BadCountingLine(f"this site has {len(lines)} counting lines and zones already "
+                                  f"(at most {MAX_PER_SITE})")
         lines.append(line)
         _write(path, data)
     return line

@@ -134,7 +134,8 @@ def _track_boxes(tracks_csv: Path, track_nos: set[int]) -> dict[tuple[int, int],
     with open(tracks_csv, newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
             if int(row["track_id"]) in track_nos:
-                out[(int(row["track_id"]), int(row["frame"]) - 1)] = np.array([float(row[k]) for k in ("x1", "y1", "x2", "y2")])
+                box = [float(row[k]) for k in ("x1", "y1", "x2", "y2")]
+                out[(int(row["track_id"]), int(row["frame"]) - 1)] = np.array(box)
     return out
 
 
@@ -181,7 +182,8 @@ def make_clips(run_dir: str | Path, violations: list[Wanted], fps: float) -> dic
                     if out is None:
                         scale = min(1.0, CLIP_MAX_WIDTH / img.shape[1])
                         size = (int(img.shape[1] * scale) // 2 * 2, int(img.shape[0] * scale) // 2 * 2)
-                        out = av.open(str(path), "w", options={"movflags": "+faststart"})  # plays before it is all loaded
+                        # faststart: the clip plays in the browser before it is all loaded
+                        out = av.open(str(path), "w", options={"movflags": "+faststart"})
                         try:
                             ostream = out.add_stream("libx264", rate=rate)
                             ostream.options = {"crf": "28", "preset": "veryfast"}
