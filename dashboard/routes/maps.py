@@ -36,7 +36,10 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
     for wanted, items, model in ((f.run_id, runs, ProcessingRun), (f.flight_id, flights, Flight)):
         if wanted is not None and all(x.id != wanted for x in items) and (item := db.get(model, wanted)) is not None:
             items.insert(0, item)  # an older one asked for by id still shows by name
+    from dashboard.routes.live import service_context
+
     return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices,
+                  live_attached=service_context(request) is not None,
                   run_choices=[(r.id, run_label(r)) for r in runs], flight_choices=[(x.id, flight_label(x)) for x in flights])
 
 

@@ -195,8 +195,9 @@
   /* Live vehicles: the edge service's active streams' vehicles with a map position, polled every 3 s (only when
      the dashboard runs inside the service). */
   const liveLayer = L.layerGroup();
-  overlays["Live vehicles"] = liveLayer;
+  if (cfg.live) overlays["Live vehicles"] = liveLayer;  // only inside the service
   async function pollLive() {
+    if (!cfg.live) return;
     let data;
     try { data = await A.getJSON(cfg.live); } catch (e) { setTimeout(pollLive, 10000); return; }
     if (!data.attached) return;  // no service: nothing will ever be live
