@@ -38,6 +38,9 @@ class ServiceConfig(BaseModel):
     job_poll_s: float = Field(1.0, gt=0, description="idle batch worker checks the queue this often")
     job_workers: int = Field(1, ge=0, le=16, description="batch jobs processed at once (0: this instance runs none)")
     job_write_video: bool = Field(False, description="batch jobs also write the annotated MP4")
+    db_retry_s: float = Field(300.0, ge=0, description="a database that went away (restart, network) is waited for this "
+                              "long before a job or a live run fails; every retry is logged")
+    db_batch_rows: int = Field(5000, ge=1, description="per-frame result rows written to the database in one transaction")
     instance_id: str | None = Field(
         None, max_length=64, pattern=r"^[A-Za-z0-9._-]+$", description="stable name of this instance: on start its own unfinished jobs are re-queued "
                                           "at once instead of after their lease expires")
