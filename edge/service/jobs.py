@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from db.models import ProcessingRun, utcnow
 from db.retry import DEFAULT_RETRY_S, is_connection_error, retry_db, short
 from db.sink import DatabaseSink
+from edge.rundir import OutputWriteError
 from edge.service.config import ServiceConfig
 from edge.service.metrics import ServiceMetrics
 from edge.service.models import JOB_STATUSES, JobRow
@@ -278,6 +279,10 @@ class JobWorker(threading.Thread):
             elif exc.reason == "cancelled":
                 self.queue.finish(job.id, self.owner, "cancelled", error="cancelled by a user")
             log.info("job %s: interrupted (%s)", job.id, exc.reason, extra={"job": job.id})
+        except OutputWriteError as exc:  # disk full: the run was marked failed; retrying now would fill it again
+            status = "failed"
+            self.queue.finish(job.id, self.owner, "failed", error=str(exc)[:2000], run_id=db_sink and db_sink.run_id)
+            log.error("job %s failed: %s", job.id, exc, extra={"job": job.id})
         except ValueError as exc:  # the input's fault (unreadable video, log not covering it...): retrying won't help
             status = "failed"
             self.queue.finish(job.id, self.owner, "failed", error=str(exc)[:2000])

@@ -1,0 +1,94 @@
+"""The disk fills up while `airpatrol process` writes its results: one error line naming the output folder, exit
+code 4, no traceback, the previous results in that folder byte for byte as they were, no temporary folder left.
+
+Two ways to run out of room, both with the real CLI in its own process:
+
+* ``tmpfs``: a real full file system - a 256 KiB tmpfs mounted in a private mount namespace (``unshare
+  --map-root-user --mount``: needs no root, only unprivileged user namespaces), filled up but for 4 KiB, so
+  writes fail with ENOSPC. Skipped where user namespaces are not allowed (many containers).
+* ``rlimit``: where that is impossible, ``RLIMIT_FSIZE`` on the process - the kernel refuses to grow any file
+  past 4 KiB with EFBIG (Python ignores SIGXFSZ, so the write fails instead of killing the process). Same code
+  path in AirPatrol (an ``OSError`` from a write); it differs from a full disk in that other files can still grow.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _userns_tmpfs_works() -> bool:
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c",
+                            "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d"], capture_output=True, timeout=20)
+    return probe.returncode == 0
+
+
+def _previous_results(folder: Path) -> dict[str, str]:
+    """An earlier run's output folder (its files' SHA-256 by name)."""
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text('{"status": "complete", "note": "the previous run"}\n')
+    (folder / "tracks.csv").write_text("frame,t,track_id\n1,0.0,1\n")
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+CLI = [sys.executable, "-m", "edge.cli", "process"]
+ARGS = ["--max-frames", "15", "-q", "--calibration", "0.2"]  # the annotated MP4 alone needs ~8 KB
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["tmpfs", "rlimit"])
+def test_disk_full_while_writing_results(clip, tmp_path, how):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "YOLO_OFFLINE": "1"}
+    if how == "tmpfs":
+        if not _userns_tmpfs_works():
+            pytest.skip("unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here; "
+                        "the rlimit variant covers the same code path")
+        staged = tmp_path / "staged"
+        before = _previous_results(staged / "out")
+        disk, after = tmp_path / "disk", tmp_path / "after"
+        disk.mkdir()
+        after.mkdir()
+        # in the namespace: mount, put the previous results there, fill the disk but for 4 KiB, run, copy back
+        script = f"""
+            mount -t tmpfs -o size=256k tmpfs {disk} && cp -r {staged}/out {disk}/out &&
+            (dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null; true) && truncate -s -4K {disk}/filler &&
+            "$@"; code=$?; cp -r {disk}/out {after}/out; ls -A {disk} > {after}/listing; exit $code"""
+        proc = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c", script, "sh",
+                               *CLI, str(clip), "--out", str(disk / "out"), *ARGS],
+                              env=env, capture_output=True, text=True, timeout=120)
+        out_shown, kept = disk / "out", _hashes(after / "out")
+        listing = (after / "listing").read_text().split()
+    else:
+        out = tmp_path / "out"
+        before = _previous_results(out)
+
+        def limit_file_size():  # in the child only
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        proc = subprocess.run([*CLI, str(clip), "--out", str(out), *ARGS], env=env, capture_output=True, text=True,
+                              timeout=120, preexec_fn=limit_file_size)
+        out_shown, kept = out, _hashes(out)
+        listing = os.listdir(tmp_path)
+
+    print(how, proc.stderr.strip())
+    assert proc.returncode == 4, (proc.returncode, proc.stderr[-3000:])
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    reason = "no space left on device" if how == "tmpfs" else "file too large"
+    assert lines[0].startswith(f"airpatrol: error: {out_shown}") and reason in lines[0], lines[0]
+    assert "previous results there are untouched" in lines[0]
+    assert kept == before  # the earlier results, byte for byte
+    assert not [n for n in listing if ".partial" in n or ".old" in n], listing  # no half-written folder left
