@@ -123,6 +123,7 @@ class StreamWorker:
         self._conn_offset: float | None = None
         self._last_t: float | None = None
         self._last_wall = 0.0
+        self._conn_wall0 = self._conn_t0 = 0.0  # this connection's first frame: when it arrived, its run time
         self.gaps: list[dict] = []  # source outages inside this run: run time where it began, seconds
         self._input_done = threading.Event()
         self._done = threading.Event()
@@ -197,15 +198,23 @@ class StreamWorker:
         with self._seq_lock:
             frame.seq = self._seq
             self._seq += 1
+            now = time.monotonic()
             if self._conn_offset is None:  # after a gap, the real time that passed: speeds stay right
-                gap = max(1.0 / self.fps_in, time.monotonic() - self._last_wall)
+                # A reader that fell behind a live source (socket buffers) got the last frames late: the source
+                # went quiet earlier than the last frame arrived, by how far arrival had drifted behind the
+                # stream's own clock over the connection.
+                lag = 0.0
+                if self._last_t is not None:
+                    lag = max(0.0, (self._last_wall - self._conn_wall0) - (self._last_t - self._conn_t0))
+                gap = max(1.0 / self.fps_in, now - self._last_wall + lag)
                 self._conn_offset = 0.0 if self._last_t is None else self._last_t + gap - frame.t
                 if self._last_t is not None:
                     self.gaps.append({"t": round(self._last_t, 3), "seconds": round(gap, 3)})
+                self._conn_wall0, self._conn_t0 = now, frame.t + self._conn_offset
             t = frame.t + self._conn_offset
             if self._last_t is not None and t <= self._last_t:
                 t = self._last_t + 1.0 / self.fps_in  # broken timestamps must not run the clock backwards
-            frame.t, self._last_t, self._last_wall = t, t, time.monotonic()
+            frame.t, self._last_t, self._last_wall = t, t, now
             if frame.pose is not None:
                 frame.pose = dataclasses.replace(frame.pose, t=t)
         self.frames_received += 1
@@ -433,8 +442,15 @@ class StreamWorker:
         return {"source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
                 "mode": self._pipeline.mode if self._pipeline else None, "live": True, "stream_id": self.spec.id,
                 "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")}, **self.stats(),
-                "gaps": list(self.gaps),
+                "gaps": list(self.gaps), **self._gap_losses(),
                 "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")}}
+
+    def _gap_losses(self) -> dict:
+        """Source outages are lost input, like a damaged stretch of a video: the run is ``incomplete`` and says
+        when (run time) and for how long nothing arrived (database ``losses_json``, dashboard badge)."""
+        losses = [{"input": "stream", "frames": None, "t_s": [g["t"], round(g["t"] + g["seconds"], 3)],
+                   "reason": f"source unreachable for {g['seconds']:.1f} s (reconnected)"} for g in self.gaps]
+        return {"status": "incomplete" if losses else "complete", "losses": losses}
 
     def status(self) -> dict:
         return {"id": self.spec.id, "name": self.spec.name, "kind": self.spec.kind,
