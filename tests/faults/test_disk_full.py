@@ -83,7 +83,7 @@ def test_disk_full_while_writing_results(clip, tmp_path, how):
         out_shown, kept = out, _hashes(out)
         listing = os.listdir(tmp_path)
 
-    print(how, proc.stderr.strip())
+    print(f"\n{how}: {proc.stderr.strip()}")
     assert proc.returncode == 4, (proc.returncode, proc.stderr[-3000:])
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -92,3 +92,52 @@ def test_disk_full_while_writing_results(clip, tmp_path, how):
     assert "previous results there are untouched" in lines[0]
     assert kept == before  # the earlier results, byte for byte
     assert not [n for n in listing if ".partial" in n or ".old" in n], listing  # no half-written folder left
+
+
+@pytest.mark.slow
+def test_job_on_a_full_disk_fails_with_the_reason_and_no_result(settings_factory, clip, tmp_path):
+    """`airpatrol serve` with its data folder on a small tmpfs: the upload (93 KB) fits, the job's results do not.
+    The job is failed at once (not retried into the same full disk) with the one-line reason, its database run is
+    ``failed`` - never complete - no half-written run folder is left, and the service goes on serving."""
+    if not _userns_tmpfs_works():
+        pytest.skip("unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here")
+    import hashlib as _h
+
+    import httpx
+    from sqlalchemy import select
+
+    from db.engine import session_scope
+    from db.models import ProcessingRun
+    from service_helpers import DEVICE_TOKENS, wait_for
+    from tests.faults.fault_helpers import serve_logged
+
+    settings = settings_factory()
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    room = (clip.stat().st_size // 4096 + 1) * 4096 + 20 * 1024  # the upload and 20 KiB more
+    wrap = ["unshare", "--map-root-user", "--mount", "sh", "-c",
+            f'mount -t tmpfs -o size={room} tmpfs {data_dir} && exec "$@"', "sh"]
+    device = {"Authorization": f"Bearer {DEVICE_TOKENS['DRONE-1']}"}
+    data = clip.read_bytes()
+    with serve_logged(settings, tmp_path, wrap=wrap) as (proc, base, log):
+        up = httpx.post(f"{base}/api/uploads", headers=device, json={
+            "kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": _h.sha256(data).hexdigest()}).json()
+        r = httpx.patch(f"{base}{up['upload_url']}", content=data, headers={
+            **device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+        assert r.status_code == 204, r.text
+        job = httpx.post(f"{base}{up['upload_url']}/complete", headers=device, json={}, timeout=60).json()["job"]
+        final = wait_for(lambda: (j := httpx.get(f"{base}/api/jobs/{job['id']}", headers=device).json())
+                         ["status"] in ("complete", "failed") and j, 60, "the job to finish")
+        assert final["status"] == "failed" and final["attempts"] == 1, final
+        runs = data_dir / "runs"
+        assert final["error"].startswith(f"{runs / ('job-' + str(job['id']))}: no space left on device"), final["error"]
+        assert "\n" not in final["error"]
+        assert httpx.get(f"{base}/readyz").status_code == 200  # the service itself goes on
+        if shutil.which("nsenter"):  # look inside the service's mount namespace: no run folder, whole or partial
+            listing = subprocess.run(["nsenter", f"--target={proc.pid}", "--mount", "--user", "--preserve-credentials",
+                                      "ls", "-A", str(runs)], capture_output=True, text=True)
+            assert listing.returncode == 0 and listing.stdout.split() == [], (listing.stdout, listing.stderr)
+    with session_scope(settings.database_url) as s:
+        run = s.get(ProcessingRun, final["run_id"])
+        assert run.status == "failed" and "no space left on device" in run.error
+        assert s.scalar(select(ProcessingRun.id).where(ProcessingRun.status == "complete")) is None
