@@ -101,8 +101,6 @@ def test_job_on_a_full_disk_fails_with_the_reason_and_no_result(settings_factory
     ``failed`` - never complete - no half-written run folder is left, and the service goes on serving."""
     if not _userns_tmpfs_works():
         pytest.skip("unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here")
-    import hashlib as _h
-
     import httpx
     from sqlalchemy import select
 
@@ -121,7 +119,7 @@ def test_job_on_a_full_disk_fails_with_the_reason_and_no_result(settings_factory
     data = clip.read_bytes()
     with serve_logged(settings, tmp_path, wrap=wrap) as (proc, base, log):
         up = httpx.post(f"{base}/api/uploads", headers=device, json={
-            "kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": _h.sha256(data).hexdigest()}).json()
+            "kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}).json()
         r = httpx.patch(f"{base}{up['upload_url']}", content=data, headers={
             **device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
         assert r.status_code == 204, r.text
