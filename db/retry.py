@@ -66,7 +66,7 @@ def retry_db(fn: Callable[[], T], what: str, budget_s: float = DEFAULT_RETRY_S,
     ``budget_s`` 0: one try; a connection failure raises :class:`DatabaseUnavailable` at once.
     """
     start = time.monotonic()
-    wait, tries = FIRST_WAIT_S, 0
+    wait, tries, slept = FIRST_WAIT_S, 0, 0.0
     while True:
         try:
             result = fn()
@@ -74,7 +74,7 @@ def retry_db(fn: Callable[[], T], what: str, budget_s: float = DEFAULT_RETRY_S,
             if not is_connection_error(exc):
                 raise
             tries += 1
-            waited = time.monotonic() - start
+            waited = max(time.monotonic() - start, slept)
             if waited + wait > budget_s:
                 if budget_s > 0:
                     logger.error("database unreachable while %s for %.0f s (%s): giving up", what, waited, short(exc))
@@ -83,6 +83,7 @@ def retry_db(fn: Callable[[], T], what: str, budget_s: float = DEFAULT_RETRY_S,
             logger.warning("database unreachable while %s (%s); retry %d in %.1f s, giving up after %.0f s",
                            what, short(exc), tries, wait, budget_s)
             sleep(wait)
+            slept += wait
             wait = min(wait * 2, MAX_WAIT_S)
             continue
         if tries:
