@@ -152,7 +152,7 @@ def one_upload(srv: Server, device: dict, data: bytes, digest: str, tally: Tally
     return r.json()["job"]["id"] if r is not None and r.status_code == 200 else None
 
 
-def upload_round(srv: Server, device: dict, n: int) -> dict:
+def upload_round(srv: Server, device: dict, n: int, wait_s: float = 900.0) -> dict:
     data = CLIP.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     tally = Tally()
@@ -161,7 +161,7 @@ def upload_round(srv: Server, device: dict, n: int) -> dict:
         jobs = [j for j in pool.map(lambda _: one_upload(srv, device, data, digest, tally), range(n))]
     uploaded_s = time.perf_counter() - t0
     accepted = [j for j in jobs if j is not None]
-    deadline = time.monotonic() + 900
+    deadline = time.monotonic() + wait_s
     done: dict[int, dict] = {}
     while len(done) < len(accepted) and time.monotonic() < deadline:
         for j in accepted:
@@ -172,8 +172,9 @@ def upload_round(srv: Server, device: dict, n: int) -> dict:
         time.sleep(0.5)
     all_s = time.perf_counter() - t0
     complete = [j for j in done.values() if j["status"] == "complete"]
+    # "unfinished": still queued or running when the bench stopped waiting; "failed": the job ended without a result
     return {"n": n, "accepted": len(accepted), "refused": n - len(accepted), "complete": len(complete),
-            "lost": len(accepted) - len(complete), "upload_s": round(uploaded_s, 1), "all_jobs_done_s": round(all_s, 1),
+            "failed": len(done) - len(complete), "unfinished": len(accepted) - len(done), "upload_s": round(uploaded_s, 1), "all_jobs_done_s": round(all_s, 1),
             "upload_MB_s": round(n * len(data) / 1e6 / uploaded_s, 1), "bad_answers": tally.bad(), "codes": tally.codes,
             "rss_max_mb": round(srv.rss_max)}
 
@@ -278,6 +279,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--job-workers", type=int, default=1)
     ap.add_argument("--server-log", type=Path, help="write the server's log (JSON lines) here")
+    ap.add_argument("--job-wait-s", type=float, default=900.0, help="how long a round waits for its jobs")
     ap.add_argument("--detector", choices=["fake", "real"], default="fake",
                     help="fake: the tests' bright-blob finder (service cost only); real: the shipped YOLO + road U-Net")
     args = ap.parse_args()
@@ -289,7 +291,7 @@ def main() -> None:
             device = setup_device(srv)
             print(f"server up ({args.detector} detector), RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB")
             for n in args.uploads:
-                print("uploads", json.dumps(upload_round(srv, device, n)), flush=True)
+                print("uploads", json.dumps(upload_round(srv, device, n, args.job_wait_s)), flush=True)
             if args.viewers:
                 print("viewers", json.dumps(viewers(srv, args.viewers, args.seconds)), flush=True)
             if args.streams:
