@@ -1,13 +1,15 @@
 """Bounded loopback load test of `airpatrol serve`: concurrent uploads of a real clip, dashboard viewers, live push
 streams. Prints the figures; nothing leaves 127.0.0.1.
 
-The detector is the test suite's fake (tests/edge/service/service_fakes.py: bright blobs, no neural network), so
-the figures measure the service - HTTP, uploads, the job queue, the database, the dashboard, ego-motion and
-tracking - not model inference. Every request must be answered (2xx) or refused (429/503): a hang (timeout),
+By default the detector is the test suite's fake (tests/edge/service/service_fakes.py: bright blobs, no neural
+network), so the figures measure the service - HTTP, uploads, the job queue, the database, the dashboard, ego-motion
+and tracking - not model inference; ``--detector real`` runs the shipped pipeline (YOLO + road U-Net, the service's
+default) instead, inference included. Every request must be answered (2xx) or refused (429/503): a hang (timeout),
 a 5xx or a lost job is counted and reported.
 
     python bench/load_test.py                       # uploads at N = 1, 4, 16; 50 viewers; 4 push streams
     python bench/load_test.py --uploads 1 4 --viewers 20 --streams 2 --seconds 10
+    python bench/load_test.py --detector real --uploads 1 4 --viewers 20 --streams 2 --seconds 20
 """
 from __future__ import annotations
 
@@ -43,15 +45,15 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, folder: Path, job_workers: int, log: Path | None = None):
+    def __init__(self, folder: Path, job_workers: int, log: Path | None = None, detector: str = "fake"):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = folder / "airpatrol.yaml"
         config.write_text(yaml.safe_dump({
             "database_url": f"sqlite:///{folder / 'airpatrol.db'}", "data_dir": str(folder / "data"),
             "pipeline": {"calibration": {"metres_per_pixel": 0.1}},
-            "service": {"pipeline_factory": "service_fakes:make_pipeline", "job_workers": job_workers,
-                        "bootstrap_admin": "admin", "job_poll_s": 0.2}}))
+            "service": {"job_workers": job_workers, "bootstrap_admin": "admin", "job_poll_s": 0.2,
+                        **({"pipeline_factory": "service_fakes:make_pipeline"} if detector == "fake" else {})}}))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(FAKES)]), "YOLO_OFFLINE": "1",
                "AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW}
         self.proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port",
@@ -150,7 +152,7 @@ def one_upload(srv: Server, device: dict, data: bytes, digest: str, tally: Tally
     return r.json()["job"]["id"] if r is not None and r.status_code == 200 else None
 
 
-def upload_round(srv: Server, device: dict, n: int) -> dict:
+def upload_round(srv: Server, device: dict, n: int, wait_s: float = 900.0) -> dict:
     data = CLIP.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     tally = Tally()
@@ -159,7 +161,7 @@ def upload_round(srv: Server, device: dict, n: int) -> dict:
         jobs = [j for j in pool.map(lambda _: one_upload(srv, device, data, digest, tally), range(n))]
     uploaded_s = time.perf_counter() - t0
     accepted = [j for j in jobs if j is not None]
-    deadline = time.monotonic() + 900
+    deadline = time.monotonic() + wait_s
     done: dict[int, dict] = {}
     while len(done) < len(accepted) and time.monotonic() < deadline:
         for j in accepted:
@@ -170,8 +172,9 @@ def upload_round(srv: Server, device: dict, n: int) -> dict:
         time.sleep(0.5)
     all_s = time.perf_counter() - t0
     complete = [j for j in done.values() if j["status"] == "complete"]
+    # "unfinished": still queued or running when the bench stopped waiting; "failed": the job ended without a result
     return {"n": n, "accepted": len(accepted), "refused": n - len(accepted), "complete": len(complete),
-            "lost": len(accepted) - len(complete), "upload_s": round(uploaded_s, 1), "all_jobs_done_s": round(all_s, 1),
+            "failed": len(done) - len(complete), "unfinished": len(accepted) - len(done), "upload_s": round(uploaded_s, 1), "all_jobs_done_s": round(all_s, 1),
             "upload_MB_s": round(n * len(data) / 1e6 / uploaded_s, 1), "bad_answers": tally.bad(), "codes": tally.codes,
             "rss_max_mb": round(srv.rss_max)}
 
@@ -276,16 +279,19 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--job-workers", type=int, default=1)
     ap.add_argument("--server-log", type=Path, help="write the server's log (JSON lines) here")
+    ap.add_argument("--job-wait-s", type=float, default=900.0, help="how long a round waits for its jobs")
+    ap.add_argument("--detector", choices=["fake", "real"], default="fake",
+                    help="fake: the tests' bright-blob finder (service cost only); real: the shipped YOLO + road U-Net")
     args = ap.parse_args()
     if not CLIP.is_file():
         raise SystemExit(f"{CLIP}: the real clip is needed (set AIRPATROL_SHARED)")
     with tempfile.TemporaryDirectory() as tmp:
-        srv = Server(Path(tmp), args.job_workers, args.server_log)
+        srv = Server(Path(tmp), args.job_workers, args.server_log, args.detector)
         try:
             device = setup_device(srv)
-            print(f"server up, RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB")
+            print(f"server up ({args.detector} detector), RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB")
             for n in args.uploads:
-                print("uploads", json.dumps(upload_round(srv, device, n)), flush=True)
+                print("uploads", json.dumps(upload_round(srv, device, n, args.job_wait_s)), flush=True)
             if args.viewers:
                 print("viewers", json.dumps(viewers(srv, args.viewers, args.seconds)), flush=True)
             if args.streams:

@@ -52,12 +52,15 @@ class MariaDBServer:
         return ["--user=root"] if os.geteuid() == 0 else []  # mariadbd refuses to run as root without it
 
     def start(self, timeout_s: float = 60.0) -> "MariaDBServer":
-        log = (self.root / "install.log").open("w")
-        subprocess.run(
-            [self.install_bin, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
-             "--skip-test-db", *self._user_args()],
-            check=True, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
-        )
+        """Start the server; again after :meth:`shutdown`, on the same data, port and socket (a restart)."""
+        first = not self.datadir.exists()
+        if first:
+            with (self.root / "install.log").open("w") as log:
+                subprocess.run(
+                    [self.install_bin, "--no-defaults", f"--datadir={self.datadir}",
+                     "--auth-root-authentication-method=normal", "--skip-test-db", *self._user_args()],
+                    check=True, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
+                )
         args = [
             self.server_bin, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.sock}",
             f"--port={self.port}", "--bind-address=127.0.0.1", f"--pid-file={self.root / 'mariadbd.pid'}",
@@ -81,8 +84,21 @@ class MariaDBServer:
                     raise MariaDBUnavailable(f"mariadbd did not accept connections in {timeout_s:.0f} s: "
                                              f"{self.error_log_tail()}") from None
                 time.sleep(0.2)
-        self._root_sql(f"CREATE USER 'airpatrol'@'127.0.0.1' IDENTIFIED BY '{self.password}'")
+        if first:
+            self._root_sql(f"CREATE USER 'airpatrol'@'127.0.0.1' IDENTIFIED BY '{self.password}'")
         return self
+
+    def shutdown(self, kill: bool = False) -> None:
+        """Stop the server but keep its data (``start()`` brings it back): SIGTERM, a clean shutdown, or SIGKILL,
+        a crash (InnoDB recovers at the next start)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
 
     def error_log_tail(self) -> str:
         p = self.root / "error.log"
@@ -111,14 +127,8 @@ class MariaDBServer:
         self._root_sql(f"DROP DATABASE IF EXISTS `{name}`")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM = clean shutdown
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        """Stop the server and delete its data."""
+        self.shutdown()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> "MariaDBServer":

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from db.models import MYSQL_TABLE, Base, utcnow
 
 JOB_STATUSES = ("queued", "running", "complete", "failed", "cancelled")
-UPLOAD_STATUSES = ("receiving", "complete", "rejected")
+UPLOAD_STATUSES = ("receiving", "complete", "rejected", "discarded")  # discarded: file deleted, row kept (limits)
 STREAM_KINDS = ("pull", "push", "publish")  # publish: an RTMP publisher via the relay
 
 

@@ -8,6 +8,12 @@ was damaged (the summary's ``losses``) is also ``completeness = 'incomplete'`` w
 it ``failed``. A process killed midway leaves it ``running`` with a stale heartbeat: never complete;
 :func:`fail_stale_runs` turns those into ``failed``.
 
+A database that goes away mid-run (MariaDB restarted, network cut) is waited for: every transaction is retried
+for up to ``retry_s`` seconds (``db.retry``, one log line per retry). Nothing of the sink's own state changes until
+a transaction has committed, so a retry writes exactly what the failed attempt would have; and since a commit can
+succeed with its answer lost, a retried batch first checks the run's ``frames_done`` (written in the batch's own
+transaction) and a retried close the run's status: what is already there is not written twice.
+
 Re-running a video: history is kept, but only one run per (video, mode) is ``complete``. When a new run completes,
 earlier complete runs of the same video and mode become ``superseded`` and their tracks, speeds and violations are
 deleted in that same transaction, so the dashboard never sees two result sets - nor none while the re-run is going.
@@ -27,6 +33,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.engine import begin_write, session_factory
+from db.retry import DEFAULT_RETRY_S, retry_db
 from db.models import (
     Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation, grid_cell, utcnow,
 )
@@ -60,34 +67,38 @@ class DatabaseSink:
     def __init__(self, url: str | None = None, *, video_id: int | None = None, flight_id: int | None = None,
                  task_round_id: int | None = None, speed_limit_kmh: float | None = None,
                  time_offset_s: float | None = None, batch_rows: int = 5000, min_over_limit_s: float = 1.0,
-                 session_maker: sessionmaker | None = None):
+                 session_maker: sessionmaker | None = None, retry_s: float = DEFAULT_RETRY_S):
         self._sessions = session_maker or session_factory(url)
         self.video_id, self.flight_id, self.task_round_id = video_id, flight_id, task_round_id
         self.speed_limit_kmh, self.time_offset_s = speed_limit_kmh, time_offset_s
-        self.batch_rows, self.min_over_limit_s = batch_rows, min_over_limit_s
+        self.batch_rows, self.min_over_limit_s, self.retry_s = batch_rows, min_over_limit_s, retry_s
         self.run_id: int | None = None
         self._tracks: dict[int, _Track] = {}
         self._rows: list[dict] = []
         self._frames = 0
         self._frame_count: int | None = None
         self._fps = 25.0
+        self._unconfirmed: tuple[int, int] | None = None  # (frames, rows) of a batch whose commit got no answer
 
     # -- Sink protocol ---------------------------------------------------------------------------------------
     def open(self, info: RunInfo) -> None:
         self._frame_count, self._fps = info.frame_count, info.fps or 25.0
-        with self._sessions() as s, s.begin():
-            begin_write(s)
-            if self.video_id is None:
-                self.video_id = self._video_for(s, info).id
-            run = ProcessingRun(
-                video_id=self.video_id, flight_id=self.flight_id, task_round_id=self.task_round_id, status="running",
-                baseline=info.mode == "baseline", source=info.source[:1024], config_json=info.config,
-                weights=(info.weights or "")[:1024] or None, device=(info.device or "")[:64] or None,
-                frame_count=info.frame_count, started_at=utcnow(), heartbeat_at=utcnow(),
-            )
-            s.add(run)
-            s.flush()
-            self.run_id = run.id
+
+        def attempt() -> tuple[int, int]:
+            with self._sessions() as s, s.begin():
+                begin_write(s)
+                video_id = self.video_id if self.video_id is not None else self._video_for(s, info).id
+                run = ProcessingRun(
+                    video_id=video_id, flight_id=self.flight_id, task_round_id=self.task_round_id, status="running",
+                    baseline=info.mode == "baseline", source=info.source[:1024], config_json=info.config,
+                    weights=(info.weights or "")[:1024] or None, device=(info.device or "")[:64] or None,
+                    frame_count=info.frame_count, started_at=utcnow(), heartbeat_at=utcnow(),
+                )
+                s.add(run)
+                s.flush()
+                return video_id, run.id
+
+        self.video_id, self.run_id = retry_db(attempt, "starting a run", self.retry_s)
 
     def write(self, result: FrameResult) -> None:
         f = result.frame
@@ -112,37 +123,65 @@ class DatabaseSink:
             })
         self._frames += 1
         if len(self._rows) >= self.batch_rows:
+            self.write_batch(self.retry_s)
+
+    def write_batch(self, retry_s: float) -> None:
+        """The rows buffered so far, in one transaction (retried for ``retry_s`` while the database is away).
+
+        Raises ``db.retry.DatabaseUnavailable`` after ``retry_s``; the rows then stay buffered for the next call."""
+        def attempt() -> tuple[dict[int, int], int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
-                self._flush(s)
+                self._confirm_unknown_commit(s)
+                n = len(self._rows)
+                self._unconfirmed = (self._frames, n)  # until the commit's answer arrives
+                ids = self._flush(s)
+            return ids, n
+
+        self._flushed(*retry_db(attempt, f"writing results of run {self.run_id}", retry_s))
 
     def close(self, summary: dict[str, Any]) -> None:
-        with self._sessions() as s, s.begin():
-            begin_write(s)
-            self._flush(s)
-            self._finish_tracks(s)
-            n_violations = self._violations(s)
-            run = s.get(ProcessingRun, self.run_id)
-            self._supersede(s, run)
-            run.status, run.finished_at, run.progress = "complete", utcnow(), 1.0
-            run.frames_done = self._frames
-            run.summary_json = json.loads(json.dumps(summary, default=str))  # plain JSON types only
-            run.timings_json = run.summary_json.get("timings")
-            run.summary_json["violations"] = n_violations
-            run.summary_json["violation_rule"] = violation_rule(self.min_over_limit_s)
-            losses = run.summary_json.get("losses") or []
-            run.completeness, run.losses_json = ("incomplete", losses) if losses else ("complete", None)
+        def attempt() -> tuple[dict[int, int], int]:
+            with self._sessions() as s, s.begin():
+                begin_write(s)
+                self._confirm_unknown_commit(s)
+                run = s.get(ProcessingRun, self.run_id)
+                if run.status == "complete":  # an earlier attempt committed; only its answer was lost
+                    return self._ids_of_written_tracks(s), len(self._rows)
+                n = len(self._rows)
+                ids = self._flush(s)
+                self._complete(s, run, summary, ids)
+            return ids, n
+
+        self._flushed(*retry_db(attempt, f"completing run {self.run_id}", self.retry_s))
+
+    def _complete(self, s: Session, run: ProcessingRun, summary: dict[str, Any], ids: dict[int, int]) -> None:
+        self._finish_tracks(s, ids)
+        n_violations = self._violations(s, ids)
+        self._supersede(s, run)
+        run.status, run.finished_at, run.progress = "complete", utcnow(), 1.0
+        run.frames_done = self._frames
+        run.summary_json = json.loads(json.dumps(summary, default=str))  # plain JSON types only
+        run.timings_json = run.summary_json.get("timings")
+        run.summary_json["violations"] = n_violations
+        run.summary_json["violation_rule"] = violation_rule(self.min_over_limit_s)
+        losses = run.summary_json.get("losses") or []
+        run.completeness, run.losses_json = ("incomplete", losses) if losses else ("complete", None)
 
     def abort(self, error: BaseException | None) -> None:
         if self.run_id is None:
             return
         self._rows.clear()
-        with self._sessions() as s, s.begin():
-            begin_write(s)
-            s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
-                status="failed", finished_at=utcnow(), frames_done=self._frames,
-                error=(f"{type(error).__name__}: {error}" if error is not None else "aborted")[:10000],
-            ))
+
+        def attempt():
+            with self._sessions() as s, s.begin():
+                begin_write(s)
+                s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
+                    status="failed", finished_at=utcnow(), frames_done=self._frames,
+                    error=(f"{type(error).__name__}: {error}" if error is not None else "aborted")[:10000],
+                ))
+
+        retry_db(attempt, f"marking run {self.run_id} failed", self.retry_s)
 
     # -- internals -------------------------------------------------------------------------------------------
     def _video_for(self, s: Session, info: RunInfo) -> Video:
@@ -159,32 +198,60 @@ class DatabaseSink:
         s.flush()
         return video
 
-    def _flush(self, s: Session) -> None:
+    def _flush(self, s: Session) -> dict[int, int]:
+        """Write the buffered rows in ``s``'s transaction; returns the database ids of the tracks it created.
+
+        Changes nothing of the sink's state (the transaction may still fail): :meth:`_flushed` does, after the
+        commit."""
         new = [(no, t) for no, t in self._tracks.items() if t.db_id is None]
+        ids: dict[int, int] = {}
         if new:
             rows = [TrackRow(run_id=self.run_id, track_no=no, class_name=self._class_name(t), first_t=t.first_t,
                              last_t=t.last_t, first_frame=t.first_frame, last_frame=t.last_frame) for no, t in new]
             s.add_all(rows)
             s.flush()
-            for (_, t), row in zip(new, rows):
-                t.db_id = row.id
+            ids = {no: row.id for (no, _), row in zip(new, rows)}
         if self._rows:
-            for r in self._rows:
-                r["track_id"] = self._tracks[r.pop("track_no")].db_id
-            _insert_speed_rows(s, self._rows)
-            self._rows = []
+            rows = [{k: v for k, v in r.items() if k != "track_no"} for r in self._rows]
+            for r, src in zip(rows, self._rows):
+                r["track_id"] = self._tracks[src["track_no"]].db_id or ids[src["track_no"]]
+            _insert_speed_rows(s, rows)
         progress = min(1.0, self._frames / self._frame_count) if self._frame_count else 0.0
         s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
             frames_done=self._frames, progress=progress, heartbeat_at=utcnow()))
+        return ids
+
+    def _ids_of_written_tracks(self, s: Session) -> dict[int, int]:
+        return dict(s.execute(select(TrackRow.track_no, TrackRow.id).where(TrackRow.run_id == self.run_id)).all())
+
+    def _flushed(self, ids: dict[int, int], n_rows: int) -> None:
+        """A batch is committed: the new tracks have their ids, its ``n_rows`` buffered rows are gone."""
+        for no, db_id in ids.items():
+            if no in self._tracks and self._tracks[no].db_id is None:
+                self._tracks[no].db_id = db_id
+        del self._rows[:n_rows]
+        self._unconfirmed = None
+
+    def _confirm_unknown_commit(self, s: Session) -> None:
+        """Did the last batch whose commit got no answer (connection lost at COMMIT) go through after all?
+
+        Its transaction set ``frames_done`` to the frame count it was written at; rows are only added with new
+        frames, so no other batch leaves that value with rows in it."""
+        if self._unconfirmed is None:
+            return
+        frames, n_rows = self._unconfirmed
+        if s.scalar(select(ProcessingRun.frames_done).where(ProcessingRun.id == self.run_id)) == frames:
+            self._flushed(self._ids_of_written_tracks(s), n_rows)
+        self._unconfirmed = None
 
     @staticmethod
     def _class_name(t: _Track) -> str:
         cid = t.classes.most_common(1)[0][0] if t.classes else -1
         return VEHICLE_CLASSES[cid] if 0 <= cid < len(VEHICLE_CLASSES) else f"class_{cid}"[:16]
 
-    def _finish_tracks(self, s: Session) -> None:
+    def _finish_tracks(self, s: Session, ids: dict[int, int]) -> None:
         rows = []
-        for t in self._tracks.values():
+        for no, t in self._tracks.items():
             speeds = [v[0] for v in t.speeds]
             path = None
             if len(t.path) >= 2:
@@ -192,7 +259,7 @@ class DatabaseSink:
             elif t.path:
                 path = json.dumps({"type": "Point", "coordinates": t.path[0]})
             rows.append({
-                "id": t.db_id, "last_t": t.last_t, "last_frame": t.last_frame, "class_name": self._class_name(t),
+                "id": t.db_id or ids[no], "last_t": t.last_t, "last_frame": t.last_frame, "class_name": self._class_name(t),
                 "moving": t.moving_frames * 2 >= t.frames,
                 "median_speed_kmh": statistics.median(speeds) if speeds else None,
                 "max_speed_kmh": max(speeds) if speeds else None, "path_geojson": path,
@@ -219,7 +286,7 @@ class DatabaseSink:
         # would be false evidence of when the vehicle drove by)
         return None, True
 
-    def _violations(self, s: Session) -> int:
+    def _violations(self, s: Session, ids: dict[int, int]) -> int:
         limit, task_id = self._limit_and_task(s)
         if not limit:
             return 0
@@ -227,14 +294,14 @@ class DatabaseSink:
         t0, estimate = self._event_clock(s, run)
         frame_s = 1.0 / self._fps
         rows = []
-        for t in self._tracks.values():
+        for no, t in self._tracks.items():
             # over the limit even at the low end of its uncertainty; the record is the frame where that low end is
             # highest, and its sigma is the track_speeds row of the same track and time
             over = [v for v in t.speeds if lower_bound_kmh(v[0], v[4]) > limit]
             if len(over) * frame_s < self.min_over_limit_s:
                 continue
             speed, when, lat, lon, _sigma = max(over, key=lambda v: lower_bound_kmh(v[0], v[4]))
-            rows.append({"run_id": self.run_id, "track_id": t.db_id, "task_id": task_id, "speed_kmh": speed,
+            rows.append({"run_id": self.run_id, "track_id": t.db_id or ids[no], "task_id": task_id, "speed_kmh": speed,
                          "limit_kmh": limit, "t_s": when, "lat": lat, "lon": lon, "time_is_estimate": estimate,
                          "cell": grid_cell(lat, lon), "occurred_at": t0 + timedelta(seconds=when) if t0 else None})
         if rows:

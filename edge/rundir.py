@@ -1,9 +1,30 @@
-"""An output folder that appears only when complete: written under a hidden temporary name, renamed at the end."""
+"""An output folder that appears only when complete: written under a hidden temporary name, renamed at the end.
+
+A full disk (or quota, or file size limit) while writing is :class:`OutputWriteError`: one line naming the folder
+(and the file, when the system said which); the temporary folder is removed, any earlier result stays as it was.
+"""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
+
+DISK_FULL = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+             errno.EFBIG: "file too large for the file system or the process's file size limit"}
+
+
+class OutputWriteError(RuntimeError):
+    """Results could not be written (disk full): nothing was committed."""
+
+
+def output_write_error(exc: BaseException, rundir: "RunDirectory") -> OutputWriteError | None:
+    """``exc`` as an :class:`OutputWriteError` when it is a full disk, else None."""
+    if not isinstance(exc, OSError) or exc.errno not in DISK_FULL:
+        return None
+    where = str(exc.filename).replace(str(rundir.tmp), str(rundir.final)) if exc.filename else str(rundir.final)
+    kept = "the previous results there are untouched" if rundir.final.exists() else "nothing was written"
+    return OutputWriteError(f"{where}: {DISK_FULL[exc.errno]} while writing the results; the run failed and {kept}")
 
 
 class RunDirectory:

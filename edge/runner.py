@@ -15,7 +15,7 @@ from typing import Any
 from tqdm import tqdm
 
 from edge.completeness import completeness, telemetry_losses, video_losses
-from edge.rundir import RunDirectory
+from edge.rundir import RunDirectory, output_write_error
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
 from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
@@ -113,11 +113,14 @@ def process_video(
                     s.close(summary)
                     opened.remove(s)
             except BaseException as exc:
+                disk_full = output_write_error(exc, rundir)  # a full disk: one clear line, also in the database
                 for s in opened:
                     try:
-                        s.abort(exc)
+                        s.abort(disk_full or exc)
                     except Exception:  # keep the original error
                         pass
+                if disk_full is not None:
+                    raise disk_full from exc
                 raise
             final = rundir.commit()
     return RunOutcome(final, summary)

@@ -6,8 +6,11 @@ import sys
 
 import typer
 
+from edge.rundir import OutputWriteError
+
 EXIT_USER_ERROR = 2  # bad input or usage: nothing (or nothing new) was written
 EXIT_INCOMPLETE = 3  # the run finished, but part of its input was damaged: see "losses" in summary.json
+EXIT_OUTPUT_ERROR = 4  # the results could not be written (disk full): nothing was replaced
 
 
 def user_errors(fn):
@@ -21,6 +24,9 @@ def user_errors(fn):
         except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
             typer.echo(f"airpatrol: error: {exc}", err=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
+        except OutputWriteError as exc:
+            typer.echo(f"airpatrol: error: {exc}", err=True)
+            raise typer.Exit(EXIT_OUTPUT_ERROR) from None
 
     return wrapper
 

@@ -32,12 +32,20 @@ class ServiceConfig(BaseModel):
     max_upload_bytes: int = Field(8 * GiB, ge=1024, description="largest recorded flight accepted")
     max_log_bytes: int = Field(512 * 1024**2, ge=1024, description="largest flight log accepted")
     max_chunk_bytes: int = Field(256 * 1024**2, ge=1024, description="largest single upload request")
+    # per device (or user) uploading: counted from the uploads table, so every worker and restart sees the same
+    upload_window_s: float = Field(3600.0, gt=0, description="the window of the per-device upload rate and volume limits")
+    uploads_per_window: int = Field(240, ge=1, description="new uploads one device may start per window (429 beyond)")
+    upload_bytes_per_window: int = Field(64 * GiB, ge=1024, description="bytes one device may announce per window (429 beyond)")
+    open_uploads_per_device: int = Field(16, ge=1, description="unfinished uploads one device may hold at once (429 beyond)")
     job_lease_s: float = Field(60.0, gt=0, description="a running job whose lease is not renewed for this long is retried")
     job_heartbeat_s: float = Field(5.0, gt=0, description="how often a running job renews its lease and progress")
     job_max_attempts: int = Field(3, ge=1, description="a job that died this many times is failed, not retried")
     job_poll_s: float = Field(1.0, gt=0, description="idle batch worker checks the queue this often")
     job_workers: int = Field(1, ge=0, le=16, description="batch jobs processed at once (0: this instance runs none)")
     job_write_video: bool = Field(False, description="batch jobs also write the annotated MP4")
+    db_retry_s: float = Field(300.0, ge=0, description="a database that went away (restart, network) is waited for this "
+                              "long before a job or a live run fails; every retry is logged")
+    db_batch_rows: int = Field(5000, ge=1, description="per-frame result rows written to the database in one transaction")
     instance_id: str | None = Field(
         None, max_length=64, pattern=r"^[A-Za-z0-9._-]+$", description="stable name of this instance: on start its own unfinished jobs are re-queued "
                                           "at once instead of after their lease expires")

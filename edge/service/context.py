@@ -102,7 +102,7 @@ class ServiceContext:
         self.throttle = LoginThrottle(session_factory(self.database_url))  # failed logins, shared via the database
         self.metrics = ServiceMetrics()
         self.uploads = UploadStore(self.data_dir / "uploads", cfg, self.metrics)
-        self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts)
+        self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts, cfg.db_retry_s)
         self.instance = cfg.instance_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
         self.streams: dict[int, StreamWorker] = {}
         self._streams_lock = threading.Lock()

@@ -24,7 +24,9 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import ProcessingRun, utcnow
+from db.retry import DEFAULT_RETRY_S, is_connection_error, retry_db, short
 from db.sink import DatabaseSink
+from edge.rundir import OutputWriteError
 from edge.service.config import ServiceConfig
 from edge.service.metrics import ServiceMetrics
 from edge.service.models import JOB_STATUSES, JobRow
@@ -49,8 +51,11 @@ def _fail_run(s: Session, run_id: int | None, why: str) -> None:
 
 
 class JobQueue:
-    def __init__(self, sessions: sessionmaker, lease_s: float, max_attempts: int):
-        self.sessions, self.lease_s, self.max_attempts = sessions, lease_s, max_attempts
+    """``heartbeat``, ``finish`` and ``release`` wait for a database that went away (up to ``retry_s``): a running
+    job rides out a database restart instead of failing (``claim`` is simply tried again at the next poll)."""
+
+    def __init__(self, sessions: sessionmaker, lease_s: float, max_attempts: int, retry_s: float = DEFAULT_RETRY_S):
+        self.sessions, self.lease_s, self.max_attempts, self.retry_s = sessions, lease_s, max_attempts, retry_s
 
     def enqueue(self, s: Session, *, video_upload_id: str, log_upload_id: str | None, params: dict[str, Any],
                 created_by: str) -> JobRow:
@@ -86,24 +91,41 @@ class JobQueue:
 
     def heartbeat(self, job_id: int, owner: str, **values) -> tuple[bool, bool]:
         """Renew the lease and store progress. Returns (still the owner, cancel requested)."""
-        now = utcnow()
-        with self.sessions() as s, s.begin():
-            mine = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
-                                                  JobRow.status == "running").values(
-                lease_expires_at=now + timedelta(seconds=self.lease_s), heartbeat_at=now, **values)).rowcount == 1
-            cancel = bool(s.scalar(select(JobRow.cancel_requested).where(JobRow.id == job_id)))
-        return mine, cancel
+        def attempt():
+            now = utcnow()
+            with self.sessions() as s, s.begin():
+                mine = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
+                                                      JobRow.status == "running").values(
+                    lease_expires_at=now + timedelta(seconds=self.lease_s), heartbeat_at=now, **values)).rowcount == 1
+                cancel = bool(s.scalar(select(JobRow.cancel_requested).where(JobRow.id == job_id)))
+            return mine, cancel
+
+        return retry_db(attempt, f"renewing the lease of job {job_id}", self.retry_s, log)
 
     def finish(self, job_id: int, owner: str, status: str, error: str | None = None, **values) -> bool:
         assert status in JOB_STATUSES
-        with self.sessions() as s, s.begin():
-            return s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
+        tries = 0
+
+        def attempt() -> bool:
+            nonlocal tries
+            tries += 1
+            with self.sessions() as s, s.begin():
+                if s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
                                                   JobRow.status == "running").values(
-                status=status, error=error, finished_at=utcnow(), lease_owner=None, lease_expires_at=None,
-                **values)).rowcount == 1
+                        status=status, error=error, finished_at=utcnow(), lease_owner=None, lease_expires_at=None,
+                        **values)).rowcount == 1:
+                    return True
+                # a retry whose first commit went through (only its answer was lost) finds the job finished already
+                return tries > 1 and s.scalar(select(JobRow.status).where(JobRow.id == job_id)) == status
+
+        return retry_db(attempt, f"finishing job {job_id}", self.retry_s, log)
 
     def release(self, job_id: int, owner: str, why: str, count_attempt: bool = False) -> bool:
         """Back to the queue. A graceful shutdown does not count as an attempt; an unexpected error does."""
+        return retry_db(lambda: self._release(job_id, owner, why, count_attempt), f"requeueing job {job_id}",
+                        self.retry_s, log)
+
+    def _release(self, job_id: int, owner: str, why: str, count_attempt: bool) -> bool:
         with self.sessions() as s, s.begin():
             run_id = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
             ok = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
@@ -205,8 +227,12 @@ class JobWorker(threading.Thread):
         while not self.stop_event.is_set():
             try:
                 job = self.queue.claim(self.owner)
-            except Exception:  # database away for a moment: keep polling
-                log.exception("job worker %s: claim failed", self.owner)
+            except Exception as exc:  # database away for a moment: keep polling
+                if is_connection_error(exc):
+                    log.warning("job worker %s: database unreachable (%s); polling again in %.0f s", self.owner,
+                                short(exc), self.deps.config.job_poll_s)
+                else:
+                    log.exception("job worker %s: claim failed", self.owner)
                 job = None
             if job is None:
                 self.stop_event.wait(self.deps.config.job_poll_s)
@@ -236,7 +262,8 @@ class JobWorker(threading.Thread):
             telemetry = d.resolve_upload(job.log_upload_id) if job.log_upload_id else None
             config = d.pipeline_config.model_copy(update={"baseline": bool(params.get("baseline"))})
             db_sink = DatabaseSink(session_maker=d.sessions, speed_limit_kmh=params.get("speed_limit_kmh"),
-                                   task_round_id=params.get("task_round_id"), time_offset_s=params.get("time_offset_s"))
+                                   task_round_id=params.get("task_round_id"), time_offset_s=params.get("time_offset_s"),
+                                   batch_rows=d.config.db_batch_rows, retry_s=d.config.db_retry_s)
             progress = JobProgressSink(self.queue, job.id, self.owner, d.config.job_heartbeat_s, self.stop_event, db_sink)
             outcome = process_video(video, d.runs_dir / f"job-{job.id}", config, telemetry=telemetry,
                                     pipeline=self._pipeline(config), extra_sinks=[db_sink, progress],
@@ -252,6 +279,10 @@ class JobWorker(threading.Thread):
             elif exc.reason == "cancelled":
                 self.queue.finish(job.id, self.owner, "cancelled", error="cancelled by a user")
             log.info("job %s: interrupted (%s)", job.id, exc.reason, extra={"job": job.id})
+        except OutputWriteError as exc:  # disk full: the run was marked failed; retrying now would fill it again
+            status = "failed"
+            self.queue.finish(job.id, self.owner, "failed", error=str(exc)[:2000], run_id=db_sink and db_sink.run_id)
+            log.error("job %s failed: %s", job.id, exc, extra={"job": job.id})
         except ValueError as exc:  # the input's fault (unreadable video, log not covering it...): retrying won't help
             status = "failed"
             self.queue.finish(job.id, self.owner, "failed", error=str(exc)[:2000])

@@ -15,8 +15,10 @@ import re
 import secrets
 import unicodedata
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from db.models import utcnow
@@ -33,9 +35,9 @@ STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "bmp_pipe", "tiff_pipe
 
 
 class UploadError(ValueError):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, retry_after_s: float | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.retry_after_s = status, retry_after_s
 
 
 def sanitize_filename(name: str) -> str:
@@ -103,7 +105,7 @@ class UploadStore:
 
     def get(self, s: Session, upload_id: str) -> UploadRow:
         row = s.get(UploadRow, upload_id) if UPLOAD_ID.match(upload_id or "") else None
-        if row is None:
+        if row is None or row.status == "discarded":
             raise UploadError(404, f"upload {upload_id[:40]!r} not found")
         return row
 
@@ -114,6 +116,7 @@ class UploadStore:
         limit = self.config.max_upload_bytes if kind == "video" else self.config.max_log_bytes
         if size > limit:
             raise UploadError(413, f"{name}: {size} bytes exceeds the limit of {limit} bytes for a {kind}")
+        check_device_limits(s, self.config, who.label, size)
         row = UploadRow(id=secrets.token_hex(16), kind=kind, filename=name, size=size, sha256=sha256,
                         owner=who.label, device_id=who.device_id, status="receiving")
         s.add(row)
@@ -177,9 +180,11 @@ class UploadStore:
         return row
 
     def discard(self, s: Session, row: UploadRow) -> None:
+        """Delete the file; the row stays as ``discarded`` (hidden: 404) so it still counts against the device's
+        upload rate - creating and deleting uploads in a loop does not get round the limits."""
         self.path(row).unlink(missing_ok=True)
         self._locks.pop(row.id, None)
-        s.delete(row)
+        row.status, row.completed_at = "discarded", utcnow()
 
     def complete_path(self, s: Session, upload_id: str, kind: str) -> Path:
         row = self.get(s, upload_id)
@@ -191,6 +196,45 @@ class UploadStore:
         if not path.is_file():
             raise UploadError(410, f"upload {upload_id}: its file is gone from the server")
         return path
+
+
+def check_device_limits(s: Session, cfg: ServiceConfig, owner: str, size: int) -> None:
+    """Refuse a new upload (429 with the seconds until it would be accepted) when ``owner`` - a device, or a user -
+    has started ``uploads_per_window`` uploads or announced ``upload_bytes_per_window`` bytes in the last
+    ``upload_window_s``, or holds ``open_uploads_per_device`` unfinished ones. Counted from the uploads table, so
+    every worker process and every restart sees the same; two creates racing on two workers may pass one over."""
+    window = timedelta(seconds=cfg.upload_window_s)
+    now = utcnow()
+    recent = s.execute(select(UploadRow.created_at, UploadRow.size).where(
+        UploadRow.owner == owner, UploadRow.created_at >= now - window).order_by(UploadRow.created_at)).all()
+    w = cfg.upload_window_s
+    hours = f"{w / 3600:g} h" if w >= 3600 else f"{w / 60:g} min" if w >= 60 else f"{w:g} s"
+
+    def after(created_at) -> float:  # seconds until this upload leaves the window
+        return max(1.0, (created_at + window - now).total_seconds())
+
+    if len(recent) >= cfg.uploads_per_window:
+        wait = after(recent[len(recent) - cfg.uploads_per_window][0])
+        raise UploadError(429, f"{owner}: {len(recent)} uploads started in the last {hours} (limit "
+                               f"{cfg.uploads_per_window}); try again in {wait:.0f} s", wait)
+    if size > cfg.upload_bytes_per_window:
+        raise UploadError(413, f"{size} bytes exceeds the {cfg.upload_bytes_per_window} bytes a device may upload "
+                               f"per {hours}")
+    total = sum(r.size for r in recent)
+    if total + size > cfg.upload_bytes_per_window:
+        freed, wait = 0, cfg.upload_window_s
+        for created_at, n in recent:  # the oldest leave the window first
+            freed += n
+            if total - freed + size <= cfg.upload_bytes_per_window:
+                wait = after(created_at)
+                break
+        raise UploadError(429, f"{owner}: {total} bytes announced in the last {hours}; {size} more would pass the "
+                               f"limit of {cfg.upload_bytes_per_window}; try again in {wait:.0f} s", wait)
+    open_now = s.scalar(select(func.count()).select_from(UploadRow).where(
+        UploadRow.owner == owner, UploadRow.status == "receiving")) or 0
+    if open_now >= cfg.open_uploads_per_device:
+        raise UploadError(429, f"{owner}: {open_now} unfinished uploads (limit {cfg.open_uploads_per_device}); "
+                               f"complete or DELETE one first", 60.0)
 
 
 def _sha256(path: Path) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 from sqlalchemy.orm import sessionmaker
 
 from db.models import Video, utcnow
+from db.retry import DatabaseUnavailable, short
 from db.sink import DatabaseSink
 from edge.service.config import ServiceConfig
 from edge.service.ingest import DropOldestQueue, IncomingFrame, PullReader, SourceSpec
@@ -37,19 +38,44 @@ MAX_FRAME_GAP_S = 0.5  # longest time one processed frame may stand for when tim
 
 class LiveDatabaseSink(DatabaseSink):
     """``DatabaseSink`` that also writes every ``flush_s`` seconds: a live run has no end to wait for, and the
-    heartbeat it writes tells the database the run is alive even while no vehicle is in view."""
+    heartbeat it writes tells the database the run is alive even while no vehicle is in view.
+
+    It never blocks the stream on the database: when the database is away the rows stay in memory and the write is
+    tried again every ``flush_s``; only after ``retry_s`` without a database does it give up (the worker then
+    drops the sink, the live view goes on)."""
 
     def __init__(self, *args, flush_s: float, **kwargs):
         super().__init__(*args, **kwargs)
         self.flush_s = flush_s
         self._last_flush = time.monotonic()
+        self._down_since: float | None = None
 
     def write(self, result: FrameResult) -> None:
-        super().write(result)
+        super().write(result)  # a full batch calls write_batch below
         if time.monotonic() - self._last_flush >= self.flush_s:
-            with self._sessions() as s, s.begin():
-                self._flush(s)
-            self._last_flush = time.monotonic()
+            self.write_batch(self.retry_s)
+
+    def write_batch(self, retry_s: float) -> None:
+        now = time.monotonic()
+        if self._down_since is not None and now - self._last_flush < self.flush_s:
+            return  # the database was away a moment ago: the rows wait for the next try
+        self._last_flush = now
+        try:
+            super().write_batch(0)  # one try, never a wait in the frame loop
+        except DatabaseUnavailable as exc:
+            if self._down_since is None:
+                self._down_since = now
+            away = now - self._down_since
+            if away > self.retry_s:
+                raise
+            log.warning("run %s: database unreachable for %.0f s (%s); %d rows kept, next try in %.0f s, giving up "
+                        "after %.0f s", self.run_id, away, exc.__cause__ and short(exc.__cause__), len(self._rows),
+                        self.flush_s, self.retry_s)
+            return
+        if self._down_since is not None:
+            log.warning("run %s: database reachable again after %.1f s; buffered rows written", self.run_id,
+                        time.monotonic() - self._down_since)
+            self._down_since = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +124,7 @@ class StreamWorker:
         self._conn_offset: float | None = None
         self._last_t: float | None = None
         self._last_wall = 0.0
+        self._conn_wall0 = self._conn_t0 = 0.0  # this connection's first frame: when it arrived, its run time
         self.gaps: list[dict] = []  # source outages inside this run: run time where it began, seconds
         self._input_done = threading.Event()
         self._done = threading.Event()
@@ -172,15 +199,23 @@ class StreamWorker:
         with self._seq_lock:
             frame.seq = self._seq
             self._seq += 1
+            now = time.monotonic()
             if self._conn_offset is None:  # after a gap, the real time that passed: speeds stay right
-                gap = max(1.0 / self.fps_in, time.monotonic() - self._last_wall)
+                # A reader that fell behind a live source (socket buffers) got the last frames late: the source
+                # went quiet earlier than the last frame arrived, by how far arrival had drifted behind the
+                # stream's own clock over the connection.
+                lag = 0.0
+                if self._last_t is not None:
+                    lag = max(0.0, (self._last_wall - self._conn_wall0) - (self._last_t - self._conn_t0))
+                gap = max(1.0 / self.fps_in, now - self._last_wall + lag)
                 self._conn_offset = 0.0 if self._last_t is None else self._last_t + gap - frame.t
                 if self._last_t is not None:
                     self.gaps.append({"t": round(self._last_t, 3), "seconds": round(gap, 3)})
+                self._conn_wall0, self._conn_t0 = now, frame.t + self._conn_offset
             t = frame.t + self._conn_offset
             if self._last_t is not None and t <= self._last_t:
                 t = self._last_t + 1.0 / self.fps_in  # broken timestamps must not run the clock backwards
-            frame.t, self._last_t, self._last_wall = t, t, time.monotonic()
+            frame.t, self._last_t, self._last_wall = t, t, now
             if frame.pose is not None:
                 frame.pose = dataclasses.replace(frame.pose, t=t)
         self.frames_received += 1
@@ -351,7 +386,8 @@ class StreamWorker:
                 video_id = video.id
             sink = LiveDatabaseSink(session_maker=self.deps.sessions, video_id=video_id,
                                     task_round_id=self.spec.task_round_id, speed_limit_kmh=self.spec.speed_limit_kmh,
-                                    min_over_limit_s=self.cfg.min_over_limit_s, flush_s=self.cfg.db_flush_s)
+                                    min_over_limit_s=self.cfg.min_over_limit_s, flush_s=self.cfg.db_flush_s,
+                                    batch_rows=self.cfg.db_batch_rows, retry_s=self.cfg.db_retry_s)
             sink.open(info)
             self._sink, self.run_id, self.db_error = sink, sink.run_id, None
         except Exception as exc:
@@ -407,8 +443,15 @@ class StreamWorker:
         return {"source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
                 "mode": self._pipeline.mode if self._pipeline else None, "live": True, "stream_id": self.spec.id,
                 "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")}, **self.stats(),
-                "gaps": list(self.gaps),
+                "gaps": list(self.gaps), **self._gap_losses(),
                 "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")}}
+
+    def _gap_losses(self) -> dict:
+        """Source outages are lost input, like a damaged stretch of a video: the run is ``incomplete`` and says
+        when (run time) and for how long nothing arrived (database ``losses_json``, dashboard badge)."""
+        losses = [{"input": "stream", "frames": None, "t_s": [g["t"], round(g["t"] + g["seconds"], 3)],
+                   "reason": f"source unreachable for {g['seconds']:.1f} s (reconnected)"} for g in self.gaps]
+        return {"status": "incomplete" if losses else "complete", "losses": losses}
 
     def status(self) -> dict:
         return {"id": self.spec.id, "name": self.spec.name, "kind": self.spec.kind,

@@ -26,7 +26,8 @@ def _out(store: UploadStore, row: UploadRow) -> UploadOut:
 
 
 def _http(exc: UploadError) -> HTTPException:
-    return HTTPException(exc.status, str(exc))
+    headers = {"Retry-After": str(int(exc.retry_after_s + 0.999))} if exc.retry_after_s is not None else None
+    return HTTPException(exc.status, str(exc), headers=headers)
 
 
 def _own(store: UploadStore, session, upload_id: str, who: Principal) -> UploadRow:

@@ -7,9 +7,11 @@ import json
 from urllib.parse import quote
 
 import httpx
-
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from service_helpers import running_app
 
 FUZZ = settings(max_examples=20, deadline=5000, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -20,6 +22,14 @@ json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | 
                            max_leaves=10)
 create_bodies = st.fixed_dictionaries({}, optional={
     "kind": scalars, "filename": scalars, "size": scalars, "sha256": scalars, "extra": json_values})
+
+
+@pytest.fixture
+def client(settings_factory):
+    """The fuzzer starts hundreds of uploads from one device: the per-device limits (test_upload_limits.py) are
+    lifted here so every example reaches the code under test."""
+    with running_app(settings_factory(open_uploads_per_device=100_000, uploads_per_window=100_000)) as c:
+        yield c
 
 
 def test_create_upload_with_random_bodies(client):
