@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from ultralytics.trackers.byte_tracker import BYTETracker
+from ultralytics.trackers.byte_tracker import BYTETracker, joint_stracks
 
 from tracking.config import TrackerConfig
 from vision.types import Detections
@@ -65,12 +65,19 @@ def warp_xyah_states(stracks: list, H: np.ndarray) -> None:
 
 
 class EgoCompensatedByteTrack(BYTETracker):
-    def __init__(self, config: TrackerConfig | None = None):
+    def __init__(self, config: TrackerConfig | None = None, predict_new_tracks: bool = False):
+        """``predict_new_tracks``: move tracks started last time by their (flow-measured) velocity before associating,
+        as confirmed ones are. Off, the tracker is Ultralytics' ByteTrack exactly (the baseline), which leaves them."""
         cfg = config or TrackerConfig()
         super().__init__(SimpleNamespace(tracker_type="bytetrack", **cfg.model_dump()))
         self._H: np.ndarray | None = None
+        self.predict_new_tracks = predict_new_tracks
 
     def _pre_first_associate(self, strack_pool, unconfirmed, img, results_high) -> None:
+        # Ultralytics leaves tracks started last time (unconfirmed) where they were; ours may carry a velocity measured
+        # by optical flow (``set_new_velocities``), so they move on like the others.
+        if self.predict_new_tracks:
+            self.multi_predict(unconfirmed)
         if self._H is not None:
             warp_xyah_states(strack_pool, self._H)
             warp_xyah_states(unconfirmed, self._H)
@@ -80,3 +87,32 @@ class EgoCompensatedByteTrack(BYTETracker):
         self._H = None if H_prev_to_cur is None or np.allclose(H_prev_to_cur, np.eye(3)) else H_prev_to_cur
         out = self.update(_DetectionBatch(dets.xyxy, dets.score, dets.class_id))
         return np.asarray(out, np.float32).reshape(-1, 8)
+
+    def coast(self, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
+        """A frame the detector skips by design (``detector.every_n_frames``): every track moves on by its Kalman
+        motion and the drone's ego-motion, exactly as ``update`` moves it before associating, and the confirmed tracks
+        are reported at their predicted boxes (det_index -1). Nothing is matched, lost or started: the next frame with
+        detections does that, with one more prediction step, so each frame gets exactly one."""
+        self.frame_id += 1  # frames, not detector runs: the lost-track buffer keeps its meaning in time
+        unconfirmed, tracked = self._split_tracked()
+        pool = joint_stracks(tracked, self.lost_stracks)
+        self.multi_predict(pool)
+        if self.predict_new_tracks:
+            self.multi_predict(unconfirmed)
+        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
+            warp_xyah_states(pool, H_prev_to_cur)
+            warp_xyah_states(unconfirmed, H_prev_to_cur)
+        rows = [[*t.xyxy.tolist(), t.track_id, t.score, t.cls, -1] for t in tracked]
+        return np.asarray(rows, np.float32).reshape(-1, 8)
+
+    def new_tracks(self) -> list:
+        """Tracks started by the last ``step`` (not confirmed yet): their boxes (xyxy) and the tracks themselves."""
+        return [t for t in self.tracked_stracks if not t.is_activated and t.start_frame == self.frame_id]
+
+    @staticmethod
+    def set_new_velocities(tracks: list, velocities_xy: np.ndarray) -> None:
+        """Start tracks with a measured image velocity (px per frame, ground motion only) instead of zero, so they
+        are where their vehicle is when the next detections come, even several frames later."""
+        for t, v in zip(tracks, np.asarray(velocities_xy, np.float64).reshape(-1, 2)):
+            if np.isfinite(v).all():
+                t.mean[4:6] = v

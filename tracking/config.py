@@ -20,8 +20,19 @@ class DetectorConfig(BaseModel):
     iou: float = Field(0.5, ge=0.0, le=1.0, description="NMS IoU threshold")
     imgsz: int = Field(640, ge=32, description="detector input size")
     tiling: Literal["auto", "on", "off"] = Field(
-        "auto", description="tiled inference: 'auto' tiles frames much larger than imgsz so small vehicles survive"
-    )
+        "auto", description="native-resolution detection, so small vehicles survive: 'on' always (one pass over the "
+                            "road's bounding box, or tiles for frames beyond single_pass_max), 'off' never (the frame "
+                            "letterboxed to imgsz), 'auto' when a probe every probe_every detector frames finds more")
+    single_pass_max: int = Field(
+        2048, ge=32, description="tiling on: frames whose long side is at most this are detected at native resolution "
+                                 "in ONE pass over the road's bounding box instead of in tiles (no overlap, no seams)")
+    crop_to_road: bool = Field(False, description="native pass: detect only in the road's bounding box (saves compute "
+                                                  "where the road leaves part of the frame out, but on the real "
+                                                  "sequences it cost MOTA: vehicles outside the U-Net's road are lost)")
+    road_margin_px: int = Field(32, ge=0, description="native pass: margin kept around the road's bounding box")
+    every_n_frames: int = Field(
+        3, ge=1, description="dual layer: run the detector on every N-th frame only; in between, tracks are carried by "
+                             "their Kalman motion and the drone's ego-motion (DeepStream's 'interval')")
     tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
     min_tile_gain: float = Field(1.0, ge=0, description="'auto' tiling: extra vehicles a tile pass must find to be worth it")
     probe_every: int = Field(50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles")
@@ -42,6 +53,15 @@ class RoadConfig(BaseModel):
     polygon: list[tuple[float, float]] | None = Field(None, description="fixed road polygon in pixels")
     learn_from_tracks: bool = Field(True, description="fuse where moving vehicles actually drive into the road mask")
     dilate_px: int = Field(8, ge=0, description="grow the road mask so vehicles on the kerb are kept")
+    sure_off_road_probability: float | None = Field(
+        0.05, ge=0, lt=1, description="detector boxes centred where the U-Net is this sure there is no road (and no "
+                                      "vehicle path was learnt) are dropped even without filter_detections: clutter on "
+                                      "roofs and fields; where the network is unsure (night, unusual scenes) nothing "
+                                      "is dropped (None: off)")
+    filter_detections: bool = Field(
+        False, description="also drop detector boxes off the road (the motion layer is always restricted to it); off: "
+                           "on the real sequences it cost MOTA day and night, dropping vehicles the U-Net's mask "
+                           "missed (docs/accuracy.md)")
 
 
 class EgoMotionConfig(BaseModel):

@@ -7,7 +7,7 @@ speed -> FrameResult. The CLI, the batch runner and the live service all drive t
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Protocol
 
 import cv2
@@ -27,6 +27,12 @@ from vision.types import CameraPose, Detections, DetectionSource, Frame
 MOVING_FRACTION = 0.15  # share of moving pixels that makes a detector box "moving"
 OFF_ROAD_MOVING_FRACTION, OFF_ROAD_MIN_SCORE = 0.4, 0.5  # what keeps a detector box the road mask misses
 MIN_VEHICLE_M, MAX_VEHICLE_M = 2.0, 26.0  # plausible vehicle lengths (motorbike-ish to articulated truck)
+# Blob-fed tracks per detector-fed track (last 30 detector frames) above which the detector runs on every frame: the
+# detector is blind to much of the traffic (tiny vehicles) and the motion layer, which needs every frame, carries it.
+MOTION_CARRIES_FRACTION = 0.25
+# Median share of their own length that tracked vehicles move between two detector frames above which the detector
+# runs on every frame (coasting would lose them).
+MAX_COAST_MOTION = 0.3
 ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual layer uses detector.iou (0.5)
 
 
@@ -62,7 +68,7 @@ class Pipeline:
         self._size = (width, height)
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
-        self.tracker = EgoCompensatedByteTrack(cfg.tracker)
+        self.tracker = EgoCompensatedByteTrack(cfg.tracker, predict_new_tracks=not cfg.baseline)
         self.speed = SpeedEstimator(cfg.speed, self.device)
         self.scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
         self.ego.reset()
@@ -73,7 +79,16 @@ class Pipeline:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
         self._last_boxes = np.zeros((0, 4), np.float32)
-        self._residual_px = 0.0  # ego-motion registration residual of the current frame (the blob gate's noise floor)
+        self._residual_px = 0.0  # ego-motion registration residual since the last detector frame (the blob gate's noise floor)
+        # ego-motion chained since the last detector frame: None once a frame failed (the motion layer restarts its
+        # background), while the road maps treat a failed frame as no motion, as they do frame by frame
+        self._H_since_key: np.ndarray | None = np.eye(3)
+        self._H_road_since_key = np.eye(3)
+        self._since_key, self._residual_sq = 0, 0.0
+        self._until_detect = 0  # frames to coast before the detector runs again
+        self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)  # per detector frame: tracks fed by detector, by blobs
+        self.detector_frames = 0
+        self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
         self.timings: Counter = Counter()
         self.frames = 0
         self.track_ids: set[int] = set()
@@ -116,15 +131,30 @@ class Pipeline:
         if not ego.ok and self.frames > 0:
             self.ego_failures += 1
         H = ego.H if ego.ok else None
-        self._residual_px = ego.residual_px
         if H is not None:
             self._H_cur_to_first = self._H_cur_to_first @ np.linalg.inv(H)
+        # The road and motion layers run on the frames the detector runs on; between them the ego-motion is chained,
+        # and its registration noise adds up like a random walk.
+        self._since_key += 1
+        self._H_since_key = None if H is None or self._H_since_key is None else H @ self._H_since_key
+        self._H_road_since_key = (np.eye(3) if H is None else H) @ self._H_road_since_key  # road maps: kept in place
+        self._residual_sq += ego.residual_px ** 2
         t = self._tick("ego_motion", t)
 
-        road = self.road.update(frame, H) if self.road is not None else None
+        ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
+        if self._until_detect > 0:
+            self._until_detect -= 1
+            return self._coast(frame, grey, H, ground, t)
+        self.detector_frames += 1
+        H_key, H_road, elapsed = self._H_since_key, self._H_road_since_key, self._since_key
+        self._residual_px = float(np.sqrt(self._residual_sq))
+        self._H_since_key, self._H_road_since_key, self._since_key, self._residual_sq = np.eye(3), np.eye(3), 0, 0.0
+
+        if np.allclose(H_road, np.eye(3)):
+            H_road = None  # no known motion: the maps stay as they are
+        road = self.road.update(frame, H_road, elapsed) if self.road is not None else None
         t = self._tick("road", t)
 
-        ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
         dets = self.detector.detect(img, road)
@@ -132,10 +162,7 @@ class Pipeline:
 
         field, moving_fraction = None, None
         if cfg.motion.enabled:
-            s = self.ego.scale
-            H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
-            road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
-            field = self.motion.update(grey, H_small, s, road_small)
+            field = self._motion_field(grey, H_key, road, elapsed)
             moving_fraction = field.moving_fraction(dets.xyxy, on_road_only=False)
             dets.moving = moving_fraction > MOVING_FRACTION
             if cfg.motion.promote_moving_fraction is not None and len(dets):
@@ -148,10 +175,20 @@ class Pipeline:
         if field is not None:
             if cfg.motion.add_missed:
                 previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
-                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H)])
+                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous,
+                                                                    H_key, elapsed)])
         t = self._tick("motion", t)
 
         rows = self.tracker.step(dets, H)
+        idx = rows[:, 7].astype(int)
+        src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
+        self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()), int((src == DetectionSource.MOTION).sum())))
+        new = self.tracker.new_tracks()
+        if new and self._prev_grey is not None:
+            boxes = np.array([tr.xyxy for tr in new], np.float32)
+            self.tracker.set_new_velocities(new, self.ego.ground_velocities(self._prev_grey, grey, boxes, H))
+        self._prev_grey = grey
+        self._until_detect = self._detector_stride() - 1  # decided on the tracks as they now are
         t = self._tick("track", t)
         self._observe_sizes(frame, dets, rows, self._H_cur_to_first)
         result = self._finish(frame, rows, dets, ground, H, road)
@@ -162,9 +199,47 @@ class Pipeline:
         self._tick("speed", t)
         return result
 
+    def _detector_stride(self) -> int:
+        """Frames until the next detector run: ``detector.every_n_frames``, or 1 while the motion layer feeds a good
+        share of the tracks. Coasting carries tracks the detector sees; vehicles too small for it are tracked from
+        motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
+        k = self.config.detector.every_n_frames
+        det = sum(d for d, _ in self._fed_by)
+        blob = sum(b for _, b in self._fed_by)
+        if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):
+            return 1
+        # Coasting works while vehicles move little against their own size between detector frames: the prediction
+        # stays on them and a new track still overlaps its vehicle k frames later. Small fast vehicles (a highway
+        # from high up) move their own length in a few frames: then every frame is detected.
+        tracks = [t for t in self.tracker.tracked_stracks if t.is_activated and t.tracklet_len >= 2]
+        if not tracks and self.tracker.tracked_stracks:
+            return 1  # vehicles whose motion is not measured yet (a video's first frames)
+        if tracks:
+            m = np.array([t.mean for t in tracks])
+            length = np.maximum(m[:, 2] * m[:, 3], m[:, 3])  # xyah: width = aspect * height
+            if np.median(np.hypot(m[:, 4], m[:, 5]) * k / np.maximum(length, 1.0)) > MAX_COAST_MOTION:
+                return 1
+        return k
+
+    def _coast(self, frame: Frame, grey: np.ndarray, H: np.ndarray | None, ground, t: float) -> FrameResult:
+        """A frame between two detector runs (``detector.every_n_frames``): the tracks move on by prediction and the
+        drone's ego-motion; nothing is detected or associated."""
+        rows = self.tracker.coast(H)
+        self._prev_grey = grey
+        t = self._tick("track", t)
+        result = self._finish(frame, rows, Detections(), ground, H, self.road.mask if self.road is not None else None)
+        self._tick("speed", t)
+        return result
+
+    def _motion_field(self, grey: np.ndarray, H: np.ndarray | None, road: np.ndarray | None, elapsed: int):
+        s = self.ego.scale
+        H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
+        road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
+        return self.motion.update(grey, H_small, s, road_small, elapsed)
+
     def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,
                       moving_fraction: np.ndarray | None = None) -> Detections:
-        """Drop boxes off the road and boxes too large to be one vehicle.
+        """Drop boxes too large to be one vehicle and, with ``road.filter_detections``, boxes off the road.
 
         A detected vehicle that moves against the (ego-motion compensated) background is traffic even where the road
         mask says otherwise: the U-Net misses road at scales and looks it was not trained on (e.g. 40 m over a
@@ -180,7 +255,10 @@ class Pipeline:
             c = dets.centers
             mpp = np.array([ground.metres_per_pixel(x, y) for x, y in c])
             keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
-        if road is not None:
+        sure = self.config.road.sure_off_road_probability
+        if road is not None and sure is not None and self.road is not None and not self.config.road.filter_detections:
+            keep &= ~self.road.surely_off_road(dets.centers, sure)
+        if road is not None and self.config.road.filter_detections:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
             on_road = road[cy, cx] > 0
@@ -192,7 +270,7 @@ class Pipeline:
         return dets[keep]
 
     def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None,
-                       previous_tracks: np.ndarray, H: np.ndarray | None) -> Detections:
+                       previous_tracks: np.ndarray, H: np.ndarray | None, elapsed: int) -> Detections:
         """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed.
         ``previous_tracks``: last frame's track boxes, moved into this frame by the ego-motion.
 
@@ -200,7 +278,7 @@ class Pipeline:
         frame's foreground is as often residual misregistration, parallax or flicker as a vehicle.
         """
         blobs = self.motion.blobs(field)
-        moving = self.gate.update(blobs, H, self._residual_px, self.fps)
+        moving = self.gate.update(blobs, H, self._residual_px, self.fps / elapsed)  # the gate counts its own calls
         blobs = blobs[moving]
         if not len(blobs):
             return Detections()
@@ -331,6 +409,7 @@ class Pipeline:
             "ms_per_frame_by_stage": {k: round(v / n, 2) for k, v in self.timings.items()},
             "ego_motion_failures": self.ego_failures,
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
+            "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
         }
 
 

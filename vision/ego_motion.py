@@ -84,6 +84,37 @@ class EgoMotionEstimator:
         return EgoMotion(H / H[2, 2], n_inl, len(p0), True, residual)
 
 
+    def ground_velocities(self, prev_small: np.ndarray, cur_small: np.ndarray, xyxy: np.ndarray,
+                          H_prev_to_cur: np.ndarray | None) -> np.ndarray:
+        """Image velocity (full-resolution px/frame) of what is inside each box, the drone's own motion removed.
+
+        Points on a small grid in each box are followed from this frame back to the previous one (pyramidal
+        Lucas-Kanade); the median displacement, less where the ego-motion alone would have carried the point, is the
+        vehicle's own motion. NaN where fewer than 3 points were followed (a featureless box).
+        """
+        boxes = np.asarray(xyxy, np.float64).reshape(-1, 4) * self._scale
+        out = np.full((len(boxes), 2), np.nan)
+        if not len(boxes) or prev_small is None or prev_small.shape != cur_small.shape:
+            return out
+        g = np.linspace(0.25, 0.75, 3)
+        fx, fy = np.meshgrid(g, g)
+        grid = np.column_stack([fx.ravel(), fy.ravel()])  # 9 points in the inner half of the box
+        pts = np.concatenate([b[:2] + grid * (b[2:] - b[:2]) for b in boxes]).astype(np.float32)
+        back, status, _ = cv2.calcOpticalFlowPyrLK(cur_small, prev_small, pts.reshape(-1, 1, 2), None,
+                                                   winSize=(15, 15), maxLevel=3)
+        back = back.reshape(-1, 2).astype(np.float64)
+        carried = back if H_prev_to_cur is None else cv2.perspectiveTransform(
+            back.reshape(-1, 1, 2), np.diag([self._scale, self._scale, 1.0]) @ H_prev_to_cur
+            @ np.diag([1 / self._scale, 1 / self._scale, 1.0])).reshape(-1, 2)
+        own = (pts - carried) / self._scale  # where the point is, less where the drone's motion put it
+        ok = status.reshape(-1) == 1
+        for i in range(len(boxes)):
+            sel = slice(9 * i, 9 * i + 9)
+            if ok[sel].sum() >= 3:
+                out[i] = np.median(own[sel][ok[sel]], axis=0)
+        return out
+
+
 def warp_boxes(H: np.ndarray, xyxy: np.ndarray) -> np.ndarray:
     """Axis-aligned boxes through a homography (bounding box of the four mapped corners)."""
     xyxy = np.asarray(xyxy, np.float64).reshape(-1, 4)

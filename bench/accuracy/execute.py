@@ -20,6 +20,7 @@ class RunSettings:
     workdir: Path  # rendered clips, truncated ground truth and run folders
     device: str = "auto"
     videos: frozenset[str] = frozenset()  # sequence names whose annotated video is written
+    dual_overrides: tuple[tuple[str, object], ...] = ()  # (dotted key, value) applied to the dual mode only
 
 
 def pipeline_config(mode: str, settings: RunSettings):
@@ -31,6 +32,13 @@ def pipeline_config(mode: str, settings: RunSettings):
         cfg.road.weights = str(settings.road_weights)
     else:
         cfg.road.enabled = False
+    if mode != "baseline":
+        for key, value in settings.dual_overrides:
+            *path, leaf = key.split(".")
+            node = cfg
+            for part in path:
+                node = getattr(node, part)
+            setattr(node, leaf, value)
     return cfg
 
 

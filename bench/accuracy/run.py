@@ -127,6 +127,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--videos", nargs="*", default=[], metavar="NAME",
                    help="write the annotated video for these sequences (slower; 'all' for every one)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", dest="dual_set",
+                   help="dual-mode setting, e.g. detector.every_n_frames=1 (the report is then not the shipped default)")
     p.add_argument("--shared", type=Path, default=Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared")),
                    help="shared data folder holding data/mot/uavdt_M1303 (default: $AIRPATROL_SHARED or ../shared)")
     p.add_argument("--resume", action="store_true",
@@ -173,7 +175,8 @@ def run_suite(args: argparse.Namespace) -> dict:
     weights_copy, road_copy = snapshot(weights, workdir), (snapshot(road, workdir) if road else None)
     weights_line = _file_line(weights, "?", weights_copy)
     road_line = _file_line(road, "road layer disabled", road_copy)
-    settings = RunSettings(weights_copy, road_copy, workdir, args.device, videos)
+    dual_overrides = tuple((k, json.loads(v)) for k, v in (item.split("=", 1) for item in args.dual_set))
+    settings = RunSettings(weights_copy, road_copy, workdir, args.device, videos, dual_overrides)
     notes.append(f"weights were copied into {workdir / 'weights'} at the start and read from there, so every run "
                  "used the files hashed above even if the shipped ones changed meanwhile")
     meta = {

@@ -48,9 +48,32 @@ def _airpatrol(seq, baseline: bool, frames: int) -> tuple[float, float, dict]:
     return 1000 * wall / frames, 1000 * cpu / frames, stages
 
 
-def main(argv: list[str] | None = None) -> int:
+def measure(seq, frames: int, repeats: int, log=print) -> dict:
+    """Median wall and CPU ms/frame of plain, baseline and dual (shipped defaults) on the first ``frames`` frames,
+    interleaved ``repeats`` times, with the ratios to plain."""
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
 
+    rows: dict[str, list[tuple[float, float]]] = {"plain": [], "baseline": [], "dual": []}
+    stages: dict = {}
+    for r in range(repeats):
+        rows["plain"].append(_plain(seq, DEFAULT_DETECTOR_WEIGHTS, frames))
+        for name, base in (("baseline", True), ("dual", False)):
+            wall, cpu, st = _airpatrol(seq, base, frames)
+            rows[name].append((wall, cpu))
+            stages[name] = st
+        log(f"{seq.name} cost repeat {r + 1}: " + ", ".join(
+            f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items()))
+    plain_wall = statistics.median(w for w, _ in rows["plain"])
+    plain_cpu = statistics.median(c for _, c in rows["plain"])
+    out = {}
+    for name, v in rows.items():
+        wall, cpu = statistics.median(w for w, _ in v), statistics.median(c for _, c in v)
+        out[name] = {"wall": wall, "cpu": cpu, "wall_ratio": wall / plain_wall, "cpu_ratio": cpu / plain_cpu,
+                     "stages": stages.get(name), "frames": frames, "repeats": repeats}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.real.cost", description=__doc__.splitlines()[0])
     ap.add_argument("--sequence", default="M1303")
     ap.add_argument("--frames", type=int, default=150)
@@ -60,23 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if seq is None:
         print(f"sequence {args.sequence} not found (../shared/data/mot missing?)")
         return 2
-    rows: dict[str, list[tuple[float, float]]] = {"plain": [], "baseline": [], "dual": []}
-    stages = {}
-    for r in range(args.repeats):
-        rows["plain"].append(_plain(seq, DEFAULT_DETECTOR_WEIGHTS, args.frames))
-        for name, base in (("baseline", True), ("dual", False)):
-            wall, cpu, st = _airpatrol(seq, base, args.frames)
-            rows[name].append((wall, cpu))
-            stages[name] = st
-        print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items()),
-              flush=True)
-    plain_wall = statistics.median(w for w, _ in rows["plain"])
-    plain_cpu = statistics.median(c for _, c in rows["plain"])
+    result = measure(seq, args.frames, args.repeats)
     print(f"\n{seq.name}, first {args.frames} frames, {args.repeats} interleaved repeats (median):")
-    for name, v in rows.items():
-        wall, cpu = statistics.median(w for w, _ in v), statistics.median(c for _, c in v)
-        print(f"  {name:9s} {wall:6.0f} ms/frame wall ({wall / plain_wall:.2f}x plain)   {cpu:6.0f} ms/frame CPU "
-              f"({cpu / plain_cpu:.2f}x plain)" + (f"   stages {stages[name]}" if name in stages else ""))
+    for name, r in result.items():
+        print(f"  {name:9s} {r['wall']:6.0f} ms/frame wall ({r['wall_ratio']:.2f}x plain)   {r['cpu']:6.0f} ms/frame CPU "
+              f"({r['cpu_ratio']:.2f}x plain)" + (f"   stages {r['stages']}" if r.get("stages") else ""))
     return 0
 
 

@@ -43,7 +43,10 @@ class _PredictionCache:
         self.store: dict[tuple, Detections] = {}
         self.hits = self.misses = 0
 
-    def __call__(self, images: list[np.ndarray]) -> list[Detections]:
+    def __call__(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
+        if imgsz is not None:  # a native-resolution pass: never prefetched (its size follows the road mask)
+            self.misses += len(images)
+            return self.real(images, imgsz=imgsz)
         found = [self.store.pop(_key(im), None) for im in images]
         missing = [im for im, d in zip(images, found) if d is None]
         if missing:
@@ -66,8 +69,18 @@ def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]
     cfg = det.config
     road = getattr(pipeline.road, "mask", None) if pipeline.road is not None else None  # the last frame's
     counter, tiling_now = getattr(det, "_frames", 0), getattr(det, "_tiling_now", False)
+    dual = not pipeline.config.baseline
+    coast = getattr(pipeline, "_until_detect", 0) if dual else 0  # frames the detector skips (detector.every_n_frames)
+    stride = pipeline._detector_stride() if dual and hasattr(pipeline, "_fed_by") else 1
     out: list[np.ndarray] = []
-    for k, frame in enumerate(frames):
+    detector_calls = 0
+    for frame in frames:
+        if coast > 0:
+            coast -= 1
+            continue
+        coast = stride - 1
+        k = detector_calls
+        detector_calls += 1
         img = frame.image
         h, w = img.shape[:2]
         fixed = False if pipeline.config.baseline else det.wants_tiles(w, h)
@@ -76,7 +89,7 @@ def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]
         tiled = fixed is True or probe or (fixed is None and tiling_now)
         if whole:
             out.append(img)
-        if tiled:
+        if tiled and max(h, w) > cfg.single_pass_max:  # a native single pass has its own input size: not prefetched, it runs on its own
             for x1, y1, x2, y2 in tile_grid(w, h, cfg.imgsz, cfg.tile_overlap):
                 # the road mask of the frame is not known yet: the last one is a good guess (misses just run late)
                 if road is None or road.shape[:2] != (h, w) or _road_share(road, (x1, y1, x2, y2)) > 0.01:

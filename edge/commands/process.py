@@ -47,7 +47,7 @@ def cli_process(
     baseline: Annotated[bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack with a constant scale, for comparison")] = False,
     config: Annotated[Optional[Path], typer.Option(help="YAML/JSON config file (see docs/configuration.md)")] = None,
     conf: Annotated[Optional[float], typer.Option(help="detector confidence threshold")] = None,
-    tiling: Annotated[Optional[str], typer.Option(help="auto | on | off: tiled detection for small vehicles")] = None,
+    tiling: Annotated[Optional[str], typer.Option(help="auto | on | off: detect at native resolution (one pass over the road, or tiles) for small vehicles")] = None,
     road_mask: Annotated[Optional[Path], typer.Option(help="fixed road mask image (white = road) instead of the U-Net")] = None,
     no_road: Annotated[bool, typer.Option("--no-road", help="do not restrict detection to the road")] = False,
     no_video: Annotated[bool, typer.Option("--no-video", help="skip the annotated MP4 (faster)")] = False,

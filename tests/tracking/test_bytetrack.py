@@ -41,3 +41,25 @@ def test_output_rows_point_back_to_detections():
     tr = EgoCompensatedByteTrack(TrackerConfig())
     out = tr.step(_det([[0, 0, 10, 10], [50, 50, 60, 60]]))
     assert sorted(out[:, 7].astype(int)) == [0, 1]
+
+
+def test_coasting_carries_tracks_between_detector_frames():
+    """With the detector on every 3rd frame only, tracks move on by their Kalman velocity and the drone's motion in
+    between, are reported there (without a detection index), and the next detections continue the same ids."""
+    tr = EgoCompensatedByteTrack(TrackerConfig())
+    pan = np.array([[1, 0, 2.0], [0, 1, 0], [0, 0, 1.0]])  # the camera pans: everything drifts +2 px per frame
+    ids, errors = set(), []
+    for k in range(30):
+        x = 100 + 4 * k + 2 * k  # 4 px/frame own motion + 2 px/frame pan
+        truth = [x, 100, x + 20, 110]
+        if k % 3 == 0:
+            out = tr.step(_det([truth]), pan if k else None)
+            assert (out[:, 7] >= 0).all()
+        else:
+            out = tr.coast(pan)
+            assert (out[:, 7] == -1).all()
+            if k > 6:  # once the velocity is known, the prediction stays on the vehicle
+                errors.append(abs(out[0, 0] - truth[0]))
+        ids.update(out[:, 4].astype(int).tolist())
+    assert len(ids) == 1
+    assert errors and max(errors) < 2.0

@@ -64,3 +64,59 @@ def test_a_vehicle_that_stops_stays_one_track_and_is_flagged_standing():
     assert len(set(ids)) == 1
     assert len(ids) >= 135  # reported nearly every frame, stopped or not
     assert standing and not any(standing)  # flagged standing while it stands
+
+
+class _CountingDetector(BrightBoxDetector):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def detect(self, image, road_mask=None, tiling=None):
+        self.calls += 1
+        return super().detect(image, road_mask, tiling)
+
+
+def test_detecting_every_third_frame_keeps_one_track_on_every_frame():
+    """detector.every_n_frames=3: the detector runs on a third of the frames, the vehicle is still reported on
+    (nearly) every frame, on its position, as one track; a parked one stays flagged standing."""
+    ground = _texture(W, H, 3, 20, 150)
+    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2))
+    cfg.detector.every_n_frames = 3
+    det = _CountingDetector()
+    p = Pipeline(cfg, detector=det)
+    p.reset(W, H, FPS)
+    ids, offsets, parked = [], [], []
+    for i in range(90):
+        x = 40 + 1.5 * i  # a quarter of its length per 3 frames: coasting is safe
+        frame = ground.copy()
+        cv2.rectangle(frame, (int(x), 120), (int(x) + 18, 128), (255, 255, 255), -1)
+        cv2.rectangle(frame, (300, 200), (318, 208), (255, 255, 255), -1)  # parked
+        for t in p.step(Frame(i, i / FPS, frame)).tracks:
+            ids.append(t.track_id)
+            if t.xyxy[1] < 160:
+                offsets.append(abs(t.xyxy[0] - int(x)))
+            elif i > 60:
+                parked.append(t.moving)
+    assert 30 <= det.calls <= 33  # every 3rd frame, once the first frames have measured the motion
+    assert len(set(ids)) == 2
+    assert len(offsets) >= 85 and np.median(offsets) < 1.5 and max(offsets[10:]) < 4
+    assert parked and not any(parked)
+
+
+def test_small_fast_vehicles_are_detected_on_every_frame():
+    """A vehicle that moves half its length per frame would be lost between detector frames: the pipeline notices
+    and runs the detector on every frame, and the vehicle stays one track."""
+    ground = _texture(W, H, 4, 20, 150)
+    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2))
+    cfg.detector.every_n_frames = 3
+    det = _CountingDetector()
+    p = Pipeline(cfg, detector=det)
+    p.reset(W, H, FPS)
+    ids = []
+    for i in range(60):
+        x = 20 + 6.0 * i
+        frame = ground.copy()
+        cv2.rectangle(frame, (int(x), 120), (int(x) + 12, 126), (255, 255, 255), -1)
+        ids += [t.track_id for t in p.step(Frame(i, i / FPS, frame)).tracks]
+    assert det.calls >= 50  # after the first detector frames have measured the motion
+    assert len(set(ids)) == 1 and len(ids) >= 55

@@ -44,3 +44,36 @@ def test_two_fragments_of_a_long_vehicle_become_its_union():
     assert len(merged) == 1
     np.testing.assert_allclose(merged.xyxy[0], [300, 100, 560, 141])
     assert merged.score[0] == np.float32(0.7)
+
+
+def test_road_bounding_box_grows_by_the_margin_and_stays_in_the_frame():
+    from vision.detection import road_bounding_box
+
+    mask = np.zeros((540, 1024), np.uint8)
+    assert road_bounding_box(mask, 32) == (0, 0, 0, 0)
+    mask[100:300, 5:900] = 255
+    assert road_bounding_box(mask, 32) == (0, 68, 932, 332)
+
+
+def test_native_pass_runs_once_on_the_road_and_maps_boxes_back_to_the_frame():
+    """tiling 'on' with a frame under single_pass_max: one detector pass over the road's bounding box, at its own
+    resolution (a stride multiple), boxes in frame coordinates; no road at all means nothing to detect."""
+    from tracking.config import DetectorConfig
+    from vision.detection import VehicleDetector
+
+    det = VehicleDetector(DetectorConfig(tiling="on", runtime="torch", road_margin_px=16, crop_to_road=True), "cpu")
+    calls = []
+
+    def fake_predict(images, imgsz=None):
+        calls.append((images[0].shape, imgsz))
+        return [Detections(np.array([[10, 10, 30, 20]], np.float32), np.array([0.9]), np.array([0]))]
+
+    det._predict = fake_predict
+    image = np.zeros((540, 1024, 3), np.uint8)
+    road = np.zeros((540, 1024), np.uint8)
+    road[200:400, :] = 255
+    out = det.detect(image, road)
+    assert calls == [((232, 1024, 3), 1024)]
+    np.testing.assert_allclose(out.xyxy, [[10, 194, 30, 204]])
+    assert det.tiles_run == 1
+    assert len(det.detect(image, np.zeros_like(road))) == 0 and len(calls) == 1

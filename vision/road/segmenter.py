@@ -84,11 +84,12 @@ class RoadSegmenter:
         self._integral = None
 
     # --- per frame -------------------------------------------------------------------------------------------
-    def update(self, frame: Frame, homography_prev_to_cur: np.ndarray | None) -> np.ndarray:
+    def update(self, frame: Frame, homography_prev_to_cur: np.ndarray | None, frames_elapsed: int = 1) -> np.ndarray:
         """Road mask (uint8 0/255, frame size) for ``frame``.
 
-        ``homography_prev_to_cur`` maps the previous frame's pixels to this frame's; None means no known motion
-        (static camera, or ego-motion unavailable) and the maps are kept as they are.
+        ``homography_prev_to_cur`` maps the previous call's frame pixels to this frame's; None means no known motion
+        (static camera, or ego-motion unavailable) and the maps are kept as they are. ``frames_elapsed``: video frames
+        since the previous call (the pipeline calls only on frames the detector runs on).
         """
         h, w = frame.image.shape[:2]
         if self._frame_size != (w, h):
@@ -96,7 +97,7 @@ class RoadSegmenter:
         elif homography_prev_to_cur is not None:
             self._warp(homography_prev_to_cur)
         if self._heat is not None:
-            self._heat *= 0.5 ** (1.0 / self.TRACK_HALF_LIFE_FRAMES)
+            self._heat *= 0.5 ** (frames_elapsed / self.TRACK_HALF_LIFE_FRAMES)
 
         if self.mode == "unet":
             if self._prob is None or self._frames_since_run >= self.config.every_n_frames - 1:
@@ -104,7 +105,7 @@ class RoadSegmenter:
                 self._frames_since_run = 0
                 self.unet_runs += 1
             else:
-                self._frames_since_run += 1
+                self._frames_since_run += frames_elapsed
         self._mask = self._compose()
         self._integral = None
         return self._mask
@@ -134,6 +135,21 @@ class RoadSegmenter:
                 a, b = np.round(prev[j]).astype(int), np.round(centres[i]).astype(int)
                 cv2.line(paths, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 1.0, 2 * radius + 1)
         np.maximum(self._heat, paths, out=self._heat)
+
+    def surely_off_road(self, xy: np.ndarray, max_probability: float) -> np.ndarray:
+        """For each pixel point (frame coordinates): does the U-Net call it road with at most ``max_probability``,
+        with no vehicle path learnt there and no fixed road? Points it is unsure about are not off road."""
+        pts = np.asarray(xy, np.float64).reshape(-1, 2)
+        out = np.zeros(len(pts), bool)
+        if self._prob is None or self.mode != "unet" or not len(pts):
+            return out
+        sx, sy = self._work_scale()
+        w, h = self._work_size
+        c = np.column_stack([(pts[:, 0] * sx).clip(0, w - 1), (pts[:, 1] * sy).clip(0, h - 1)]).astype(int)
+        out = self._prob[c[:, 1], c[:, 0]] <= max_probability
+        if self.config.learn_from_tracks and self._heat is not None:
+            out &= self._heat[c[:, 1], c[:, 0]] < self.TRACK_ROAD_LEVEL
+        return out
 
     # --- results ---------------------------------------------------------------------------------------------
     @property

@@ -79,10 +79,22 @@ def spy_on_model(pipeline: Pipeline) -> list[int]:
 
 
 def test_one_model_call_per_batch(lean_config, frames):
-    pipe = Pipeline(sensitive(lean_config))
+    pipe = Pipeline(sensitive(lean_config, every_n_frames=1))
     calls = spy_on_model(pipe)
     list(BatchedPipeline(pipe).run(frames, batch_size=4))
     assert calls == [4] * (N_FRAMES // 4)
+
+
+def test_a_batch_holds_only_the_frames_the_detector_runs_on(lean_config, frames):
+    """detector.every_n_frames=3: the prefetch plans frames 0, 3, 6 ... only, each batch still one model call, and
+    the results equal stepping frame by frame."""
+    cfg = sensitive(lean_config, every_n_frames=3)
+    pipe = Pipeline(cfg)
+    calls = spy_on_model(pipe)
+    batched = list(BatchedPipeline(pipe).run(frames, batch_size=6))
+    assert len(calls) == 2 and sum(calls) == pipe.detector_frames == 3  # frames 0, 3 | 6: one call per batch
+    alone = Pipeline(cfg)
+    assert same_results(batched, [alone.step(f) for f in frames]) > 0
 
 
 def mirrored(frame: Frame) -> Frame:
