@@ -4,11 +4,14 @@ source. It must wait for keyframes instead of reconnecting, skip damage to the n
 reconnect only when the source is gone."""
 from __future__ import annotations
 
+import functools
+import os
 import shutil
 import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -213,3 +216,90 @@ def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gon
     pull.join(10)
     assert not pull.is_alive()
     assert pull.connects >= 2 and pull.corruptions == 0
+
+
+RTSP_CAMERA = Path(__file__).with_name("rtsp_camera.py")
+GST_PYTHON = os.environ.get("AIRPATROL_TEST_GST_PYTHON", "/usr/bin/python3")  # a Python with PyGObject (python3-gi)
+
+
+@functools.cache
+def _rtsp_camera_missing() -> str | None:
+    """Why the GStreamer RTSP camera cannot run here (None: it can)."""
+    if not Path(GST_PYTHON).is_file():
+        return f"{GST_PYTHON} not found"
+    probe = ("import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); "
+             "from gi.repository import Gst; Gst.init(None); "
+             "missing = [e for e in ('udpsrc', 'tsdemux', 'h264parse', 'rtph264pay', 'h265parse', 'rtph265pay') "
+             "if Gst.ElementFactory.find(e) is None]; print(' '.join(missing))")
+    r = subprocess.run([GST_PYTHON, "-c", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return "PyGObject or the GStreamer RTSP server missing"
+    return f"GStreamer elements missing: {r.stdout.strip()}" if r.stdout.strip() else None
+
+
+class RtspCamera:
+    """A live RTSP camera: gst-rtsp-server re-serving the long-GOP encoder's MPEG-TS (sent to it over UDP) as RTP;
+    ``watcher`` another client already watching it, so the stream is running when the reader joins (mid-GOP)."""
+
+    def __init__(self, long_gop: dict, codec: str):
+        self.long_gop, self.codec = long_gop, codec
+        self.port, self.udp_port = free_port(), free_port()
+        self.url = f"rtsp://127.0.0.1:{self.port}/cam"
+        self.procs: list[subprocess.Popen] = []
+        self.server = None
+
+    def start(self) -> "RtspCamera":
+        self.server = subprocess.Popen([GST_PYTHON, str(RTSP_CAMERA), "--port", str(self.port), "--udp-port",
+                                        str(self.udp_port), "--codec", self.codec],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.server.stdout.readline().strip() == "ready", self.server.stderr.read()
+        self.procs = [self.server, live_encoder(self.long_gop, self.codec, f"udp://127.0.0.1:{self.udp_port}?pkt_size=1316")]
+        return self
+
+    def watcher(self) -> None:
+        self.procs.append(subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-rtsp_transport", "tcp",
+                                            "-i", self.url, "-f", "null", "-"], stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.procs = []
+
+
+@pytest.mark.skipif(_rtsp_camera_missing() is not None, reason=f"RTSP camera: {_rtsp_camera_missing()} (Debian: "
+                    "apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
+@pytest.mark.parametrize("codec", ["h264", "hevc"])
+def test_rtsp_long_gop_stream_joined_mid_gop_waits_for_the_keyframe(long_gop, codec):
+    """An RTSP camera that is already streaming (another client watches it): the reader's first packets are the
+    middle of a GOP. It locks on at the next keyframe without reconnecting; when the camera goes away it reconnects,
+    and when it is back the frames continue."""
+    camera = RtspCamera(long_gop, codec).start()
+    rec = Recorder()
+    pull = reader(camera.url, rec)
+    try:
+        camera.watcher()
+        # The camera's pipeline starts at the first keyframe after the watcher asks (at 0 or GOP_S s): 1.5 GOP later
+        # it is in the middle of a GOP either way.
+        time.sleep(1.5 * GOP_S)
+        pull.start()
+        wait_for(lambda: len(rec.frames) >= 25, 8 + 2 * GOP_S, "frames after the next keyframe over RTSP")
+        assert "dropped" not in rec.names(), f"reconnected instead of waiting for a keyframe: {rec.events}"
+        assert rec.names()[:2] == ["connected", "locked"] and pull.connects == 1
+        assert pull.waited_packets > 0, "joined on a keyframe: the test did not exercise mid-GOP joining"
+        assert pull.lost_frames == 0 and pull.corruptions == 0
+        assert rec.frames[0].image().shape == (240, 320, 3)
+        if codec == "h264":  # the camera is gone (RTSP server and encoder), then back on the same address
+            camera.stop()
+            wait_for(lambda: "dropped" in rec.names(), 10, "the lost RTSP camera to be noticed")
+            n = len(rec.frames)
+            camera.start()
+            wait_for(lambda: len(rec.frames) >= n + 25, 20, "frames after the camera came back")
+            assert pull.connects >= 2
+    finally:
+        pull.stop()
+        camera.stop()
+    pull.join(10)
+    assert not pull.is_alive()
+    assert pull.corruptions == 0
