@@ -92,6 +92,9 @@ class SourceSpec:
     open_url: str  # what PyAV opens
     shown: str  # the same with any password replaced (logs, API, database)
     is_file: bool
+    # A source that is not a URL (an SRT publisher's connection): opener(reader's stop event, open timeout) gives an
+    # object with open() -> PyAV container and close(), like SrtRelay.
+    opener: Callable[[threading.Event, float], object] | None = None
 
 
 def redact(url: str) -> str:
@@ -244,7 +247,10 @@ class PullReader(threading.Thread):
         from edge.service.lockon import KeyframeGate
 
         relay = None
-        if urlsplit(self.spec.open_url).scheme.lower() == "srt":
+        if self.spec.opener is not None:
+            relay = self._relay = self.spec.opener(self.stop_event, self.timeouts[0])
+            container = relay.open()
+        elif urlsplit(self.spec.open_url).scheme.lower() == "srt":
             relay = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
             container = relay.open()
         else:
