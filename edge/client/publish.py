@@ -102,9 +102,15 @@ def _pyav(source: str):
 
     from edge.service.lockon import KeyframeGate
 
+    from edge.service.ingest import NETWORK_SCHEMES, SourceSpec, ffmpeg_options
+
     is_file = Path(source).exists()
+    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    # A network stream gets the service's reader options (RTSP over TCP, a big UDP buffer, probing that keeps the
+    # first keyframe of a long-GOP stream).
+    options = ffmpeg_options(SourceSpec(source, source, False)) if scheme in NETWORK_SCHEMES else {}
     try:
-        container = av.open(source, timeout=(10.0, 10.0))
+        container = av.open(source, options=options, timeout=(10.0, 10.0))
     except (av.error.FFmpegError, OSError) as exc:
         raise ClientError(f"{source}: cannot open ({str(exc).splitlines()[0][:150]})") from None
     if not container.streams.video:

@@ -1,50 +1,26 @@
 """Locking on to live long-GOP streams: the test clip encoded by FFmpeg as H.264/H.265 with a keyframe every 3 s, sent
-at its real rate as MPEG-TS over UDP or SRT (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
+at its real rate as MPEG-TS over UDP or SRT, or served by an RTSP camera (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
 source. It must wait for keyframes instead of reconnecting, skip damage to the next keyframe, count the loss, and
 reconnect only when the source is gone."""
 from __future__ import annotations
 
-import functools
-import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from edge.service.ingest import PullReader, check_source
+from live_sources import GOP_S, RtspCamera, ffmpeg_has_srt, live_encoder, long_gop_files, rtsp_camera_missing
 from service_helpers import free_port, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
 
-GOP_S = 3
-ENCODERS = {
-    "h264": ["-c:v", "libx264", "-x264-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0"],
-    "hevc": ["-c:v", "libx265", "-x265-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0:log-level=error"],
-}
-
 
 @pytest.fixture(scope="module")
 def long_gop(clip, tmp_path_factory):
-    """The clip looped to 60 s and encoded with a keyframe every GOP_S seconds: MPEG-TS files per codec."""
-    folder = tmp_path_factory.mktemp("long-gop")
-    out = {}
-    for codec in ENCODERS:
-        out[codec] = folder / f"long_{codec}.ts"
-        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-stream_loop", "14", "-i", str(clip),
-                        *ENCODERS[codec], "-preset", "ultrafast", "-f", "mpegts", str(out[codec])], check=True,
-                       stdin=subprocess.DEVNULL)
-    return out
-
-
-def live_encoder(long_gop: dict, codec: str, url: str) -> subprocess.Popen:
-    """A long-GOP live source: the encoded stream sent at its real rate (``-re``) as MPEG-TS to ``url``."""
-    return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-i", str(long_gop[codec]), "-c", "copy",
-         "-f", "mpegts", url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return long_gop_files(clip, tmp_path_factory.mktemp("long-gop"))
 
 
 class Recorder:
@@ -184,12 +160,7 @@ def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnec
         relay.close()
 
 
-def _ffmpeg_has_srt() -> bool:
-    out = subprocess.run(["ffmpeg", "-hide_banner", "-protocols"], capture_output=True, text=True).stdout
-    return shutil.which("ffmpeg") is not None and any(line.strip() == "srt" for line in out.splitlines())
-
-
-@pytest.mark.skipif(shutil.which("ffmpeg") is None or not _ffmpeg_has_srt(), reason="ffmpeg without SRT (libsrt)")
+@pytest.mark.skipif(shutil.which("ffmpeg") is None or not ffmpeg_has_srt(), reason="ffmpeg without SRT (libsrt)")
 def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gone(long_gop):
     """SRT through the system ffmpeg (PyAV has no libsrt): an SRT listener sending long-GOP H.264; the service calls."""
     port = free_port()
@@ -218,57 +189,7 @@ def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gon
     assert pull.connects >= 2 and pull.corruptions == 0
 
 
-RTSP_CAMERA = Path(__file__).with_name("rtsp_camera.py")
-GST_PYTHON = os.environ.get("AIRPATROL_TEST_GST_PYTHON", "/usr/bin/python3")  # a Python with PyGObject (python3-gi)
-
-
-@functools.cache
-def _rtsp_camera_missing() -> str | None:
-    """Why the GStreamer RTSP camera cannot run here (None: it can)."""
-    if not Path(GST_PYTHON).is_file():
-        return f"{GST_PYTHON} not found"
-    probe = ("import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); "
-             "from gi.repository import Gst; Gst.init(None); "
-             "missing = [e for e in ('udpsrc', 'tsdemux', 'h264parse', 'rtph264pay', 'h265parse', 'rtph265pay') "
-             "if Gst.ElementFactory.find(e) is None]; print(' '.join(missing))")
-    r = subprocess.run([GST_PYTHON, "-c", probe], capture_output=True, text=True)
-    if r.returncode != 0:
-        return "PyGObject or the GStreamer RTSP server missing"
-    return f"GStreamer elements missing: {r.stdout.strip()}" if r.stdout.strip() else None
-
-
-class RtspCamera:
-    """A live RTSP camera: gst-rtsp-server re-serving the long-GOP encoder's MPEG-TS (sent to it over UDP) as RTP;
-    ``watcher`` another client already watching it, so the stream is running when the reader joins (mid-GOP)."""
-
-    def __init__(self, long_gop: dict, codec: str):
-        self.long_gop, self.codec = long_gop, codec
-        self.port, self.udp_port = free_port(), free_port()
-        self.url = f"rtsp://127.0.0.1:{self.port}/cam"
-        self.procs: list[subprocess.Popen] = []
-        self.server = None
-
-    def start(self) -> "RtspCamera":
-        self.server = subprocess.Popen([GST_PYTHON, str(RTSP_CAMERA), "--port", str(self.port), "--udp-port",
-                                        str(self.udp_port), "--codec", self.codec],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.server.stdout.readline().strip() == "ready", self.server.stderr.read()
-        self.procs = [self.server, live_encoder(self.long_gop, self.codec, f"udp://127.0.0.1:{self.udp_port}?pkt_size=1316")]
-        return self
-
-    def watcher(self) -> None:
-        self.procs.append(subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-rtsp_transport", "tcp",
-                                            "-i", self.url, "-f", "null", "-"], stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-
-    def stop(self) -> None:
-        for p in self.procs:
-            p.kill()
-            p.wait()
-        self.procs = []
-
-
-@pytest.mark.skipif(_rtsp_camera_missing() is not None, reason=f"RTSP camera: {_rtsp_camera_missing()} (Debian: "
+@pytest.mark.skipif(rtsp_camera_missing() is not None, reason=f"RTSP camera: {rtsp_camera_missing()} (Debian: "
                     "apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
 @pytest.mark.parametrize("codec", ["h264", "hevc"])
 def test_rtsp_long_gop_stream_joined_mid_gop_waits_for_the_keyframe(long_gop, codec):

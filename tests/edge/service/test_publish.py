@@ -16,7 +16,7 @@ import pytest
 from websockets.sync.client import connect
 
 from service_helpers import DEVICE_TOKENS, free_port, serve_process, wait_for
-from test_lockon import _ffmpeg_has_srt as _ffmpeg_srt
+from live_sources import ffmpeg_has_srt
 
 MODULE = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
@@ -38,7 +38,7 @@ def _libsrt_missing() -> bool:
     return False
 
 
-needs_libsrt = pytest.mark.skipif(_libsrt_missing() or not _ffmpeg_srt(),
+needs_libsrt = pytest.mark.skipif(_libsrt_missing() or not ffmpeg_has_srt(),
                                   reason="libsrt or ffmpeg with SRT missing (Debian: apt-get install ffmpeg)")
 
 
