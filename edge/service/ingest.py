@@ -271,6 +271,11 @@ class PullReader(threading.Thread):
             for packet in container.demux(stream):
                 if self.stop_event.is_set():
                     return got
+                if (packet.size == 0 and not self.spec.is_file) or getattr(relay, "ended", False):
+                    # The end of a live connection, noticed only after the read timeout: the frames the decoder
+                    # still holds are seconds old by now. Delivered, they would look like frames that arrived
+                    # now (the outage would be recorded that much shorter, their latency wrong): let them go.
+                    break
                 for vf in gate.feed(packet):  # the last, empty packet flushes the decoder
                     if reported[0] != gate.stats.corruptions:  # first frame of the connection, or after a resync
                         how = (f"after {gate.stats.waited_packets} packets before the first keyframe" if not got else

@@ -111,8 +111,9 @@ class SrtConnection:
         if self.closed:
             return b""
         got = self.lib.srt_recvmsg(self.sock, self._buf, SRT_LIVE_PAYLOAD)  # one SRT message (up to 7 TS packets)
-        if got <= 0:
+        if got <= 0:  # peer gone, or silent for the read timeout: this connection is over (FFmpeg would read again)
             self.end_reason = self.end_reason or _last_error(self.lib)
+            self.close()
             return b""
         self.bytes += got
         return self._buf.raw[:got]
@@ -268,6 +269,12 @@ class PublishedSource:
             why = conn.end_reason or "no MPEG-TS from the publisher"
             conn.close()
             raise ConnectionError(f"srt: {why}") from None
+
+    @property
+    def ended(self) -> bool:
+        """The connection is over: what the demuxer still hands out (the last frame, completed only by the end of
+        the data) was sent before the publisher went silent, seconds ago."""
+        return self.conn is not None and self.conn.closed
 
     def close(self) -> str:
         conn = self.conn
