@@ -32,6 +32,8 @@ class ServiceConfig(BaseModel):
                                  "the stream id is a device token")
     srt_host: str = Field("0.0.0.0", description="address the SRT listener binds (IPv4)")
     srt_latency_ms: int = Field(120, ge=20, le=10000, description="SRT receive latency (retransmission window) of publishers")
+    srt_passphrase: str | None = Field(None, min_length=10, max_length=79, description="SRT passphrase every "
+                                       "publisher must also use (encrypts the media; the stream id stays in clear)")
     srt_library: str | None = Field(None, description="path of libsrt; default: the system's (libsrt-gnutls/-openssl)")
     # -- uploads and batch jobs -----------------------------------------------------------------------------
     max_upload_bytes: int = Field(8 * GiB, ge=1024, description="largest recorded flight accepted")

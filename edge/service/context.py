@@ -194,7 +194,7 @@ class ServiceContext:
 
             self.srt = SrtPublishServer(self._libsrt, cfg.srt_host, cfg.srt_port, self._srt_authorize,
                                         self._srt_connected, latency_ms=cfg.srt_latency_ms,
-                                        read_timeout_s=cfg.read_timeout_s)
+                                        read_timeout_s=cfg.read_timeout_s, passphrase=cfg.srt_passphrase)
             self.srt.start()
         with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
             for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):

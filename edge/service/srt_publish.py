@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("airpatrol.service.srt")
 
-SRTO_RCVSYN, SRTO_RCVTIMEO, SRTO_LATENCY, SRTO_STREAMID = 2, 14, 23, 46
+SRTO_RCVSYN, SRTO_RCVTIMEO, SRTO_LATENCY, SRTO_PASSPHRASE, SRTO_STREAMID = 2, 14, 23, 26, 46
 SRT_INVALID_SOCK = -1
 SRT_REJX_UNAUTHORIZED = 1401  # access_control.h: authentication failed
 SRT_REJX_BAD_REQUEST = 1400
@@ -136,10 +136,12 @@ class SrtPublishServer:
     the refusal), ``on_connection(SrtConnection)`` gets every accepted publisher (in the accept thread)."""
 
     def __init__(self, lib: ctypes.CDLL, host: str, port: int, authorize: Callable[[str, str], str | None],
-                 on_connection: Callable[[SrtConnection], None], *, latency_ms: int = 120, read_timeout_s: float = 5.0):
+                 on_connection: Callable[[SrtConnection], None], *, latency_ms: int = 120, read_timeout_s: float = 5.0,
+                 passphrase: str | None = None):
         self.lib, self.host, self.port = lib, host, port
         self.authorize, self.on_connection = authorize, on_connection
         self.latency_ms, self.read_timeout_s = latency_ms, read_timeout_s
+        self.passphrase = passphrase  # encrypts the media (AES); callers without it are refused by libsrt
         self._callback = LISTEN_CALLBACK(self._on_handshake)  # kept referenced: libsrt calls it from its threads
         self._sock = SRT_INVALID_SOCK
         self._stop = threading.Event()
@@ -152,6 +154,12 @@ class SrtPublishServer:
         if sock == SRT_INVALID_SOCK:
             raise SrtSetupError(f"SRT socket: {_last_error(lib)}")
         self._setint(sock, SRTO_LATENCY, self.latency_ms)
+        if self.passphrase:
+            raw = self.passphrase.encode()
+            if lib.srt_setsockflag(sock, SRTO_PASSPHRASE, raw, len(raw)) < 0:
+                err = _last_error(lib)
+                lib.srt_close(sock)
+                raise SrtSetupError(f"service.srt_passphrase: {err}")
         addr = _sockaddr_in(socket.gethostbyname(self.host), self.port)
         if lib.srt_bind(sock, addr, len(addr)) < 0 or lib.srt_listen_callback(sock, self._callback, None) < 0 \
                 or lib.srt_listen(sock, 16) < 0:

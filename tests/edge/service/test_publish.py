@@ -106,6 +106,26 @@ def test_srt_publisher_authenticated_by_its_key_cut_and_back_continues_one_run(s
     check_one_run_with_the_gap(results, status, stopped, cut_s, tmp_path)
 
 
+@needs_libsrt
+def test_srt_passphrase_is_required_as_well_as_the_key(settings_factory, clip, tmp_path):
+    port, key = free_port(), DEVICE_TOKENS["DRONE-1"]
+    with serve_process(settings_factory(), tmp_path, srt_port=port, srt_passphrase="field-link-secret") as base:
+        device = {"Authorization": f"Bearer {key}"}
+        for extra in ("", "&passphrase=not-the-secret"):  # the right key without the passphrase, or a wrong one
+            refused = publish(clip, f"srt://127.0.0.1:{port}?streamid={key}&connect_timeout=5000{extra}", loops=0)
+            assert refused.wait(30) != 0, f"a publisher with passphrase option {extra!r} must be refused"
+        assert httpx.get(f"{base}/api/streams", headers=device).json() == []
+        good = publish(clip, f"srt://127.0.0.1:{port}?streamid={key}&passphrase=field-link-secret")
+        try:
+            stream = wait_for(lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0], 20,
+                              "the encrypted publish stream to appear")
+            wait_for(lambda: httpx.get(f"{base}/api/streams/{stream['id']}", headers=device).json()["processed"] >= 10,
+                     20, "frames of the encrypted stream")
+        finally:
+            good.kill()
+            good.wait()
+
+
 def cut_and_back(base: str, device: dict, start_publisher, name: str, key: str, cut_s: float):
     """A device publishes, its link is cut (the publisher killed) for ``cut_s``, it publishes again. Returns the
     live feed's results, the stream's status before it is stopped, and the stopped stream."""
