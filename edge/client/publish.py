@@ -162,7 +162,7 @@ class Publisher:
 
         if self.stream is None:
             self.register()
-        ws, failures, pause, next_try = None, 0, self.opt.retry_initial_s, 0.0
+        ws, failures, pause, next_try, busy = None, 0, self.opt.retry_initial_s, 0.0, 0
         t_start = time.monotonic()
         try:
             for t, image in frames:
@@ -176,6 +176,11 @@ class Publisher:
                         ws = self._connect(fps)
                         failures, pause = 0, self.opt.retry_initial_s
                     except (OSError, ConnectionClosed, TimeoutError) as exc:
+                        if self._wait_busy(exc, busy):
+                            next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                            busy += 1
+                            self.skipped += 1
+                            continue
                         failures += 1
                         code = getattr(getattr(exc, "rcvd", None), "code", None)
                         if code in CLOSE_FATAL or failures > self.opt.max_retries:
@@ -186,8 +191,14 @@ class Publisher:
                 try:
                     self._send(ws, t, image, telemetry)
                     self._drain(ws)
+                    busy = 0
                 except (OSError, ConnectionClosed) as exc:
                     code = getattr(getattr(exc, "rcvd", None), "code", None)
+                    if self._wait_busy(exc, busy):
+                        ws = None
+                        next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                        busy += 1
+                        continue
                     if code in CLOSE_FATAL:
                         raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
                     self.say(f"connection lost ({_why(exc)}); reconnecting")
@@ -205,6 +216,20 @@ class Publisher:
             if ws is not None:
                 ws.close()
         return self.last_ack or {}
+
+    def _wait_busy(self, exc: BaseException, busy: int) -> bool:
+        """Just reconnected after a drop the server has not noticed yet, it still holds the old connection as this
+        stream's pusher and refuses the new one: not a new drop, and not final. True: try again after a pause."""
+        return _still_attached(exc) and busy < self.opt.max_retries and not self._stream_over()
+
+    def _stream_over(self) -> bool:
+        """Has the server ended the stream (then "already pushing" is final)? Unknown counts as not over."""
+        try:
+            with self.ep.client() as http:
+                r = http.get(f"/api/streams/{self.stream['id']}")
+            return r.status_code == 404 or r.status_code == 200 and r.json().get("state") in ("finished", "failed")
+        except Exception:
+            return False
 
     def _connect(self, fps: float):
         from websockets.sync.client import connect
@@ -238,6 +263,12 @@ class Publisher:
             msg = json.loads(message)
             if msg.get("type") == "ack":
                 self.last_ack = msg
+
+
+def _still_attached(exc: BaseException) -> bool:
+    """The server refused this connection because it still counts an earlier one of ours as the stream's pusher."""
+    rcvd = getattr(exc, "rcvd", None)
+    return rcvd is not None and rcvd.code == 1008 and "already pushing" in (rcvd.reason or "")
 
 
 def _why(exc: BaseException) -> str:

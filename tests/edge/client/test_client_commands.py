@@ -77,16 +77,22 @@ def test_client_errors_are_one_line(served, flight, tmp_path):
 def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(served, flight, tmp_path):
     base, token, _ = served
     proxy = CuttingProxy(int(base.rsplit(":", 1)[1]))
-    timer = threading.Timer(2.0, proxy.cut_now)  # mid-flight, the link drops once
     proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "stream", str(flight), "--server",
                              f"http://127.0.0.1:{proxy.port}", "--speed-limit", "40"],
                             env=client_env(AIRPATROL_DEVICE_TOKEN=token), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    timer.start()
+
+    def pushing() -> bool:  # the client's WebSocket is up and frames flow (its start-up time varies with the load)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+            return any(s["state"] == "live" and s["received"] >= 10 for s in http.get("/api/streams").json())
+
     try:
+        from service_helpers import wait_for
+
+        wait_for(pushing, 30, "the client to push frames")
+        proxy.cut_now()  # mid-flight, the link drops once
         out, err = proc.communicate(timeout=60)
     finally:
-        timer.cancel()
         proc.kill()
         proxy.close()
     assert proc.returncode == 0, err
@@ -171,3 +177,26 @@ def test_stream_publishes_an_rtsp_camera_joined_mid_gop_with_a_flight_log(served
         camera.stop()
     assert f"publishing {camera.url}" in out["stdout"] and "with telemetry from flight.csv" in out["stdout"]
     assert out["status"]["received"] >= 50  # ~6 s at 25 fps, less the wait for the keyframe
+
+
+def test_stream_waits_while_the_server_still_holds_its_previous_connection(served, clip):
+    """Right after a link drop the server may not yet have noticed the old connection is dead and refuses the new one
+    ("already pushing"): the client waits and tries again, it neither gives up nor counts it as a drop."""
+    from websockets.sync.client import connect
+
+    from edge.client.api import Endpoint
+    from edge.client.publish import Publisher, PublishOptions, open_frames
+
+    base, token, _ = served
+    ep = Endpoint(base, token)
+    pub = Publisher(ep, PublishOptions(retry_initial_s=0.2), say=lambda s: None)
+    stream = pub.register()
+    with connect(ep.ws_base + stream["push_url"], additional_headers=ep.headers) as stale:  # the "old" connection
+        stale.send('{"type": "hello", "fps": 25}')
+        threading.Timer(1.0, stale.close).start()  # the server notices it is gone 1 s into the new client's run
+        frames, rate = open_frames(str(clip), None)  # the 4 s clip at its own rate
+        pub.run(frames, rate, None)
+    assert pub.reconnects == 0 and pub.sent >= 10 and pub.skipped >= 10, (pub.sent, pub.skipped)
+    with httpx.Client(base_url=base, headers=ep.headers) as http:
+        status = http.get(f"/api/streams/{stream['id']}").json()
+    assert status["state"] == "finished" and status["received"] == pub.sent, status
