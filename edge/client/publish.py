@@ -204,9 +204,7 @@ class Publisher:
                     self.say(f"connection lost ({_why(exc)}); reconnecting")
                     ws, next_try = None, time.monotonic() + pause
                     self.reconnects += 1
-            if ws is None:  # ended while disconnected: one more try to say the flight is over
-                ws = self._connect(fps)
-            ws.send(json.dumps({"type": "end"}))
+            ws = self._send_end(ws, fps)
             try:
                 while True:  # until the server closes: "run complete"
                     self._handle(ws.recv(timeout=30))
@@ -216,6 +214,27 @@ class Publisher:
             if ws is not None:
                 ws.close()
         return self.last_ack or {}
+
+    def _send_end(self, ws, fps: float):
+        """Say the flight is over, over ``ws`` or a new connection (the source ended while disconnected, or the link
+        dropped at the end); returns the connection it was said on."""
+        from websockets.exceptions import ConnectionClosed
+
+        for attempt in range(self.opt.max_retries + 1):
+            try:
+                if ws is None:
+                    ws = self._connect(fps)
+                ws.send(json.dumps({"type": "end"}))
+                return ws
+            except (OSError, ConnectionClosed, TimeoutError) as exc:
+                if ws is not None:
+                    ws.close()
+                    ws = None
+                if self._wait_busy(exc, attempt):
+                    time.sleep(min(self.opt.retry_initial_s * 2 ** attempt, self.opt.retry_max_s))
+                elif attempt > 0 or getattr(getattr(exc, "rcvd", None), "code", None) in CLOSE_FATAL:
+                    raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
+        raise ClientError(f"push to stream {self.stream['id']}: could not say the flight ended")
 
     def _wait_busy(self, exc: BaseException, busy: int) -> bool:
         """Just reconnected after a drop the server has not noticed yet, it still holds the old connection as this
