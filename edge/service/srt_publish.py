@@ -176,7 +176,7 @@ class SrtPublishServer:
 
     def _on_handshake(self, _opaque, ns: int, hsversion: int, peeraddr, stream_id: bytes | None) -> int:
         """libsrt's listen callback: 0 lets the caller in, -1 rejects it (with the reason code set on ``ns``)."""
-        peer = _peer(peeraddr)
+        peer, key = _peer(peeraddr), None
         try:
             key, why = parse_stream_id((stream_id or b"").decode("utf-8", "replace"))
             if key is not None:
