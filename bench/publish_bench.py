@@ -1,5 +1,5 @@
-"""RTMP publish benchmark of `airpatrol serve`: a device publishes a drone clip with `ffmpeg -re` (as a DJI
-controller does), the link is cut, the device publishes again.
+"""RTMP / SRT publish benchmark of `airpatrol serve`: a device publishes a drone clip with `ffmpeg -re` (as a DJI
+controller does: RTMP, or SRT with the device key as stream id), the link is cut, the device publishes again.
 
 Printed: time from starting the publisher to the first live result; server-side latency p50 / p95 (frame arrival at
 the service -> its result published on the feed); processed fps; drop rate (frames the drop-oldest queue discarded
@@ -10,6 +10,7 @@ second publisher on the same port.
 
 Usage (real 1080p 25 fps drone clip from ../shared, keyframe every 7 s, sent without re-encoding):
     python bench/publish_bench.py --detector coco --duration 20 --cut 30
+    python bench/publish_bench.py --protocol srt --detector coco --duration 20 --cut 30
 ``--detector fake`` measures the service with a detector that finds nothing.
 """
 from __future__ import annotations
@@ -32,8 +33,9 @@ from stream_bench import ADMIN, DEFAULT_CLIP, free_port, start_server  # noqa: E
 
 
 def publisher(clip: Path, url: str) -> subprocess.Popen:
+    fmt = "mpegts" if url.startswith("srt://") else "flv"
     return subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip),
-                             "-c", "copy", "-f", "flv", url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             "-c", "copy", "-f", fmt, url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
@@ -82,14 +84,15 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
 
 
-def bench_relay(clip: Path, detector: str, duration: float, cut: float, queue_frames: int) -> dict:
+def bench_relay(clip: Path, detector: str, duration: float, cut: float, queue_frames: int, protocol: str = "rtmp") -> dict:
     with tempfile.TemporaryDirectory(prefix="publish-bench-") as tmp:
-        rtmp_port = free_port()
-        proc, base = start_server(Path(tmp), detector, queue_frames, {"rtmp_port": rtmp_port})
+        port = free_port()
+        proc, base = start_server(Path(tmp), detector, queue_frames, {f"{protocol}_port": port})
         try:
             token = device_token(base)
             auth = {"Authorization": f"Bearer {token}"}
-            url = f"rtmp://127.0.0.1:{rtmp_port}/live/{token}"
+            url = (f"rtmp://127.0.0.1:{port}/live/{token}" if protocol == "rtmp" else
+                   f"srt://127.0.0.1:{port}?streamid={token}")
             t_pub = time.monotonic()
             pub = publisher(clip, url)
             sid = None
@@ -170,11 +173,12 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds published before and after the cut")
     ap.add_argument("--cut", type=float, default=30.0, help="seconds without a publisher")
     ap.add_argument("--queue-frames", type=int, default=4)
+    ap.add_argument("--protocol", choices=("rtmp", "srt"), default="rtmp", help="how the device publishes")
     args = ap.parse_args()
     if not args.clip.is_file():
         raise SystemExit(f"{args.clip}: clip not found (set AIRPATROL_SHARED or --clip)")
-    r = bench_relay(args.clip, args.detector, args.duration, args.cut, args.queue_frames)
-    print(f"clip {args.clip.name}, detector {args.detector}, {args.duration:.0f} s published, cut {args.cut:.0f} s, "
+    r = bench_relay(args.clip, args.detector, args.duration, args.cut, args.queue_frames, args.protocol)
+    print(f"{args.protocol.upper()} publish, clip {args.clip.name}, detector {args.detector}, {args.duration:.0f} s published, cut {args.cut:.0f} s, "
           f"{args.duration:.0f} s published again")
     print(f"publish -> first result: {r['publish_to_first_result_s']:.2f} s")
     print(f"latency (arrival -> result) p50 / p95: {r['latency_p50_ms']:.0f} / {r['latency_p95_ms']:.0f} ms")
@@ -182,6 +186,8 @@ def main() -> None:
           f"first phase); dropped {r['dropped']} (drop rate {100 * r['drop_rate']:.1f} %); lost to damage {r['lost']}")
     print(f"recovery after the cut (publisher back -> first new result): {r['recovery_s']:.2f} s")
     print(f"gaps recorded: {r['gaps']}; runs seen on the feed: {r['runs']}")
+    if args.protocol != "rtmp":
+        return
     lst = check_ffmpeg_listener(args.clip)
     print(f"FFmpeg RTMP listener (PyAV listen=1): wrong stream key accepted: {lst['wrong_key_accepted']}; "
           f"second publisher on the port refused: {lst['second_publisher_refused']}"

@@ -102,9 +102,15 @@ def _pyav(source: str):
 
     from edge.service.lockon import KeyframeGate
 
+    from edge.service.ingest import NETWORK_SCHEMES, SourceSpec, ffmpeg_options
+
     is_file = Path(source).exists()
+    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    # A network stream gets the service's reader options (RTSP over TCP, a big UDP buffer, probing that keeps the
+    # first keyframe of a long-GOP stream).
+    options = ffmpeg_options(SourceSpec(source, source, False)) if scheme in NETWORK_SCHEMES else {}
     try:
-        container = av.open(source, timeout=(10.0, 10.0))
+        container = av.open(source, options=options, timeout=(10.0, 10.0))
     except (av.error.FFmpegError, OSError) as exc:
         raise ClientError(f"{source}: cannot open ({str(exc).splitlines()[0][:150]})") from None
     if not container.streams.video:
@@ -156,7 +162,7 @@ class Publisher:
 
         if self.stream is None:
             self.register()
-        ws, failures, pause, next_try = None, 0, self.opt.retry_initial_s, 0.0
+        ws, failures, pause, next_try, busy = None, 0, self.opt.retry_initial_s, 0.0, 0
         t_start = time.monotonic()
         try:
             for t, image in frames:
@@ -170,6 +176,11 @@ class Publisher:
                         ws = self._connect(fps)
                         failures, pause = 0, self.opt.retry_initial_s
                     except (OSError, ConnectionClosed, TimeoutError) as exc:
+                        if self._wait_busy(exc, busy):
+                            next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                            busy += 1
+                            self.skipped += 1
+                            continue
                         failures += 1
                         code = getattr(getattr(exc, "rcvd", None), "code", None)
                         if code in CLOSE_FATAL or failures > self.opt.max_retries:
@@ -180,16 +191,20 @@ class Publisher:
                 try:
                     self._send(ws, t, image, telemetry)
                     self._drain(ws)
+                    busy = 0
                 except (OSError, ConnectionClosed) as exc:
                     code = getattr(getattr(exc, "rcvd", None), "code", None)
+                    if self._wait_busy(exc, busy):
+                        ws = None
+                        next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                        busy += 1
+                        continue
                     if code in CLOSE_FATAL:
                         raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
                     self.say(f"connection lost ({_why(exc)}); reconnecting")
                     ws, next_try = None, time.monotonic() + pause
                     self.reconnects += 1
-            if ws is None:  # ended while disconnected: one more try to say the flight is over
-                ws = self._connect(fps)
-            ws.send(json.dumps({"type": "end"}))
+            ws = self._send_end(ws, fps)
             try:
                 while True:  # until the server closes: "run complete"
                     self._handle(ws.recv(timeout=30))
@@ -199,6 +214,41 @@ class Publisher:
             if ws is not None:
                 ws.close()
         return self.last_ack or {}
+
+    def _send_end(self, ws, fps: float):
+        """Say the flight is over, over ``ws`` or a new connection (the source ended while disconnected, or the link
+        dropped at the end); returns the connection it was said on."""
+        from websockets.exceptions import ConnectionClosed
+
+        for attempt in range(self.opt.max_retries + 1):
+            try:
+                if ws is None:
+                    ws = self._connect(fps)
+                ws.send(json.dumps({"type": "end"}))
+                return ws
+            except (OSError, ConnectionClosed, TimeoutError) as exc:
+                if ws is not None:
+                    ws.close()
+                    ws = None
+                if self._wait_busy(exc, attempt):
+                    time.sleep(min(self.opt.retry_initial_s * 2 ** attempt, self.opt.retry_max_s))
+                elif attempt > 0 or getattr(getattr(exc, "rcvd", None), "code", None) in CLOSE_FATAL:
+                    raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
+        raise ClientError(f"push to stream {self.stream['id']}: could not say the flight ended")
+
+    def _wait_busy(self, exc: BaseException, busy: int) -> bool:
+        """Just reconnected after a drop the server has not noticed yet, it still holds the old connection as this
+        stream's pusher and refuses the new one: not a new drop, and not final. True: try again after a pause."""
+        return _still_attached(exc) and busy < self.opt.max_retries and not self._stream_over()
+
+    def _stream_over(self) -> bool:
+        """Has the server ended the stream (then "already pushing" is final)? Unknown counts as not over."""
+        try:
+            with self.ep.client() as http:
+                r = http.get(f"/api/streams/{self.stream['id']}")
+            return r.status_code == 404 or r.status_code == 200 and r.json().get("state") in ("finished", "failed")
+        except Exception:
+            return False
 
     def _connect(self, fps: float):
         from websockets.sync.client import connect
@@ -232,6 +282,12 @@ class Publisher:
             msg = json.loads(message)
             if msg.get("type") == "ack":
                 self.last_ack = msg
+
+
+def _still_attached(exc: BaseException) -> bool:
+    """The server refused this connection because it still counts an earlier one of ours as the stream's pusher."""
+    rcvd = getattr(exc, "rcvd", None)
+    return rcvd is not None and rcvd.code == 1008 and "already pushing" in (rcvd.reason or "")
 
 
 def _why(exc: BaseException) -> str:

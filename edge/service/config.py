@@ -28,6 +28,13 @@ class ServiceConfig(BaseModel):
     rtmp_host: str = Field("0.0.0.0", description="address the RTMP relay listens on")
     nginx_binary: str = Field("nginx", description="nginx executable of the RTMP relay")
     nginx_rtmp_module: str = Field("/usr/lib/nginx/modules/ngx_rtmp_module.so", description="the nginx RTMP module")
+    srt_port: int | None = Field(None, ge=1, le=65535, description="accept SRT publishers on this UDP port (libsrt); "
+                                 "the stream id is a device token")
+    srt_host: str = Field("0.0.0.0", description="address the SRT listener binds (IPv4)")
+    srt_latency_ms: int = Field(120, ge=20, le=10000, description="SRT receive latency (retransmission window) of publishers")
+    srt_passphrase: str | None = Field(None, min_length=10, max_length=79, description="SRT passphrase every "
+                                       "publisher must also use (encrypts the media; the stream id stays in clear)")
+    srt_library: str | None = Field(None, description="path of libsrt; default: the system's (libsrt-gnutls/-openssl)")
     # -- uploads and batch jobs -----------------------------------------------------------------------------
     max_upload_bytes: int = Field(8 * GiB, ge=1024, description="largest recorded flight accepted")
     max_log_bytes: int = Field(512 * 1024**2, ge=1024, description="largest flight log accepted")

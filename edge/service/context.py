@@ -119,6 +119,13 @@ class ServiceContext:
             self.rtmp = RtmpRelay(self.data_dir / "rtmp", cfg.rtmp_host, cfg.rtmp_port, f"http://{host}:{settings.port}",
                                   cfg.nginx_binary, cfg.nginx_rtmp_module)
             self.rtmp.check()  # missing nginx/module: a one-line error before the server listens
+        self.srt = None
+        self._libsrt = None
+        if cfg.srt_port:
+            from edge.service.srt_publish import PublisherMailbox, load_libsrt
+
+            self._libsrt = load_libsrt(cfg.srt_library)  # missing libsrt: a one-line error before the server listens
+            self.srt_mailbox = PublisherMailbox()
         self.metrics.add_callback(self._scrape_gauges)
         self._bootstrap_admin()
 
@@ -188,6 +195,13 @@ class ServiceContext:
             self.rtmp.start()
             if not wait_listening(self.config.rtmp_port):
                 log.error("RTMP relay is not listening on port %s (see %s)", self.config.rtmp_port, self.rtmp.folder)
+        if self._libsrt is not None:
+            from edge.service.srt_publish import SrtPublishServer
+
+            self.srt = SrtPublishServer(self._libsrt, cfg.srt_host, cfg.srt_port, self._srt_authorize,
+                                        self._srt_connected, latency_ms=cfg.srt_latency_ms,
+                                        read_timeout_s=cfg.read_timeout_s, passphrase=cfg.srt_passphrase)
+            self.srt.start()
         with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
             for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):
                 row.active, row.stopped_at = False, utcnow()
@@ -213,6 +227,9 @@ class ServiceContext:
         self.job_workers.clear()
         if self.rtmp is not None:
             self.rtmp.stop()
+        if self.srt is not None:
+            self.srt.stop()
+            self.srt_mailbox.close()
         self.close()
 
     def close(self) -> None:
@@ -256,7 +273,7 @@ class ServiceContext:
         with self._publish_lock:
             playing = self.rtmp.expect_player(key)
             for w in self.all_streams():
-                if w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished:
+                if self._publishing(w, device_id, "rtmp"):
                     log.info("device %s publishes again from %s: stream %s continues", serial, addr, w.spec.id)
                     w.restart_reader()
                     break
@@ -269,13 +286,60 @@ class ServiceContext:
         return None
 
     def _start_publish_stream(self, key: str, device_id: int, serial: str, addr: str) -> None:
+        source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)  # in memory only
+        self._new_publish_stream(source, "RTMP", device_id, serial, addr)
+
+    def _new_publish_stream(self, source: SourceSpec, protocol: str, device_id: int, serial: str, addr: str) -> None:
         with self.sessions() as s, s.begin():
-            row = StreamRow(name=f"{serial} (RTMP)", kind="publish", url=None, device_id=device_id,
+            row = StreamRow(name=f"{serial} ({protocol})", kind="publish", url=None, device_id=device_id,
                             created_by=f"device:{serial}")
             s.add(row)
-        source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)  # in memory only
         self.start_stream(row, source)
-        log.info("device %s publishes RTMP from %s: stream %s", serial, addr, row.id)
+        log.info("device %s publishes %s from %s: stream %s", serial, protocol, addr, row.id)
+
+    @staticmethod
+    def _publishing(w: StreamWorker, device_id: int, protocol: str) -> bool:
+        """Is ``w`` the open publish stream of this device over this protocol (an SRT source has an opener)?"""
+        return (w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished
+                and (w.spec.source.opener is not None) == (protocol == "srt"))
+
+    # -- SRT publishers ------------------------------------------------------------------------------------
+    def _srt_device(self, key: str) -> tuple[int, str] | None:
+        from db.crud import authenticate_device
+
+        with self.sessions() as s, s.begin():
+            device = authenticate_device(s, key)
+            return None if device is None else (device.id, device.serial)
+
+    def _srt_authorize(self, key: str, peer: str) -> str | None:
+        """In the SRT handshake (libsrt's listen callback): None lets the caller in, else why not."""
+        if not self.accepting:
+            return "not accepting publishers"
+        return None if self._srt_device(key) is not None else "invalid or revoked stream key"
+
+    def _srt_connected(self, conn) -> None:
+        """An accepted SRT publisher: its device's stream reads it (the stream is created on its first publish; a
+        publisher that connects again continues the same run, like RTMP)."""
+        import functools
+
+        from edge.service.srt_publish import PublishedSource
+
+        device = self._srt_device(conn.key)  # revoked between the handshake and now: refused all the same
+        if device is None or not self.accepting:
+            conn.close()
+            return
+        device_id, serial = device
+        with self._publish_lock:
+            for w in self.all_streams():
+                if self._publishing(w, device_id, "srt"):
+                    log.info("device %s publishes SRT again from %s: stream %s continues", serial, conn.peer, w.spec.id)
+                    w.restart_reader()  # the old reader lets go first, so the new one takes this connection
+                    self.srt_mailbox.offer(device_id, conn)
+                    return
+            self.srt_mailbox.offer(device_id, conn)
+            source = SourceSpec(f"srt-publish:{serial}", f"srt publish by {serial}", False,
+                                opener=functools.partial(PublishedSource, self.srt_mailbox, device_id))
+            self._new_publish_stream(source, "SRT", device_id, serial, conn.peer)
 
     def _stream_ended(self, stream_id: int) -> None:
         """Ended by itself (file done, device sent end, failed): not resumed at the next start."""

@@ -92,6 +92,9 @@ class SourceSpec:
     open_url: str  # what PyAV opens
     shown: str  # the same with any password replaced (logs, API, database)
     is_file: bool
+    # A source that is not a URL (an SRT publisher's connection): opener(reader's stop event, open timeout) gives an
+    # object with open() -> PyAV container and close(), like SrtRelay.
+    opener: Callable[[threading.Event, float], object] | None = None
 
 
 def redact(url: str) -> str:
@@ -244,7 +247,10 @@ class PullReader(threading.Thread):
         from edge.service.lockon import KeyframeGate
 
         relay = None
-        if urlsplit(self.spec.open_url).scheme.lower() == "srt":
+        if self.spec.opener is not None:
+            relay = self._relay = self.spec.opener(self.stop_event, self.timeouts[0])
+            container = relay.open()
+        elif urlsplit(self.spec.open_url).scheme.lower() == "srt":
             relay = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
             container = relay.open()
         else:
@@ -265,6 +271,11 @@ class PullReader(threading.Thread):
             for packet in container.demux(stream):
                 if self.stop_event.is_set():
                     return got
+                if (packet.size == 0 and not self.spec.is_file) or getattr(relay, "ended", False):
+                    # The end of a live connection, noticed only after the read timeout: the frames the decoder
+                    # still holds are seconds old by now. Delivered, they would look like frames that arrived
+                    # now (the outage would be recorded that much shorter, their latency wrong): let them go.
+                    break
                 for vf in gate.feed(packet):  # the last, empty packet flushes the decoder
                     if reported[0] != gate.stats.corruptions:  # first frame of the connection, or after a resync
                         how = (f"after {gate.stats.waited_packets} packets before the first keyframe" if not got else

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
@@ -76,16 +77,22 @@ def test_client_errors_are_one_line(served, flight, tmp_path):
 def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(served, flight, tmp_path):
     base, token, _ = served
     proxy = CuttingProxy(int(base.rsplit(":", 1)[1]))
-    timer = threading.Timer(2.0, proxy.cut_now)  # mid-flight, the link drops once
     proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "stream", str(flight), "--server",
                              f"http://127.0.0.1:{proxy.port}", "--speed-limit", "40"],
                             env=client_env(AIRPATROL_DEVICE_TOKEN=token), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    timer.start()
+
+    def pushing() -> bool:  # the client's WebSocket is up and frames flow (its start-up time varies with the load)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+            return any(s["state"] == "live" and s["received"] >= 10 for s in http.get("/api/streams").json())
+
     try:
+        from service_helpers import wait_for
+
+        wait_for(pushing, 30, "the client to push frames")
+        proxy.cut_now()  # mid-flight, the link drops once
         out, err = proc.communicate(timeout=60)
     finally:
-        timer.cancel()
         proc.kill()
         proxy.close()
     assert proc.returncode == 0, err
@@ -114,3 +121,83 @@ def _one_run(tmp_path, sid: int, run_id: int) -> None:
                          .where(Video.file_path.like(f"live:stream-{sid}:%"))).all()
     engine.dispose()
     assert [tuple(r) for r in runs] == [(run_id, "complete")]
+
+
+def airdata_csv(path, seconds: float, lat: float = 40.1, lon: float = -7.5, height_ft: float = 200.0):
+    """A DJI flight log as Airdata exports it (CSV, feet and mph, every 100 ms): hovering, camera straight down."""
+    rows = ["time(millisecond),datetime(utc),latitude,longitude,height_above_takeoff(feet),"
+            "altitude_above_seaLevel(feet),speed(mph), zSpeed(mph), compass_heading(degrees),gimbal_heading(degrees),"
+            "gimbal_pitch(degrees),battery_percent"]
+    t0 = datetime(2022, 5, 4, 17, 21, 57)
+    for i in range(int(seconds * 10) + 1):
+        rows.append(f"{i * 100},{t0 + timedelta(milliseconds=100 * i):%Y-%m-%d %H:%M:%S},{lat},{lon},{height_ft},"
+                    f"{height_ft + 1300},0,0,90,90,-90,87")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _stream_and_check(base: str, token: str, args: list[str], lat: float, timeout: float = 90) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "edge.cli", "stream", *args, "--server", base],
+                          env=client_env(AIRPATROL_DEVICE_TOKEN=token), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    sid = int(proc.stdout.split("stream ")[1].split(":")[0])
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+        status = http.get(f"/api/streams/{sid}").json()
+        latest = http.get(f"/api/streams/{sid}/latest").json()
+    assert status["state"] == "finished" and status["kind"] == "push" and status["processed"] >= 10, status
+    assert latest["scale_source"] == "telemetry"  # the log's height and gimbal set the scale
+    assert any(t["lat"] is not None and abs(t["lat"] - lat) < 0.01 for t in latest["tracks"]), latest["tracks"]
+    return {"stdout": proc.stdout, "stderr": proc.stderr, "status": status}
+
+
+def test_stream_publishes_a_file_with_a_flight_log(served, clip, tmp_path):
+    """A recorded flight with its log given by --log (Airdata CSV, not the sidecar SRT): telemetry per frame."""
+    base, token, _ = served
+    log = airdata_csv(tmp_path / "flight.csv", 5)
+    out = _stream_and_check(base, token, [str(clip), "--log", str(log)], lat=40.1)
+    assert "with telemetry from flight.csv" in out["stdout"]
+
+
+def test_stream_publishes_an_rtsp_camera_joined_mid_gop_with_a_flight_log(served, clip, tmp_path):
+    """A live RTSP camera sending long-GOP H.264 (a keyframe every 3 s), already streaming when the client joins:
+    the client waits for the keyframe and publishes its frames with the flight log's telemetry."""
+    from live_sources import RtspCamera, long_gop_files, rtsp_camera_missing
+
+    if rtsp_camera_missing():
+        pytest.skip(f"RTSP camera: {rtsp_camera_missing()} (Debian: apt-get install python3-gi "
+                    "gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
+    base, token, _ = served
+    camera = RtspCamera(long_gop_files(clip, tmp_path, loops=6), "h264").start()
+    try:
+        camera.watcher()
+        time.sleep(4.5)  # mid-GOP (see test_lockon)
+        log = airdata_csv(tmp_path / "flight.csv", 30, lat=40.2)
+        out = _stream_and_check(base, token, [camera.url, "--log", str(log), "--duration", "6"], lat=40.2)
+    finally:
+        camera.stop()
+    assert f"publishing {camera.url}" in out["stdout"] and "with telemetry from flight.csv" in out["stdout"]
+    assert out["status"]["received"] >= 50  # ~6 s at 25 fps, less the wait for the keyframe
+
+
+def test_stream_waits_while_the_server_still_holds_its_previous_connection(served, clip):
+    """Right after a link drop the server may not yet have noticed the old connection is dead and refuses the new one
+    ("already pushing"): the client waits and tries again, it neither gives up nor counts it as a drop."""
+    from websockets.sync.client import connect
+
+    from edge.client.api import Endpoint
+    from edge.client.publish import Publisher, PublishOptions, open_frames
+
+    base, token, _ = served
+    ep = Endpoint(base, token)
+    pub = Publisher(ep, PublishOptions(retry_initial_s=0.2), say=lambda s: None)
+    stream = pub.register()
+    with connect(ep.ws_base + stream["push_url"], additional_headers=ep.headers) as stale:  # the "old" connection
+        stale.send('{"type": "hello", "fps": 25}')
+        threading.Timer(1.0, stale.close).start()  # the server notices it is gone 1 s into the new client's run
+        frames, rate = open_frames(str(clip), None)  # the 4 s clip at its own rate
+        pub.run(frames, rate, None)
+    assert pub.reconnects == 0 and pub.sent >= 10 and pub.skipped >= 10, (pub.sent, pub.skipped)
+    with httpx.Client(base_url=base, headers=ep.headers) as http:
+        status = http.get(f"/api/streams/{stream['id']}").json()
+    # (a frame written just before the server's refusal arrived is counted as sent, never received)
+    assert status["state"] == "finished" and 10 <= status["received"] <= pub.sent, status

@@ -1,47 +1,26 @@
 """Locking on to live long-GOP streams: the test clip encoded by FFmpeg as H.264/H.265 with a keyframe every 3 s, sent
-at its real rate as MPEG-TS over UDP or SRT (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
+at its real rate as MPEG-TS over UDP or SRT, or served by an RTSP camera (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
 source. It must wait for keyframes instead of reconnecting, skip damage to the next keyframe, count the loss, and
 reconnect only when the source is gone."""
 from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
 import threading
 import time
 
 import pytest
 
 from edge.service.ingest import PullReader, check_source
+from live_sources import GOP_S, RtspCamera, ffmpeg_has_srt, live_encoder, long_gop_files, rtsp_camera_missing
 from service_helpers import free_port, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
 
-GOP_S = 3
-ENCODERS = {
-    "h264": ["-c:v", "libx264", "-x264-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0"],
-    "hevc": ["-c:v", "libx265", "-x265-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0:log-level=error"],
-}
-
 
 @pytest.fixture(scope="module")
 def long_gop(clip, tmp_path_factory):
-    """The clip looped to 60 s and encoded with a keyframe every GOP_S seconds: MPEG-TS files per codec."""
-    folder = tmp_path_factory.mktemp("long-gop")
-    out = {}
-    for codec in ENCODERS:
-        out[codec] = folder / f"long_{codec}.ts"
-        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-stream_loop", "14", "-i", str(clip),
-                        *ENCODERS[codec], "-preset", "ultrafast", "-f", "mpegts", str(out[codec])], check=True,
-                       stdin=subprocess.DEVNULL)
-    return out
-
-
-def live_encoder(long_gop: dict, codec: str, url: str) -> subprocess.Popen:
-    """A long-GOP live source: the encoded stream sent at its real rate (``-re``) as MPEG-TS to ``url``."""
-    return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-i", str(long_gop[codec]), "-c", "copy",
-         "-f", "mpegts", url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return long_gop_files(clip, tmp_path_factory.mktemp("long-gop"))
 
 
 class Recorder:
@@ -181,12 +160,7 @@ def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnec
         relay.close()
 
 
-def _ffmpeg_has_srt() -> bool:
-    out = subprocess.run(["ffmpeg", "-hide_banner", "-protocols"], capture_output=True, text=True).stdout
-    return shutil.which("ffmpeg") is not None and any(line.strip() == "srt" for line in out.splitlines())
-
-
-@pytest.mark.skipif(shutil.which("ffmpeg") is None or not _ffmpeg_has_srt(), reason="ffmpeg without SRT (libsrt)")
+@pytest.mark.skipif(shutil.which("ffmpeg") is None or not ffmpeg_has_srt(), reason="ffmpeg without SRT (libsrt)")
 def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gone(long_gop):
     """SRT through the system ffmpeg (PyAV has no libsrt): an SRT listener sending long-GOP H.264; the service calls."""
     port = free_port()
@@ -213,3 +187,40 @@ def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gon
     pull.join(10)
     assert not pull.is_alive()
     assert pull.connects >= 2 and pull.corruptions == 0
+
+
+@pytest.mark.skipif(rtsp_camera_missing() is not None, reason=f"RTSP camera: {rtsp_camera_missing()} (Debian: "
+                    "apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
+@pytest.mark.parametrize("codec", ["h264", "hevc"])
+def test_rtsp_long_gop_stream_joined_mid_gop_waits_for_the_keyframe(long_gop, codec):
+    """An RTSP camera that is already streaming (another client watches it): the reader's first packets are the
+    middle of a GOP. It locks on at the next keyframe without reconnecting; when the camera goes away it reconnects,
+    and when it is back the frames continue."""
+    camera = RtspCamera(long_gop, codec).start()
+    rec = Recorder()
+    pull = reader(camera.url, rec)
+    try:
+        camera.watcher()
+        # The camera's pipeline starts at the first keyframe after the watcher asks (at 0 or GOP_S s): 1.5 GOP later
+        # it is in the middle of a GOP either way.
+        time.sleep(1.5 * GOP_S)
+        pull.start()
+        wait_for(lambda: len(rec.frames) >= 25, 8 + 2 * GOP_S, "frames after the next keyframe over RTSP")
+        assert "dropped" not in rec.names(), f"reconnected instead of waiting for a keyframe: {rec.events}"
+        assert rec.names()[:2] == ["connected", "locked"] and pull.connects == 1
+        assert pull.waited_packets > 0, "joined on a keyframe: the test did not exercise mid-GOP joining"
+        assert pull.lost_frames == 0 and pull.corruptions == 0
+        assert rec.frames[0].image().shape == (240, 320, 3)
+        if codec == "h264":  # the camera is gone (RTSP server and encoder), then back on the same address
+            camera.stop()
+            wait_for(lambda: "dropped" in rec.names(), 10, "the lost RTSP camera to be noticed")
+            n = len(rec.frames)
+            camera.start()
+            wait_for(lambda: len(rec.frames) >= n + 25, 20, "frames after the camera came back")
+            assert pull.connects >= 2
+    finally:
+        pull.stop()
+        camera.stop()
+    pull.join(10)
+    assert not pull.is_alive()
+    assert pull.corruptions == 0
