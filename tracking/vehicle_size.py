@@ -43,10 +43,52 @@ MIN_CONTRAST = 14.0  # grey levels a vehicle pixel differs from the road at leas
 MEASURE_EVERY, MEASURE_EVERY_SETTLED, SETTLED_OBS = 3, 12, 10
 OBS_PER_TRACK = 40
 REFIT_EVERY = 5  # frames
+# A detector box this long (pixels) measures its vehicle to a few per cent: the detector is trained to box the body
+# without its shadow, which the pixel measurement of a dark vehicle cannot leave out. Smaller boxes (and motion
+# blobs) are several pixels loose: those vehicles are measured by their pixels.
+BOX_MIN_PX = 16.0
+# heights (m) by class: the roof is nearer the camera than the road, and off the image centre a vehicle's side shows
+CLASS_HEIGHT_M = {0: 1.5, 1: 3.5, 2: 3.1, 3: 2.1}
 
 
 def class_sizes(cfg: SpeedConfig) -> dict[int, tuple[float | None, float]]:
     return {CAR: (cfg.car_length_m, cfg.car_width_m), VAN: (5.2, 2.0), BUS: (12.0, 2.55), TRUCK: (None, 2.5)}
+
+
+def _union_extent(half: float, magnification: float, shift: float) -> float:
+    """Extent along one axis of a footprint interval [-half, half] and its roof: the same interval magnified by
+    ``magnification`` and shifted by ``shift`` (the 3-D box seen from above: its image outline)."""
+    return max(half, shift + magnification * half) - min(-half, shift - magnification * half)
+
+
+def box_scale(box: np.ndarray, direction: np.ndarray, length_m: float, width_m: float, height_m: float,
+              focal_px: float, cx: float, cy: float) -> float | None:
+    """Pixels per metre on the road at a vehicle from its detector box, for a camera looking (nearly) straight down.
+
+    The box outlines the whole vehicle body: its footprint (a length x width rectangle along ``direction``, the unit
+    vector of its heading in the image) and its roof ``height_m`` higher. Seen from height H the roof is magnified by
+    H / (H - h) about the principal point, so off the image centre it is also shifted outwards by (M - 1) times the
+    vehicle's distance from the centre: the side facing the centre shows (a 1.5 m car 30 deg off-axis shows ~0.9 m of
+    side, a 25 % wider box). With H = focal / k (k: pixels per metre on the road) the box size is a known function
+    of k, solved by fixed-point iteration on the geometric mean of the box's width and height."""
+    bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+    c, s = abs(float(direction[0])), abs(float(direction[1]))
+    ex, ey = length_m * c + width_m * s, length_m * s + width_m * c  # footprint's axis-aligned box (metres)
+    if bw <= 0 or bh <= 0 or ex <= 0 or ey <= 0:
+        return None
+    px, py = (box[0] + box[2]) / 2 - cx, (box[1] + box[3]) / 2 - cy
+    k = math.sqrt(bw * bh / (ex * ey))
+    for _ in range(12):
+        if height_m * k >= 0.5 * focal_px:  # the camera would be lower than twice the vehicle: not a drone view
+            return None
+        mag = focal_px / (focal_px - height_m * k)
+        wx = _union_extent(k * ex / 2, mag, (mag - 1) * px)
+        wy = _union_extent(k * ey / 2, mag, (mag - 1) * py)
+        step = math.sqrt(bw * bh / (wx * wy))
+        k *= step
+        if abs(step - 1) < 1e-4:
+            break
+    return k
 
 
 @dataclass
@@ -58,6 +100,7 @@ class VehicleMeasure:
     x_px: float  # extent along image rows (lateral in an oblique view)
     area_px: int
     bright: bool = True  # brighter than the road: measured without its shadow
+    major_axis: np.ndarray | None = None  # unit vector of its principal axis in the image
 
 
 def _extent(var: float) -> float:
@@ -118,13 +161,15 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     pts = np.column_stack([xs, ys]).astype(np.float64)
     pts -= pts.mean(0)
     cov = pts.T @ pts / len(pts)
+    evals, evecs = np.linalg.eigh(cov)
+    major = evecs[:, 1]
     if direction is None:
-        evals, evecs = np.linalg.eigh(cov)
-        u = evecs[:, 1]
+        u = major
     else:
         u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
     v = np.array([-u[1], u[0]])
-    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright)
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright,
+                          major)
 
 
 @dataclass
@@ -269,12 +314,23 @@ class VehicleSizeScale:
             tr.last_measured = self._frames
             direction = self._direction(tr, box, Hinv)
             m = measure_vehicle(image, box, direction)
-            if m is None:
+            cls_now = self._class_of(tr)
+            length_m, width_m = self.sizes[cls_now]
+            k_box = None
+            if det and length_m and max(box[2] - box[0], box[3] - box[1]) >= BOX_MIN_PX:
+                heading = direction
+                if heading is None and m is not None and m.major_axis is not None:
+                    heading = m.major_axis  # standing: its long axis
+                if heading is not None:
+                    k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
+                                      self.width / 2, self.height / 2)
+            if m is None and k_box is None:
                 continue
-            length_m, width_m = self.sizes[self._class_of(tr)]
             z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
-            if direction is not None:
+            if m is None:
+                pass
+            elif direction is not None:
                 # moving: along travel = length, across = width; both, so their biases (motion smear lengthens,
                 # blur widens) meet in the middle: k = sqrt(k_length * k_width)
                 k_w = m.across_px / width_m
@@ -285,9 +341,12 @@ class VehicleSizeScale:
                     k_x = m.x_px / lat_m
             elif length_m:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
+            bright = m is not None and m.bright
+            if k_box is not None:
+                k_lw, bright = k_box, True  # the box leaves the shadow out, as a bright vehicle's pixels do
             if k_lw is None and k_x is None:
                 continue
-            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, m.bright))
+            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, bright))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
