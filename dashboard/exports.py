@@ -180,7 +180,12 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     return path
 
 
-VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot"]
+VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "sigma_kmh", "lower_bound_kmh", "limit_kmh", "over_limit_s",
+                     "rule", "scale_source", "video_t_s", "when", "lat", "lon", "snapshot"]
+
+
+def _round(x: float | None, digits: int):
+    return "" if x is None else round(x, digits)
 
 
 def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
@@ -203,7 +208,9 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
             snap = snapshot_path(folder, track_no)
             if snap is not None:
                 z.write(snap, f"snapshots/{snapshot_name(track_no)}")
-            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), v.limit_kmh, round(v.t_s, 2),
+            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), _round(v.sigma_kmh, 1),
+                                    _round(v.lower_bound_kmh, 1), v.limit_kmh, v.over_limit_s, v.rule or "",
+                                    v.scale_source or "", round(v.t_s, 2),
                                     violation_time(v.occurred_at, v.t_s, flight and flight.clock,
                                                    flight and flight.start_time),
                                     v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else ""]))
