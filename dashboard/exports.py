@@ -109,13 +109,13 @@ def flight_gpx(db: Session, flight: Flight) -> str:
     return gpx.to_xml()
 
 
-RUN_CSV_COLUMNS = ["track_no", "class", "frame", "t_s", "speed_kmh", "sigma_kmh", "flag", "lat", "lon"]
+RUN_CSV_COLUMNS = ["track_no", "class", "frame", "t_s", "speed_kmh", "sigma_kmh", "flag", "lat", "lon", "scale_source"]
 
 
 def run_csv(db: Session, run: ProcessingRun) -> Iterator[str]:
     yield _csv_line(RUN_CSV_COLUMNS)
     q = (select(TrackRow.track_no, TrackRow.class_name, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh,
-                TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon)
+                TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon, TrackRow.scale_source)
          .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id, counted())
          .order_by(TrackSpeed.frame, TrackRow.track_no).execution_options(yield_per=5000))
     for row in db.execute(q):
@@ -133,8 +133,10 @@ def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
 def run_geojson(db: Session, run: ProcessingRun) -> str:
     features = [{"type": "Feature", "geometry": json.loads(t.path_geojson), "properties": {
         "track_id": t.track_no, "class": t.class_name, "moving": t.moving, "median_speed_kmh": t.median_speed_kmh,
-        "max_speed_kmh": t.max_speed_kmh, "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
-    return json.dumps({"type": "FeatureCollection", "features": features, "properties": {"run_id": run.id}})
+        "max_speed_kmh": t.max_speed_kmh, "median_sigma_kmh": t.median_sigma_kmh, "scale_source": t.scale_source,
+        "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
+    return json.dumps({"type": "FeatureCollection", "features": features,
+                       "properties": {"run_id": run.id, "scale_source": run.scale_source}})
 
 
 def run_kml(db: Session, run: ProcessingRun) -> str:
