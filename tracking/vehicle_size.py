@@ -228,7 +228,9 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        self.obs: deque = deque(maxlen=OBS_PER_TRACK)  # (t, x, y, k_lw, k_x, bright): anchor pixels, pixels per metre
+        # (t, x, y, k_lw, k_x, bright, k_box): anchor pixels; pixels per metre from its pixels (k_lw: length and
+        # width, k_x: lateral extent) and from its detector box (k_box)
+        self.obs: deque = deque(maxlen=OBS_PER_TRACK)
         self.detector_obs = 0
         self.last_measured = -10**9
         self.cls: dict[int, int] = {}
@@ -280,11 +282,11 @@ class VehicleSizeScale:
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved = deque(maxlen=OBS_PER_TRACK)
-            for t, x, ya, k_lw, k_x, bright in tr.obs:
+            for t, x, ya, k_lw, k_x, bright, k_box in tr.obs:
                 zz = _zoom(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((t, nx, ny, None if k_lw is None else k_lw * zz, None if k_x is None else k_x * zz,
-                              bright))
+                moved.append((t, nx, ny, *(None if k is None else k * zz for k in (k_lw, k_x)), bright,
+                              None if k_box is None else k_box * zz))
             tr.obs = moved
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
@@ -317,20 +319,19 @@ class VehicleSizeScale:
             cls_now = self._class_of(tr)
             length_m, width_m = self.sizes[cls_now]
             k_box = None
-            if det and length_m and max(box[2] - box[0], box[3] - box[1]) >= BOX_MIN_PX:
+            # the vehicle itself (not just its box, which is loose on small vehicles) long enough for its box
+            if det and length_m and m is not None and m.along_px >= BOX_MIN_PX:
                 heading = direction
                 if heading is None and m is not None and m.major_axis is not None:
                     heading = m.major_axis  # standing: its long axis
                 if heading is not None:
                     k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
                                       self.width / 2, self.height / 2)
-            if m is None and k_box is None:
+            if m is None:
                 continue
             z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
-            if m is None:
-                pass
-            elif direction is not None:
+            if direction is not None:
                 # moving: along travel = length, across = width; both, so their biases (motion smear lengthens,
                 # blur widens) meet in the middle: k = sqrt(k_length * k_width)
                 k_w = m.across_px / width_m
@@ -341,12 +342,10 @@ class VehicleSizeScale:
                     k_x = m.x_px / lat_m
             elif length_m:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
-            bright = m is not None and m.bright
-            if k_box is not None:
-                k_lw, bright = k_box, True  # the box leaves the shadow out, as a bright vehicle's pixels do
-            if k_lw is None and k_x is None:
+            if k_lw is None and k_x is None and k_box is None:
                 continue
-            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, bright))
+            tr.obs.append((t, ax, ay, *(None if k is None else k * z for k in (k_lw, k_x)), m is not None and m.bright,
+                           None if k_box is None else k_box * z))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
@@ -385,7 +384,9 @@ class VehicleSizeScale:
     def anchor_to_first(self) -> np.ndarray:
         return self._H_anchor_to_first
 
-    def _per_track(self, t: float | None):
+    def _per_track(self, t: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box), all tracks with 3
+        measurements, and the rows the one-number (nadir) scale uses."""
         rows = []
         window = self.cfg.size_window_s
         for tr in self._tracks.values():
@@ -394,22 +395,31 @@ class VehicleSizeScale:
                 continue
             k_lw = [o[3] for o in obs if o[3] is not None]
             k_x = [o[4] for o in obs if o[4] is not None]
+            k_box = [o[6] for o in obs if o[6] is not None]
             rows.append((float(np.median([o[2] for o in obs])),
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
                          float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
-                         float(np.mean([o[5] for o in obs]) >= 0.5)))
-        per = np.array(rows, np.float64).reshape(-1, 4)
+                         float(np.mean([o[5] for o in obs]) >= 0.5),
+                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan))
+        per = np.array(rows, np.float64).reshape(-1, 5)
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
         # enough of them
         bright = per[:, 3] > 0
         if (bright & np.isfinite(per[:, 1])).sum() >= self.cfg.size_min_tracks:
             per = per[bright]
-        return per
+        # the one-number scale: a vehicle's box where it has one (shadow-free, its 3-D outline modelled), else its
+        # pixels; box-measured and bright vehicles alone when there are enough of them
+        everyone = np.array(rows, np.float64).reshape(-1, 5)
+        boxed = np.isfinite(everyone[:, 4])
+        k_one = np.where(boxed, everyone[:, 4], everyone[:, 1])
+        clean = boxed | (everyone[:, 3] > 0)
+        if (clean & np.isfinite(k_one)).sum() >= self.cfg.size_min_tracks:
+            k_one = k_one[clean]
+        return per, k_one[np.isfinite(k_one)]
 
     def _fit(self, t: float | None) -> SizeModel | None:
         cfg = self.cfg
-        per = self._per_track(t)
-        k_lw = per[np.isfinite(per[:, 1]), 1] if len(per) else np.zeros(0)
+        per, k_lw = self._per_track(t)
         if len(k_lw) < cfg.size_min_tracks:
             return None
         cx, cy = self.width / 2, self.height / 2
