@@ -236,6 +236,22 @@ class _Track:
         self.cls: dict[int, int] = {}
 
 
+def _huber_line(y: np.ndarray, k: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Robust (Huber IRLS) line k = alpha + beta y: (alpha, beta, their covariance)."""
+    w = np.ones_like(y)
+    A = np.column_stack([np.ones_like(y), y])
+    for _ in range(10):
+        W = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(A * W[:, None], k * W, rcond=None)
+        r = k - A @ coef
+        s = max(1.4826 * float(np.median(np.abs(r))), 1e-9)
+        w = np.minimum(1.0, 1.5 * s / np.maximum(np.abs(r), 1e-12))
+    dof = max(len(y) - 2, 1)
+    sigma2 = float((w * r**2).sum() / dof)
+    cov = sigma2 * np.linalg.pinv(A.T @ (A * w[:, None]))
+    return float(coef[0]), float(coef[1]), cov
+
+
 def _zoom(H: np.ndarray, x: float, y: float) -> float:
     """Local linear magnification of homography H at (x, y)."""
     p = np.array([x, y, 1.0])
@@ -411,6 +427,9 @@ class VehicleSizeScale:
         # pixels; box-measured and bright vehicles alone when there are enough of them
         everyone = np.array(rows, np.float64).reshape(-1, 5)
         boxed = np.isfinite(everyone[:, 4])
+        if boxed.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(
+                *_huber_line(everyone[boxed, 0], everyone[boxed, 4])):
+            boxed[:] = False  # box sizes growing down the frame: not a straight-down view, which the box model assumes
         k_one = np.where(boxed, everyone[:, 4], everyone[:, 1])
         clean = boxed | (everyone[:, 3] > 0)
         if (clean & np.isfinite(k_one)).sum() >= self.cfg.size_min_tracks:
@@ -436,29 +455,20 @@ class VehicleSizeScale:
         se = 1.25 * mad / math.sqrt(len(k_lw))  # standard error of a median
         return SizeModel(k, 0.0, self.focal_px, cx, cy, math.hypot(se / k, sys_rel), len(k_lw), self.segment)
 
+    def _grows_with_row(self, alpha: float, beta: float, cov: np.ndarray) -> bool:
+        """A scale clearly (> 3 SE) growing towards the image bottom, by size_min_perspective or more."""
+        k_mid = alpha + beta * self.height / 2
+        if beta <= 0 or k_mid <= 0 or beta < 3.0 * math.sqrt(max(cov[1, 1], 0.0)):
+            return False
+        return beta * self.height / k_mid >= self.cfg.size_min_perspective
+
     def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
         """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""
         ok = np.isfinite(per[:, 2]) if len(per) else np.zeros(0, bool)
         if ok.sum() < max(8, self.cfg.size_min_tracks):
             return None
-        y, k = per[ok, 0], per[ok, 2]
-        w = np.ones_like(y)
-        A = np.column_stack([np.ones_like(y), y])
-        for _ in range(10):  # Huber IRLS
-            W = np.sqrt(w)
-            coef, *_ = np.linalg.lstsq(A * W[:, None], k * W, rcond=None)
-            r = k - A @ coef
-            s = max(1.4826 * float(np.median(np.abs(r))), 1e-9)
-            w = np.minimum(1.0, 1.5 * s / np.maximum(np.abs(r), 1e-12))
-        dof = max(len(y) - 2, 1)
-        sigma2 = float((w * r**2).sum() / dof)
-        cov = sigma2 * np.linalg.pinv(A.T @ (A * w[:, None]))
-        alpha, beta = float(coef[0]), float(coef[1])
-        se_beta = math.sqrt(max(cov[1, 1], 0.0))
-        k_mid = alpha + beta * self.height / 2
-        if beta <= 0 or k_mid <= 0 or beta < 3.0 * se_beta:
-            return None
-        if beta * self.height / k_mid < self.cfg.size_min_perspective:
+        alpha, beta, cov = _huber_line(per[ok, 0], per[ok, 2])
+        if not self._grows_with_row(alpha, beta, cov):
             return None  # the scale changes too little across the frame to be told from noise: nadir
         y_h = -alpha / beta
         if y_h > 0.25 * self.height:
