@@ -427,9 +427,8 @@ class VehicleSizeScale:
         # pixels; box-measured and bright vehicles alone when there are enough of them
         everyone = np.array(rows, np.float64).reshape(-1, 5)
         boxed = np.isfinite(everyone[:, 4])
-        if boxed.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(
-                *_huber_line(everyone[boxed, 0], everyone[boxed, 4])):
-            boxed[:] = False  # box sizes growing down the frame: not a straight-down view, which the box model assumes
+        if boxed.any() and self._looks_oblique(everyone, boxed):
+            boxed[:] = False  # not a straight-down view, which the box model assumes: pixels only
         k_one = np.where(boxed, everyone[:, 4], everyone[:, 1])
         clean = boxed | (everyone[:, 3] > 0)
         if (clean & np.isfinite(k_one)).sum() >= self.cfg.size_min_tracks:
@@ -454,6 +453,15 @@ class VehicleSizeScale:
         mad = 1.4826 * float(np.median(np.abs(k_lw - k)))
         se = 1.25 * mad / math.sqrt(len(k_lw))  # standard error of a median
         return SizeModel(k, 0.0, self.focal_px, cx, cy, math.hypot(se / k, sys_rel), len(k_lw), self.segment)
+
+    def _looks_oblique(self, per: np.ndarray, boxed: np.ndarray) -> bool:
+        """Vehicles (box-measured ones, or all by their lateral pixel extent) growing clearly down the frame: an
+        oblique view, even where the oblique fit is not kept (e.g. its horizon implausibly low)."""
+        lateral = np.isfinite(per[:, 2])
+        for ok, col in ((boxed, 4), (lateral, 2)):
+            if ok.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(*_huber_line(per[ok, 0], per[ok, col])):
+                return True
+        return False
 
     def _grows_with_row(self, alpha: float, beta: float, cov: np.ndarray) -> bool:
         """A scale clearly (> 3 SE) growing towards the image bottom, by size_min_perspective or more."""
