@@ -109,13 +109,13 @@ def flight_gpx(db: Session, flight: Flight) -> str:
     return gpx.to_xml()
 
 
-RUN_CSV_COLUMNS = ["track_no", "class", "frame", "t_s", "speed_kmh", "sigma_kmh", "flag", "lat", "lon"]
+RUN_CSV_COLUMNS = ["track_no", "class", "frame", "t_s", "speed_kmh", "sigma_kmh", "flag", "lat", "lon", "scale_source"]
 
 
 def run_csv(db: Session, run: ProcessingRun) -> Iterator[str]:
     yield _csv_line(RUN_CSV_COLUMNS)
     q = (select(TrackRow.track_no, TrackRow.class_name, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh,
-                TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon)
+                TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon, TrackRow.scale_source)
          .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id, counted())
          .order_by(TrackSpeed.frame, TrackRow.track_no).execution_options(yield_per=5000))
     for row in db.execute(q):
@@ -133,8 +133,10 @@ def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
 def run_geojson(db: Session, run: ProcessingRun) -> str:
     features = [{"type": "Feature", "geometry": json.loads(t.path_geojson), "properties": {
         "track_id": t.track_no, "class": t.class_name, "moving": t.moving, "median_speed_kmh": t.median_speed_kmh,
-        "max_speed_kmh": t.max_speed_kmh, "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
-    return json.dumps({"type": "FeatureCollection", "features": features, "properties": {"run_id": run.id}})
+        "max_speed_kmh": t.max_speed_kmh, "median_sigma_kmh": t.median_sigma_kmh, "scale_source": t.scale_source,
+        "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
+    return json.dumps({"type": "FeatureCollection", "features": features,
+                       "properties": {"run_id": run.id, "scale_source": run.scale_source}})
 
 
 def run_kml(db: Session, run: ProcessingRun) -> str:
@@ -180,8 +182,12 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     return path
 
 
-VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "limit_kmh", "video_t_s", "when", "lat", "lon", "snapshot",
-                     "clip"]
+VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "sigma_kmh", "lower_bound_kmh", "limit_kmh", "over_limit_s",
+                     "rule", "scale_source", "video_t_s", "when", "lat", "lon", "snapshot", "clip"]
+
+
+def _round(x: float | None, digits: int):
+    return "" if x is None else round(x, digits)
 
 
 def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
@@ -208,7 +214,9 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
             clip = clip_path(folder, track_no)
             if clip is not None:  # H.264 does not deflate: stored as it is
                 z.write(clip, f"clips/{clip_name(track_no)}", compress_type=zipfile.ZIP_STORED)
-            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), v.limit_kmh, round(v.t_s, 2),
+            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), _round(v.sigma_kmh, 1),
+                                    _round(v.lower_bound_kmh, 1), v.limit_kmh, v.over_limit_s, v.rule or "",
+                                    v.scale_source or "", round(v.t_s, 2),
                                     violation_time(v.occurred_at, v.t_s, flight and flight.clock,
                                                    flight and flight.start_time),
                                     v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else "",

@@ -103,7 +103,7 @@ def _track_state(row: dict) -> TrackState:
 def _frame_results(csv_path: Path, fps: float, total_frames: int):
     """FrameResults in frame order, including the frames without any vehicle (the sink counts frames)."""
     next_index = 0
-    current, tracks, t = None, [], 0.0
+    current, tracks, t, source = None, [], 0.0, None
     with open(csv_path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = {"frame", "t", "track_id", "class", "x1", "y1", "x2", "y2", "score", "moving", "speed_kmh"} - set(
@@ -118,16 +118,17 @@ def _frame_results(csv_path: Path, fps: float, total_frames: int):
                 raise RunImportError(f"{csv_path}: line {line_no}: bad value ({exc})") from None
             if index != current:
                 if current is not None:
-                    yield FrameResult(Frame(current, t, _NO_IMAGE), tracks)
+                    yield FrameResult(Frame(current, t, _NO_IMAGE), tracks, scale_source=source)
                     next_index = current + 1
                 if index < next_index:
                     raise RunImportError(f"{csv_path}: line {line_no}: frame {index + 1} out of order")
                 for empty in range(next_index, index):
                     yield FrameResult(Frame(empty, empty / fps, _NO_IMAGE), [])
                 current, tracks, t = index, [], row_t
+                source = row.get("scale_source") or None  # the frame's scale source (the same on all its rows)
             tracks.append(state)
     if current is not None:
-        yield FrameResult(Frame(current, t, _NO_IMAGE), tracks)
+        yield FrameResult(Frame(current, t, _NO_IMAGE), tracks, scale_source=source)
         next_index = current + 1
     for empty in range(next_index, total_frames):
         yield FrameResult(Frame(empty, empty / fps, _NO_IMAGE), [])

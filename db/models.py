@@ -243,6 +243,8 @@ class ProcessingRun(Base):
     # 'incomplete': part of the input (video frames, flight log) was damaged; losses_json lists what and where
     completeness: Mapped[str] = mapped_column(String(16), default="complete", server_default="complete")
     losses_json: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # the scale source most frames used (summary_json -> scale has the detail): telemetry, calibration, size_prior
+    scale_source: Mapped[str | None] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]  # last batch written; a 'running' run that stopped beating died
@@ -264,6 +266,10 @@ class TrackRow(Base):
     moving: Mapped[bool] = mapped_column(Boolean, default=True)
     median_speed_kmh: Mapped[float | None] = mapped_column(Float)
     max_speed_kmh: Mapped[float | None] = mapped_column(Float)
+    median_sigma_kmh: Mapped[float | None] = mapped_column(Float)  # of the speeds counted in median_speed_kmh
+    # where the scale of its speeds came from (tracking.types.ScaleSource: telemetry, calibration, size_prior),
+    # the one most of its speeds used
+    scale_source: Mapped[str | None] = mapped_column(String(16))
     path_geojson: Mapped[str | None] = mapped_column(Text)  # LineString of [lon, lat] when georeferenced
 
 
@@ -312,6 +318,14 @@ class Violation(Base):
     task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="SET NULL"), index=True)
     speed_kmh: Mapped[float] = mapped_column(Float)
     limit_kmh: Mapped[float] = mapped_column(Float)
+    # the evidence: speed_kmh's 1-sigma uncertainty, speed - 2 sigma (what exceeded the limit), how long the
+    # vehicle was over the limit by that rule, the rule in words (tracking.types.violation_rule) and the scale
+    # source of the speed (a size-prior speed is low confidence; its sigma carries the scale's error)
+    sigma_kmh: Mapped[float | None] = mapped_column(Float)
+    lower_bound_kmh: Mapped[float | None] = mapped_column(Float)
+    over_limit_s: Mapped[float | None] = mapped_column(Float)
+    rule: Mapped[str | None] = mapped_column(String(96))
+    scale_source: Mapped[str | None] = mapped_column(String(16))
     occurred_at: Mapped[datetime | None] = mapped_column(index=True)
     time_is_estimate: Mapped[bool] = mapped_column(Boolean, default=False)  # no flight clock: processing time used
     t_s: Mapped[float] = mapped_column(Double)

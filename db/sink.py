@@ -52,7 +52,8 @@ class _Track:
     classes: Counter = field(default_factory=Counter)
     moving_frames: int = 0
     frames: int = 0
-    speeds: list[tuple[float, float, float | None, float | None, float | None]] = field(default_factory=list)  # kmh, t, lat, lon, sigma
+    # kmh, t, lat, lon, sigma, scale source
+    speeds: list[tuple[float, float, float | None, float | None, float | None, str | None]] = field(default_factory=list)
     path: list[list[float]] = field(default_factory=list)
     path_t: float = -1e9
     db_id: int | None = None
@@ -79,6 +80,7 @@ class DatabaseSink:
         self._frame_count: int | None = None
         self._fps = 25.0
         self._unconfirmed: tuple[int, int] | None = None  # (frames, rows) of a batch whose commit got no answer
+        self._scale_sources: Counter = Counter()  # frames per scale source
 
     # -- Sink protocol ---------------------------------------------------------------------------------------
     def open(self, info: RunInfo) -> None:
@@ -112,7 +114,7 @@ class DatabaseSink:
             t.moving_frames += bool(tr.moving)
             speed, lat, lon = _finite(tr.speed_kmh), _finite(tr.lat), _finite(tr.lon)
             if speed is not None and trusted_speed(tr.speed_flag, _finite(tr.speed_sigma_kmh)):
-                t.speeds.append((speed, f.t, lat, lon, _finite(tr.speed_sigma_kmh)))
+                t.speeds.append((speed, f.t, lat, lon, _finite(tr.speed_sigma_kmh), result.scale_source))
             if lat is not None and lon is not None and f.t - t.path_t >= PATH_SPACING_S:
                 t.path.append([round(lon, 7), round(lat, 7)])
                 t.path_t = f.t
@@ -122,6 +124,8 @@ class DatabaseSink:
                 "flag": tr.speed_flag[:32] if tr.speed_flag else None,
             })
         self._frames += 1
+        if result.scale_source:
+            self._scale_sources[result.scale_source] += 1
         if len(self._rows) >= self.batch_rows:
             self.write_batch(self.retry_s)
 
@@ -165,6 +169,11 @@ class DatabaseSink:
         run.timings_json = run.summary_json.get("timings")
         run.summary_json["violations"] = n_violations
         run.summary_json["violation_rule"] = violation_rule(self.min_over_limit_s)
+        scale = run.summary_json.get("scale")
+        source = scale.get("source") if isinstance(scale, dict) else None
+        if not source and self._scale_sources:
+            source = self._scale_sources.most_common(1)[0][0]
+        run.scale_source = str(source)[:16] if source else None
         losses = run.summary_json.get("losses") or []
         run.completeness, run.losses_json = ("incomplete", losses) if losses else ("complete", None)
 
@@ -253,6 +262,8 @@ class DatabaseSink:
         rows = []
         for no, t in self._tracks.items():
             speeds = [v[0] for v in t.speeds]
+            sigmas = [v[4] for v in t.speeds if v[4] is not None]
+            sources = Counter(v[5] for v in t.speeds if v[5])
             path = None
             if len(t.path) >= 2:
                 path = json.dumps({"type": "LineString", "coordinates": t.path})
@@ -263,6 +274,8 @@ class DatabaseSink:
                 "moving": t.moving_frames * 2 >= t.frames,
                 "median_speed_kmh": statistics.median(speeds) if speeds else None,
                 "max_speed_kmh": max(speeds) if speeds else None, "path_geojson": path,
+                "median_sigma_kmh": statistics.median(sigmas) if sigmas else None,
+                "scale_source": sources.most_common(1)[0][0][:16] if sources else None,
             })
         if rows:
             s.execute(update(TrackRow), rows)  # ORM bulk UPDATE by primary key
@@ -293,6 +306,7 @@ class DatabaseSink:
         run = s.get(ProcessingRun, self.run_id)
         t0, estimate = self._event_clock(s, run)
         frame_s = 1.0 / self._fps
+        rule = violation_rule(self.min_over_limit_s)
         rows = []
         for no, t in self._tracks.items():
             # over the limit even at the low end of its uncertainty; the record is the frame where that low end is
@@ -300,9 +314,12 @@ class DatabaseSink:
             over = [v for v in t.speeds if lower_bound_kmh(v[0], v[4]) > limit]
             if len(over) * frame_s < self.min_over_limit_s:
                 continue
-            speed, when, lat, lon, _sigma = max(over, key=lambda v: lower_bound_kmh(v[0], v[4]))
+            speed, when, lat, lon, sigma, source = max(over, key=lambda v: lower_bound_kmh(v[0], v[4]))
             rows.append({"run_id": self.run_id, "track_id": t.db_id or ids[no], "task_id": task_id, "speed_kmh": speed,
-                         "limit_kmh": limit, "t_s": when, "lat": lat, "lon": lon, "time_is_estimate": estimate,
+                         "limit_kmh": limit, "sigma_kmh": sigma, "lower_bound_kmh": lower_bound_kmh(speed, sigma),
+                         "over_limit_s": round(len(over) * frame_s, 3), "rule": rule,
+                         "scale_source": source[:16] if source else None,
+                         "t_s": when, "lat": lat, "lon": lon, "time_is_estimate": estimate,
                          "cell": grid_cell(lat, lon), "occurred_at": t0 + timedelta(seconds=when) if t0 else None})
         if rows:
             s.execute(insert(Violation), rows)

@@ -43,10 +43,52 @@ MIN_CONTRAST = 14.0  # grey levels a vehicle pixel differs from the road at leas
 MEASURE_EVERY, MEASURE_EVERY_SETTLED, SETTLED_OBS = 3, 12, 10
 OBS_PER_TRACK = 40
 REFIT_EVERY = 5  # frames
+# A detector box this long (pixels) measures its vehicle to a few per cent: the detector is trained to box the body
+# without its shadow, which the pixel measurement of a dark vehicle cannot leave out. Smaller boxes (and motion
+# blobs) are several pixels loose: those vehicles are measured by their pixels.
+BOX_MIN_PX = 16.0
+# heights (m) by class: the roof is nearer the camera than the road, and off the image centre a vehicle's side shows
+CLASS_HEIGHT_M = {0: 1.5, 1: 3.5, 2: 3.1, 3: 2.1}
 
 
 def class_sizes(cfg: SpeedConfig) -> dict[int, tuple[float | None, float]]:
     return {CAR: (cfg.car_length_m, cfg.car_width_m), VAN: (5.2, 2.0), BUS: (12.0, 2.55), TRUCK: (None, 2.5)}
+
+
+def _union_extent(half: float, magnification: float, shift: float) -> float:
+    """Extent along one axis of a footprint interval [-half, half] and its roof: the same interval magnified by
+    ``magnification`` and shifted by ``shift`` (the 3-D box seen from above: its image outline)."""
+    return max(half, shift + magnification * half) - min(-half, shift - magnification * half)
+
+
+def box_scale(box: np.ndarray, direction: np.ndarray, length_m: float, width_m: float, height_m: float,
+              focal_px: float, cx: float, cy: float) -> float | None:
+    """Pixels per metre on the road at a vehicle from its detector box, for a camera looking (nearly) straight down.
+
+    The box outlines the whole vehicle body: its footprint (a length x width rectangle along ``direction``, the unit
+    vector of its heading in the image) and its roof ``height_m`` higher. Seen from height H the roof is magnified by
+    H / (H - h) about the principal point, so off the image centre it is also shifted outwards by (M - 1) times the
+    vehicle's distance from the centre: the side facing the centre shows (a 1.5 m car 30 deg off-axis shows ~0.9 m of
+    side, a 25 % wider box). With H = focal / k (k: pixels per metre on the road) the box size is a known function
+    of k, solved by fixed-point iteration on the geometric mean of the box's width and height."""
+    bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+    c, s = abs(float(direction[0])), abs(float(direction[1]))
+    ex, ey = length_m * c + width_m * s, length_m * s + width_m * c  # footprint's axis-aligned box (metres)
+    if bw <= 0 or bh <= 0 or ex <= 0 or ey <= 0:
+        return None
+    px, py = (box[0] + box[2]) / 2 - cx, (box[1] + box[3]) / 2 - cy
+    k = math.sqrt(bw * bh / (ex * ey))
+    for _ in range(12):
+        if height_m * k >= 0.5 * focal_px:  # the camera would be lower than twice the vehicle: not a drone view
+            return None
+        mag = focal_px / (focal_px - height_m * k)
+        wx = _union_extent(k * ex / 2, mag, (mag - 1) * px)
+        wy = _union_extent(k * ey / 2, mag, (mag - 1) * py)
+        step = math.sqrt(bw * bh / (wx * wy))
+        k *= step
+        if abs(step - 1) < 1e-4:
+            break
+    return k
 
 
 @dataclass
@@ -58,6 +100,7 @@ class VehicleMeasure:
     x_px: float  # extent along image rows (lateral in an oblique view)
     area_px: int
     bright: bool = True  # brighter than the road: measured without its shadow
+    major_axis: np.ndarray | None = None  # unit vector of its principal axis in the image
 
 
 def _extent(var: float) -> float:
@@ -118,13 +161,15 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     pts = np.column_stack([xs, ys]).astype(np.float64)
     pts -= pts.mean(0)
     cov = pts.T @ pts / len(pts)
+    evals, evecs = np.linalg.eigh(cov)
+    major = evecs[:, 1]
     if direction is None:
-        evals, evecs = np.linalg.eigh(cov)
-        u = evecs[:, 1]
+        u = major
     else:
         u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
     v = np.array([-u[1], u[0]])
-    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright)
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright,
+                          major)
 
 
 @dataclass
@@ -183,10 +228,28 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        self.obs: deque = deque(maxlen=OBS_PER_TRACK)  # (t, x, y, k_lw, k_x, bright): anchor pixels, pixels per metre
+        # (t, x, y, k_lw, k_x, bright, k_box): anchor pixels; pixels per metre from its pixels (k_lw: length and
+        # width, k_x: lateral extent) and from its detector box (k_box)
+        self.obs: deque = deque(maxlen=OBS_PER_TRACK)
         self.detector_obs = 0
         self.last_measured = -10**9
         self.cls: dict[int, int] = {}
+
+
+def _huber_line(y: np.ndarray, k: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Robust (Huber IRLS) line k = alpha + beta y: (alpha, beta, their covariance)."""
+    w = np.ones_like(y)
+    A = np.column_stack([np.ones_like(y), y])
+    for _ in range(10):
+        W = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(A * W[:, None], k * W, rcond=None)
+        r = k - A @ coef
+        s = max(1.4826 * float(np.median(np.abs(r))), 1e-9)
+        w = np.minimum(1.0, 1.5 * s / np.maximum(np.abs(r), 1e-12))
+    dof = max(len(y) - 2, 1)
+    sigma2 = float((w * r**2).sum() / dof)
+    cov = sigma2 * np.linalg.pinv(A.T @ (A * w[:, None]))
+    return float(coef[0]), float(coef[1]), cov
 
 
 def _zoom(H: np.ndarray, x: float, y: float) -> float:
@@ -235,11 +298,11 @@ class VehicleSizeScale:
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved = deque(maxlen=OBS_PER_TRACK)
-            for t, x, ya, k_lw, k_x, bright in tr.obs:
+            for t, x, ya, k_lw, k_x, bright, k_box in tr.obs:
                 zz = _zoom(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((t, nx, ny, None if k_lw is None else k_lw * zz, None if k_x is None else k_x * zz,
-                              bright))
+                moved.append((t, nx, ny, *(None if k is None else k * zz for k in (k_lw, k_x)), bright,
+                              None if k_box is None else k_box * zz))
             tr.obs = moved
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
@@ -269,9 +332,19 @@ class VehicleSizeScale:
             tr.last_measured = self._frames
             direction = self._direction(tr, box, Hinv)
             m = measure_vehicle(image, box, direction)
+            cls_now = self._class_of(tr)
+            length_m, width_m = self.sizes[cls_now]
+            k_box = None
+            # the vehicle itself (not just its box, which is loose on small vehicles) long enough for its box
+            if det and length_m and m is not None and m.along_px >= BOX_MIN_PX:
+                heading = direction
+                if heading is None and m is not None and m.major_axis is not None:
+                    heading = m.major_axis  # standing: its long axis
+                if heading is not None:
+                    k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
+                                      self.width / 2, self.height / 2)
             if m is None:
                 continue
-            length_m, width_m = self.sizes[self._class_of(tr)]
             z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
             if direction is not None:
@@ -285,9 +358,10 @@ class VehicleSizeScale:
                     k_x = m.x_px / lat_m
             elif length_m:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
-            if k_lw is None and k_x is None:
+            if k_lw is None and k_x is None and k_box is None:
                 continue
-            tr.obs.append((t, ax, ay, None if k_lw is None else k_lw * z, None if k_x is None else k_x * z, m.bright))
+            tr.obs.append((t, ax, ay, *(None if k is None else k * z for k in (k_lw, k_x)), m is not None and m.bright,
+                           None if k_box is None else k_box * z))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
@@ -326,7 +400,9 @@ class VehicleSizeScale:
     def anchor_to_first(self) -> np.ndarray:
         return self._H_anchor_to_first
 
-    def _per_track(self, t: float | None):
+    def _per_track(self, t: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box), all tracks with 3
+        measurements, and the rows the one-number (nadir) scale uses."""
         rows = []
         window = self.cfg.size_window_s
         for tr in self._tracks.values():
@@ -335,22 +411,33 @@ class VehicleSizeScale:
                 continue
             k_lw = [o[3] for o in obs if o[3] is not None]
             k_x = [o[4] for o in obs if o[4] is not None]
+            k_box = [o[6] for o in obs if o[6] is not None]
             rows.append((float(np.median([o[2] for o in obs])),
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
                          float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
-                         float(np.mean([o[5] for o in obs]) >= 0.5)))
-        per = np.array(rows, np.float64).reshape(-1, 4)
+                         float(np.mean([o[5] for o in obs]) >= 0.5),
+                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan))
+        per = np.array(rows, np.float64).reshape(-1, 5)
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
         # enough of them
         bright = per[:, 3] > 0
         if (bright & np.isfinite(per[:, 1])).sum() >= self.cfg.size_min_tracks:
             per = per[bright]
-        return per
+        # the one-number scale: a vehicle's box where it has one (shadow-free, its 3-D outline modelled), else its
+        # pixels; box-measured and bright vehicles alone when there are enough of them
+        everyone = np.array(rows, np.float64).reshape(-1, 5)
+        boxed = np.isfinite(everyone[:, 4])
+        if boxed.any() and self._looks_oblique(everyone, boxed):
+            boxed[:] = False  # not a straight-down view, which the box model assumes: pixels only
+        k_one = np.where(boxed, everyone[:, 4], everyone[:, 1])
+        clean = boxed | (everyone[:, 3] > 0)
+        if (clean & np.isfinite(k_one)).sum() >= self.cfg.size_min_tracks:
+            k_one = k_one[clean]
+        return per, k_one[np.isfinite(k_one)]
 
     def _fit(self, t: float | None) -> SizeModel | None:
         cfg = self.cfg
-        per = self._per_track(t)
-        k_lw = per[np.isfinite(per[:, 1]), 1] if len(per) else np.zeros(0)
+        per, k_lw = self._per_track(t)
         if len(k_lw) < cfg.size_min_tracks:
             return None
         cx, cy = self.width / 2, self.height / 2
@@ -367,29 +454,29 @@ class VehicleSizeScale:
         se = 1.25 * mad / math.sqrt(len(k_lw))  # standard error of a median
         return SizeModel(k, 0.0, self.focal_px, cx, cy, math.hypot(se / k, sys_rel), len(k_lw), self.segment)
 
+    def _looks_oblique(self, per: np.ndarray, boxed: np.ndarray) -> bool:
+        """Vehicles (box-measured ones, or all by their lateral pixel extent) growing clearly down the frame: an
+        oblique view, even where the oblique fit is not kept (e.g. its horizon implausibly low)."""
+        lateral = np.isfinite(per[:, 2])
+        for ok, col in ((boxed, 4), (lateral, 2)):
+            if ok.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(*_huber_line(per[ok, 0], per[ok, col])):
+                return True
+        return False
+
+    def _grows_with_row(self, alpha: float, beta: float, cov: np.ndarray) -> bool:
+        """A scale clearly (> 3 SE) growing towards the image bottom, by size_min_perspective or more."""
+        k_mid = alpha + beta * self.height / 2
+        if beta <= 0 or k_mid <= 0 or beta < 3.0 * math.sqrt(max(cov[1, 1], 0.0)):
+            return False
+        return beta * self.height / k_mid >= self.cfg.size_min_perspective
+
     def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
         """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""
         ok = np.isfinite(per[:, 2]) if len(per) else np.zeros(0, bool)
         if ok.sum() < max(8, self.cfg.size_min_tracks):
             return None
-        y, k = per[ok, 0], per[ok, 2]
-        w = np.ones_like(y)
-        A = np.column_stack([np.ones_like(y), y])
-        for _ in range(10):  # Huber IRLS
-            W = np.sqrt(w)
-            coef, *_ = np.linalg.lstsq(A * W[:, None], k * W, rcond=None)
-            r = k - A @ coef
-            s = max(1.4826 * float(np.median(np.abs(r))), 1e-9)
-            w = np.minimum(1.0, 1.5 * s / np.maximum(np.abs(r), 1e-12))
-        dof = max(len(y) - 2, 1)
-        sigma2 = float((w * r**2).sum() / dof)
-        cov = sigma2 * np.linalg.pinv(A.T @ (A * w[:, None]))
-        alpha, beta = float(coef[0]), float(coef[1])
-        se_beta = math.sqrt(max(cov[1, 1], 0.0))
-        k_mid = alpha + beta * self.height / 2
-        if beta <= 0 or k_mid <= 0 or beta < 3.0 * se_beta:
-            return None
-        if beta * self.height / k_mid < self.cfg.size_min_perspective:
+        alpha, beta, cov = _huber_line(per[ok, 0], per[ok, 2])
+        if not self._grows_with_row(alpha, beta, cov):
             return None  # the scale changes too little across the frame to be told from noise: nadir
         y_h = -alpha / beta
         if y_h > 0.25 * self.height:

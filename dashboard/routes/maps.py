@@ -82,5 +82,8 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
             "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
             "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,
             "baseline": run.baseline if run else None,
-            "scale_source": ((run.summary_json or {}).get("scale") or {}).get("source") if run else None,
+            "median_sigma_kmh": track.median_sigma_kmh,
+            # the track's own source (a run can switch, e.g. telemetry lost mid-flight), else the run's
+            "scale_source": track.scale_source or (run.scale_source if run else None)
+            or (((run.summary_json or {}).get("scale") or {}).get("source") if run else None),
             "figure": figure}

@@ -5,7 +5,7 @@ import statistics
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard import charts, counts, evidence, exports
@@ -15,7 +15,7 @@ from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
 from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
-from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation
+from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -131,14 +131,13 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     stats = run_stats(db, run)
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     out_dir = exports.run_output_dir(run, db)
-    # the speed's sigma is the track_speeds row the violation was taken from (same track, same video time)
+    # each violation stores its evidence: speed, sigma, speed - 2 sigma, time over the limit, rule, scale source
     violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
-                   evidence.snapshot_path(out_dir, no) is not None, sigma, evidence.clip_path(out_dir, no) is not None)
-                  for v, no, cls, sigma in db.execute(
-                      select(Violation, TrackRow.track_no, TrackRow.class_name, TrackSpeed.sigma_kmh)
+                   evidence.snapshot_path(out_dir, no) is not None, v.sigma_kmh,
+                   evidence.clip_path(out_dir, no) is not None)
+                  for v, no, cls in db.execute(
+                      select(Violation, TrackRow.track_no, TrackRow.class_name)
                       .join(TrackRow, TrackRow.id == Violation.track_id)
-                      .outerjoin(TrackSpeed, and_(TrackSpeed.track_id == Violation.track_id,
-                                                  TrackSpeed.t_s == Violation.t_s))
                       .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
     tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
                              .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))

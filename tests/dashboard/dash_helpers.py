@@ -37,13 +37,14 @@ def write_gpx(path: Path, start: datetime, seconds: int = 12) -> Path:
 
 def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: float = 10.0, frames: int = 60,
                  telemetry: Path | None = None, origin: tuple[float, float] = ORIGIN,
-                 fragments: tuple = (), video: bool = False) -> Path:
+                 fragments: tuple = (), video: bool = False, scale_source: str | None = None) -> Path:
     """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
 
     Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car. Each entry of
     ``fragments`` adds a short-lived track next to the road: that many frames from frame 10 (the kind of fragment a
     tracker leaves when it briefly loses a vehicle), or a (first frame, frames) pair. ``video``: also write the
-    run's source video (:class:`RoadVideo`), so the run can have an orthophoto.
+    run's source video (:class:`RoadVideo`), so the run can have an orthophoto. ``scale_source``: what every frame's
+    scale came from (``tracks.csv`` column ``scale_source``).
     """
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from tracking.types import FrameResult, RunInfo, TrackState
@@ -75,7 +76,7 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
                 tracks.append(TrackState(track_id=100 + j, xyxy=np.array([x, y, x + 20, y + 10], np.float32),
                                          score=0.5, class_id=0, moving=True, speed_kmh=None, speed_sigma_kmh=None,
                                          ground_xy=(east, north), lat=lat, lon=lon))
-        result = FrameResult(Frame(i, t, image), tracks)
+        result = FrameResult(Frame(i, t, image), tracks, scale_source=scale_source)
         for s in sinks:
             s.write(result)
         if writer is not None:

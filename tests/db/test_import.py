@@ -158,7 +158,7 @@ def test_cli_import_and_upgrade(db_url, tmp_path, monkeypatch):
     monkeypatch.setenv("AIRPATROL_DATABASE_URL", db_url)
     runner = CliRunner()
     up = runner.invoke(app, ["db", "upgrade"])
-    assert up.exit_code == 0 and "revision 0002" in up.output
+    assert up.exit_code == 0 and "revision 0003" in up.output
     p = tmp_path / "DJI_0007.SRT"
     p.write_text(SRT)
     res = runner.invoke(app, ["import-log", str(p), "--device", "CLI-1", "--create-device", "-q"])

@@ -16,8 +16,8 @@ from db.models import Base, Device, Flight, ProcessingRun, TelemetrySampleRow
 def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
-    assert upgrade(empty_db_url) == head_revision() == "0002"
-    assert upgrade(empty_db_url) == "0002"  # idempotent
+    assert upgrade(empty_db_url) == head_revision() == "0003"
+    assert upgrade(empty_db_url) == "0003"  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
     try:
@@ -35,7 +35,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             assert required in indexes
     finally:
         engine.dispose()
-    assert current_revision(empty_db_url) == "0002"
+    assert current_revision(empty_db_url) == "0003"
 
 
 def test_same_values_on_both_back_ends(db_url):
@@ -83,10 +83,37 @@ def test_upgrade_adopts_service_tables_made_before_they_were_migrations(empty_db
                               "VALUES ('cam', 'pull', 1, 'user:admin', '2026-01-01 00:00:00')"))
     finally:
         engine.dispose()
-    assert upgrade(empty_db_url) == "0002"
+    assert upgrade(empty_db_url) == "0003"
     with session_scope(empty_db_url) as s:
         assert [r.name for r in s.scalars(select(StreamRow))] == ["cam"]
         run = ProcessingRun(status="complete")
         s.add(run)
         s.flush()
         assert run.completeness == "complete" and run.losses_json is None
+
+
+def test_upgrade_to_0003_fills_existing_violations_from_their_speed_rows(empty_db_url):
+    """Violations stored before 0003 get the sigma of the speed row they were taken from (same track and video
+    time) and speed - 2 sigma; a violation without such a row keeps sigma NULL and its speed as the lower bound."""
+    from sqlalchemy import text
+
+    from db.models import Violation
+
+    assert upgrade(empty_db_url, "0002") == "0002"
+    engine = make_db_engine(empty_db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO processing_runs (id, status, baseline, progress, frames_done, completeness,"
+                              " created_at) VALUES (1, 'complete', 0, 1, 10, 'complete', '2026-01-01 00:00:00')"))
+            conn.execute(text("INSERT INTO tracks (id, run_id, track_no, class_name, first_t, last_t, first_frame,"
+                              " last_frame, moving) VALUES (1, 1, 7, 'car', 0, 2, 0, 20, 1), (2, 1, 8, 'car', 0, 2, 0, 20, 1)"))
+            conn.execute(text("INSERT INTO track_speeds (track_id, frame, t_s, speed_kmh, sigma_kmh) VALUES"
+                              " (1, 5, 0.5, 88, 3), (1, 6, 0.6, 91, 4.5)"))
+            conn.execute(text("INSERT INTO violations (run_id, track_id, speed_kmh, limit_kmh, time_is_estimate, t_s)"
+                              " VALUES (1, 1, 91, 80, 1, 0.6), (1, 2, 99, 80, 1, 1.0)"))
+    finally:
+        engine.dispose()
+    assert upgrade(empty_db_url) == "0003"
+    with session_scope(empty_db_url) as s:
+        got = {v.track_id: (v.sigma_kmh, v.lower_bound_kmh, v.rule) for v in s.scalars(select(Violation))}
+    assert got == {1: (4.5, 82.0, None), 2: (None, 99.0, None)}

@@ -148,14 +148,42 @@ def test_violation_needs_speed_minus_two_sigma_above_the_limit(db_url):
         tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 90.0, 10.0, "low_confidence_scale"),  # 70 > 60
                   TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 78.0, 10.0, "low_confidence_scale"),  # 58
                   TrackState(3, np.array([40, 0, 50, 10]), 0.9, 0, True, 95.0, None, "low_confidence_scale")]  # no sigma
-        sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks))
-    sink.close({"mode": "dual_layer"})
+        sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks, scale_source="size_prior"))
+    sink.close({"mode": "dual_layer", "scale": {"source": "size_prior", "detail": "size_prior (nadir, 9 vehicles)"}})
     with session_scope(db_url) as s:
         rows = s.execute(select(TrackRow.track_no, Violation.speed_kmh).join(Violation, Violation.track_id == TrackRow.id)
                          .where(Violation.run_id == sink.run_id)).all()
         assert [tuple(r) for r in rows] == [(1, 90.0)]
+        # the record states its evidence: sigma, speed - 2 sigma, how long, by which rule, on which scale
+        v = s.scalar(select(Violation).where(Violation.run_id == sink.run_id))
+        assert (v.sigma_kmh, v.lower_bound_kmh, v.limit_kmh) == (10.0, 70.0, 60.0)
+        assert v.over_limit_s == pytest.approx(2.0)  # 20 frames at 10 fps
+        assert v.rule == "speed - 2 sigma > limit for at least 1 s" and v.scale_source == "size_prior"
+        tracks = {r.track_no: r for r in s.scalars(select(TrackRow).where(TrackRow.run_id == sink.run_id))}
+        assert tracks[1].median_sigma_kmh == 10.0 and tracks[1].scale_source == "size_prior"
+        assert tracks[3].median_sigma_kmh is None and tracks[3].scale_source is None  # no trusted speed at all
         run = s.get(ProcessingRun, sink.run_id)
         assert run.summary_json["violation_rule"] == "speed - 2 sigma > limit for at least 1 s"
+        assert run.scale_source == "size_prior"
         medians = dict(s.execute(select(TrackRow.track_no, TrackRow.median_speed_kmh)
                                  .where(TrackRow.run_id == sink.run_id)).all())
         assert medians == {1: 90.0, 2: 78.0, 3: None}  # size-prior speeds are the track's speeds; no sigma, no trust
+
+
+def test_violation_minimum_time_over_the_limit_is_stored(db_url):
+    """A vehicle over the limit (by speed - 2 sigma) for less than the minimum time is no violation; the stored
+    rule and time over the limit follow the sink's setting."""
+    sink = DatabaseSink(db_url, speed_limit_kmh=60, min_over_limit_s=0.5)
+    sink.open(info(source="/videos/short-over.MP4", frames=12))
+    for i in range(12):
+        tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 80.0 if i < 6 else 50.0, 2.0, None),  # 0.6 s
+                  TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 80.0 if i < 4 else 50.0, 2.0, None)]  # 0.4 s
+        sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks, scale_source="telemetry"))
+    sink.close({"mode": "dual_layer"})
+    with session_scope(db_url) as s:
+        rows = s.execute(select(TrackRow.track_no, Violation.over_limit_s, Violation.rule, Violation.scale_source,
+                                Violation.lower_bound_kmh)
+                         .join(Violation, Violation.track_id == TrackRow.id).where(Violation.run_id == sink.run_id)).all()
+        assert [tuple(r) for r in rows] == [(1, pytest.approx(0.6), "speed - 2 sigma > limit for at least 0.5 s",
+                                             "telemetry", 76.0)]
+        assert s.get(ProcessingRun, sink.run_id).scale_source == "telemetry"  # from the frames: no summary scale

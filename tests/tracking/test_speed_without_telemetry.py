@@ -38,10 +38,10 @@ def test_speeds_without_telemetry_are_within_tolerance(bare_run):
     assert s["scale"]["source"] == "size_prior" and "vehicles" in s["scale"]["detail"]
     ev = evaluate_run(run, scene, write=False)
     assert ev["speed"]["n"] >= 30, ev["speed"]
-    # The renderer's vehicles measure 15-60 % larger than their footprint (their 3-D sides, visible off the image
-    # centre, and sprite margins; docs/speed.md), so speeds come out ~20 % low on this clip (measured 22 %): a loose
-    # bar that still fails a scale from box sizes or no scale at all
-    assert ev["speed"]["mape_pct"] <= 30.0, ev["speed"]
+    # Cars ~27 px long: measured by their detector boxes as 3-D bodies (roof nearer the camera, the side visible off
+    # the image centre; docs/speed.md): measured 4.4 % here. Their pixels alone (shadows and sides of dark cars
+    # included) gave speeds 22 % low; the bar leaves room for the fleet against the priors (~2-4 %)
+    assert ev["speed"]["mape_pct"] <= 10.0, ev["speed"]
     assert ev["speed"]["coverage"] >= 0.9, ev["speed"]
 
 
