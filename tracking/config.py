@@ -23,6 +23,10 @@ class DetectorConfig(BaseModel):
         "auto", description="native-resolution detection, so small vehicles survive: 'on' always (one pass over the "
                             "road's bounding box, or tiles for frames beyond single_pass_max), 'off' never (the frame "
                             "letterboxed to imgsz), 'auto' when a probe every probe_every detector frames finds more")
+    native_up_to: int = Field(
+        1280, ge=0, description="tiling 'auto': frames whose long side is at most this are always detected at native "
+                                "resolution (one pass; at most ~4x the pixels of the letterboxed frame, paid for by "
+                                "detector.every_n_frames); larger frames when the probe finds it pays")
     single_pass_max: int = Field(
         2048, ge=32, description="tiling on: frames whose long side is at most this are detected at native resolution "
                                  "in ONE pass over the road's bounding box instead of in tiles (no overlap, no seams)")

@@ -83,7 +83,9 @@ class VehicleDetector:
         if mode != "auto":
             return mode == "on"
         if max(width, height) <= 1.25 * self.config.imgsz:
-            return False  # tiles would be no larger than the letterboxed frame
+            return False  # native resolution is hardly more than the letterboxed frame
+        if max(width, height) <= self.config.native_up_to:
+            return True
         return None
 
     def _decide_by_probe(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
@@ -167,10 +169,13 @@ class VehicleDetector:
         fixed = self.wants_tiles(w, h) if tiling is None else tiling
         if fixed is not None:
             dets = self._tiled(image, road_mask) if fixed else self._predict([image])[0]
+            self._native_last = fixed
         elif self._frames % self.config.probe_every == 0:
             dets = self._decide_by_probe(image, road_mask)
+            self._native_last = self._tiling_now
         else:
             dets = self._tiled(image, road_mask) if self._tiling_now else self._predict([image])[0]
+            self._native_last = self._tiling_now
         self._frames += 1
         dets.source[:] = DetectionSource.DETECTOR
         return dets
@@ -178,11 +183,12 @@ class VehicleDetector:
     def reset(self) -> None:
         self._frames = 0
         self._tiling_now = False
+        self._native_last = self.config.tiling == "on"
 
     @property
     def tiling_active(self) -> bool:
-        """Whether the last frame was detected in native-resolution tiles."""
-        return self.config.tiling == "on" or self._tiling_now
+        """Whether the last frame was detected at native resolution (one pass or tiles)."""
+        return self._native_last
 
 
 def road_bounding_box(road_mask: np.ndarray, margin: int) -> tuple[int, int, int, int]:
