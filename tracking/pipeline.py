@@ -79,14 +79,14 @@ class Pipeline:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
         self._last_boxes = np.zeros((0, 4), np.float32)
-        self._residual_px = 0.0  # ego-motion registration residual of the current frame (the blob gate's noise floor)
-        self._H_road_since_key = np.eye(3)  # ego-motion chained since the last detector frame (for the road layer)
-        self._since_key = 0
+        self._residual_px = 0.0  # ego-motion registration residual since the last detector frame (the blob gate's noise floor)
+        # ego-motion chained since the last detector frame: None once a frame failed (the motion layer restarts its
+        # background), while the road maps treat a failed frame as no motion, as they do frame by frame
+        self._H_since_key: np.ndarray | None = np.eye(3)
+        self._H_road_since_key = np.eye(3)
+        self._since_key, self._residual_sq = 0, 0.0
         self._until_detect = 0  # frames to coast before the detector runs again
-        # per detector frame: tracks the detector fed, and what the motion layer carried (tracks it fed, or confirmed
-        # movers no detector box explained, whichever is more)
-        self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)
-        self._unexplained_movers = 0
+        self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)  # per detector frame: tracks fed by detector, by blobs
         self.detector_frames = 0
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
         self.timings: Counter = Counter()
@@ -133,11 +133,12 @@ class Pipeline:
         H = ego.H if ego.ok else None
         if H is not None:
             self._H_cur_to_first = self._H_cur_to_first @ np.linalg.inv(H)
-        self._residual_px = ego.residual_px
-        # The road layer runs on the frames the detector runs on; between them the ego-motion is chained (a failed
-        # frame counts as no motion, as it does frame by frame).
+        # The road and motion layers run on the frames the detector runs on; between them the ego-motion is chained,
+        # and its registration noise adds up like a random walk.
         self._since_key += 1
-        self._H_road_since_key = (np.eye(3) if H is None else H) @ self._H_road_since_key
+        self._H_since_key = None if H is None or self._H_since_key is None else H @ self._H_since_key
+        self._H_road_since_key = (np.eye(3) if H is None else H) @ self._H_road_since_key  # road maps: kept in place
+        self._residual_sq += ego.residual_px ** 2
         t = self._tick("ego_motion", t)
 
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
@@ -145,8 +146,9 @@ class Pipeline:
             self._until_detect -= 1
             return self._coast(frame, grey, H, ground, t)
         self.detector_frames += 1
-        H_road, elapsed = self._H_road_since_key, self._since_key
-        self._H_road_since_key, self._since_key = np.eye(3), 0
+        H_key, H_road, elapsed = self._H_since_key, self._H_road_since_key, self._since_key
+        self._residual_px = float(np.sqrt(self._residual_sq))
+        self._H_since_key, self._H_road_since_key, self._since_key, self._residual_sq = np.eye(3), np.eye(3), 0, 0.0
 
         if np.allclose(H_road, np.eye(3)):
             H_road = None  # no known motion: the maps stay as they are
@@ -160,7 +162,7 @@ class Pipeline:
 
         field, moving_fraction = None, None
         if cfg.motion.enabled:
-            field = self._motion_field(grey, H, road)
+            field = self._motion_field(grey, H_key, road, elapsed)
             moving_fraction = field.moving_fraction(dets.xyxy, on_road_only=False)
             dets.moving = moving_fraction > MOVING_FRACTION
             if cfg.motion.promote_moving_fraction is not None and len(dets):
@@ -173,15 +175,14 @@ class Pipeline:
         if field is not None:
             if cfg.motion.add_missed:
                 previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
-                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H)])
+                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous,
+                                                                    H_key, elapsed)])
         t = self._tick("motion", t)
 
         rows = self.tracker.step(dets, H)
         idx = rows[:, 7].astype(int)
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
-        self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()),
-                             max(int((src == DetectionSource.MOTION).sum()), self._unexplained_movers)))
-        self._unexplained_movers = 0
+        self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()), int((src == DetectionSource.MOTION).sum())))
         new = self.tracker.new_tracks()
         if new and self._prev_grey is not None:
             boxes = np.array([tr.xyxy for tr in new], np.float32)
@@ -199,10 +200,9 @@ class Pipeline:
         return result
 
     def _detector_stride(self) -> int:
-        """Frames until the next detector run: ``detector.every_n_frames``, or 1 while the motion layer carries a good
-        share of the traffic (feeds tracks, or confirms movers the detector has no box for). Coasting carries tracks
-        the detector sees; vehicles too small for it are tracked from motion blobs alone, and those need every frame
-        (the tracker links consecutive blobs of a vehicle that moves its own length in a few frames)."""
+        """Frames until the next detector run: ``detector.every_n_frames``, or 1 while the motion layer feeds a good
+        share of the tracks. Coasting carries tracks the detector sees; vehicles too small for it are tracked from
+        motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
@@ -223,14 +223,7 @@ class Pipeline:
 
     def _coast(self, frame: Frame, grey: np.ndarray, H: np.ndarray | None, ground, t: float) -> FrameResult:
         """A frame between two detector runs (``detector.every_n_frames``): the tracks move on by prediction and the
-        drone's ego-motion; nothing is detected or associated. The motion layer still sees every frame: its background
-        and the blob gate compare consecutive frames, so tiny movers keep being confirmed (and, once they feed tracks,
-        make the detector run on every frame)."""
-        if self.config.motion.enabled:
-            field = self._motion_field(grey, H, self.road.mask if self.road is not None else None)
-            if self.config.motion.add_missed:
-                self.gate.update(self.motion.blobs(field), H, self._residual_px, self.fps)
-        t = self._tick("motion", t)
+        drone's ego-motion; nothing is detected or associated."""
         rows = self.tracker.coast(H)
         self._prev_grey = grey
         t = self._tick("track", t)
@@ -238,11 +231,11 @@ class Pipeline:
         self._tick("speed", t)
         return result
 
-    def _motion_field(self, grey: np.ndarray, H: np.ndarray | None, road: np.ndarray | None):
+    def _motion_field(self, grey: np.ndarray, H: np.ndarray | None, road: np.ndarray | None, elapsed: int):
         s = self.ego.scale
         H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
         road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
-        return self.motion.update(grey, H_small, s, road_small)
+        return self.motion.update(grey, H_small, s, road_small, elapsed)
 
     def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,
                       moving_fraction: np.ndarray | None = None) -> Detections:
@@ -277,7 +270,7 @@ class Pipeline:
         return dets[keep]
 
     def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None,
-                       previous_tracks: np.ndarray, H: np.ndarray | None) -> Detections:
+                       previous_tracks: np.ndarray, H: np.ndarray | None, elapsed: int) -> Detections:
         """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed.
         ``previous_tracks``: last frame's track boxes, moved into this frame by the ego-motion.
 
@@ -285,14 +278,13 @@ class Pipeline:
         frame's foreground is as often residual misregistration, parallax or flicker as a vehicle.
         """
         blobs = self.motion.blobs(field)
-        moving = self.gate.update(blobs, H, self._residual_px, self.fps)
+        moving = self.gate.update(blobs, H, self._residual_px, self.fps / elapsed)  # the gate counts its own calls
         blobs = blobs[moving]
         if not len(blobs):
             return Detections()
         if len(dets):
             inside = _overlap_fraction(blobs, dets.xyxy).max(1) > 0.2
             blobs = blobs[~inside]
-        self._unexplained_movers = len(blobs)  # confirmed movers no detector box explains (the stride rule reads it)
         if not len(blobs):
             return Detections()
         bw, bh = blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]

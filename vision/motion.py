@@ -64,7 +64,9 @@ class MotionDetector:
         self._prev: np.ndarray | None = None
 
     def update(self, grey_small: np.ndarray, H_prev_to_cur_small: np.ndarray | None, scale: float,
-               road_mask_small: np.ndarray | None = None) -> MotionField:
+               road_mask_small: np.ndarray | None = None, frames_elapsed: int = 1) -> MotionField:
+        """``frames_elapsed``: video frames since the previous call; the background learns at the same rate per
+        second whether it is called on every frame or every few."""
         cur = cv2.GaussianBlur(grey_small, (3, 3), 0).astype(np.float32)
         h, w = cur.shape
         if self._bg is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
@@ -83,7 +85,8 @@ class MotionDetector:
         thr = max(self.config.min_contrast, 4.0 * _fast_median(diff_bg))
         fg = (diff_bg > thr).astype(np.uint8) * 255
         changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * _fast_median(diff_prev))).astype(np.uint8) * 255
-        alpha = np.where(fg > 0, ALPHA_FOREGROUND, ALPHA).astype(np.float32)
+        k = max(1, frames_elapsed)
+        alpha = np.where(fg > 0, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k).astype(np.float32)
         self._bg = bg + alpha * (cur - bg)
         self._prev = cur
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
