@@ -10,7 +10,6 @@ import sys
 
 import typer
 
-
 EXIT_USER_ERROR = 2  # bad input or usage: nothing (or nothing new) was written
 EXIT_INCOMPLETE = 3  # the run finished, but part of its input was damaged: see "losses" in summary.json
 EXIT_OUTPUT_ERROR = 4  # the results could not be written (disk full): nothing was replaced
