@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

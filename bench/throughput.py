@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 
 def default_weights() -> Path:
-    from edge.batch.runtime import cache_dir
+    from vision.runtime import cache_dir
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
 
     if DEFAULT_DETECTOR_WEIGHTS.is_file():

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from edge.commands.errors import user_errors
+from db.cli_errors import user_errors
 
 
 @user_errors

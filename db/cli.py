@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from edge.commands.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, user_errors
+from db.cli_errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, user_errors
 
 
 def _connection_errors(url: str | None):

@@ -11,6 +11,8 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 _hasher = PasswordHasher()  # argon2-cffi's defaults follow RFC 9106's recommended profile
 
 TOKEN_PREFIX = "apt_"
+# The service API's signed login-session cookie (edge.service.auth reads it; the dashboard's login sets it).
+SERVICE_SESSION_COOKIE = "airpatrol_session"
 # Each Argon2 computation takes ~64 MiB (the profile's memory cost): 50 logins at once took the service from 650 MB
 # to 2.1 GB (bench/load_test.py). At most this many run at once per process; the others wait their turn.
 MAX_CONCURRENT_HASHES = 4

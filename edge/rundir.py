@@ -10,12 +10,11 @@ import os
 import shutil
 from pathlib import Path
 
+# Defined beside the commands' error handling (db/cli_errors.py), which turns it into exit code 4.
+from db.cli_errors import OutputWriteError
+
 DISK_FULL = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
              errno.EFBIG: "file too large for the file system or the process's file size limit"}
-
-
-class OutputWriteError(RuntimeError):
-    """Results could not be written (disk full): nothing was committed."""
 
 
 def output_write_error(exc: BaseException, rundir: "RunDirectory") -> OutputWriteError | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tracking.config import DetectorConfig
+from vision.config import DetectorConfig
 from vision.types import VEHICLE_CLASSES, Detections, DetectionSource
 
 os.environ.setdefault("YOLO_OFFLINE", "1")  # never let Ultralytics reach the network
@@ -64,7 +64,7 @@ class VehicleDetector:
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
         self.device = resolve_device(device)
-        from edge.batch.runtime import load_for_runtime  # torch, or a cached ONNX Runtime export (config.runtime)
+        from vision.runtime import load_for_runtime  # torch, or a cached ONNX Runtime export (config.runtime)
 
         self.model, path, self.runtime = load_for_runtime(config, self.device, DEFAULT_DETECTOR_WEIGHTS)
         self.weights = str(path)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from tracking.config import EgoMotionConfig
+from vision.config import EgoMotionConfig
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from tracking.config import MotionConfig
+from vision.config import MotionConfig
 
 ALPHA = 0.06  # background learning rate per frame (~ 16-frame memory)
 ALPHA_FOREGROUND = 0.006  # much slower under foreground, so slow vehicles are not absorbed while they pass

@@ -11,6 +11,7 @@ from dashboard.auth import client_address, login_session, logout_session, option
 from dashboard.context import ctx, get_db, render
 from dashboard.routes.common import redirect
 from db.crud import authenticate_user
+from db.security import SERVICE_SESSION_COOKIE
 
 router = APIRouter()
 
@@ -52,9 +53,7 @@ def login_submit(request: Request, username: str = Form(""), password: str = For
     response = RedirectResponse(_safe_next(request, next), status_code=303)
     signer = _service_signer(request)
     if signer is not None:  # the browser may then also use the service's API (MJPEG preview, feed, uploads, jobs)
-        from edge.service.auth import SESSION_COOKIE
-
-        response.set_cookie(SESSION_COOKIE, signer.issue(user), max_age=signer.ttl_s, httponly=True,
+        response.set_cookie(SERVICE_SESSION_COOKIE, signer.issue(user), max_age=signer.ttl_s, httponly=True,
                             samesite="strict", path="/",
                             secure=ctx(request).settings.https_only or request.url.scheme == "https")
     return response
@@ -69,7 +68,5 @@ def logout(request: Request):
     logout_session(request)
     response = redirect(request, "/login")
     if _service_signer(request) is not None:
-        from edge.service.auth import SESSION_COOKIE
-
-        response.delete_cookie(SESSION_COOKIE, path="/")
+        response.delete_cookie(SERVICE_SESSION_COOKIE, path="/")
     return response

@@ -25,7 +25,7 @@ def preflight(config, database_url: str | None) -> None:
         if not road_weights.is_file():
             raise ValueError(f"{road_weights}: road U-Net weights not found (train them, or pass --no-road)")
     if config.detector.runtime != "torch" and config.device != "cuda":
-        from edge.batch.runtime import runtime_weights
+        from vision.runtime import runtime_weights
         from vision.detection import resolve_device
 
         # export the ONNX model once here rather than in every worker at the same time

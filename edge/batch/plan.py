@@ -1,12 +1,13 @@
 """What a batch is: the video files found under the given paths, their checksums, run folders and outcomes."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vision.checksum import sha256_file  # noqa: F401  (re-exported: the batch's video checksum)
 
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".avi", ".m4v", ".mts", ".m2ts", ".ts", ".mpg", ".mpeg", ".webm", ".lrv")
 STATUSES = ("done", "skipped", "failed")
@@ -69,15 +70,6 @@ def discover(paths: list[str | os.PathLike]) -> list[BatchItem]:
             seen.add(key)
             items.append(BatchItem(key))
     return items
-
-
-def sha256_file(path: Path, chunk: int = 4 << 20) -> str:
-    """Content checksum of a video: re-running skips it whatever its name or folder."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def run_folder(out_root: Path, video: Path, sha256: str, baseline: bool) -> Path:

@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 
 from db.crud import authenticate_device, authenticate_user
 from db.models import User
-from db.security import TOKEN_PREFIX
+from db.security import SERVICE_SESSION_COOKIE, TOKEN_PREFIX
 
-SESSION_COOKIE = "airpatrol_session"
+SESSION_COOKIE = SERVICE_SESSION_COOKIE
 WRITE_ROLES = ("operator", "admin")
 
 

@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 import torch
 
-from tracking.config import RoadConfig
+from vision.config import RoadConfig
 from vision.road.segmenter import RoadSegmenter
 from vision.road.unet import load_checkpoint, predict_proba
 from vision.types import Frame

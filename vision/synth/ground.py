@@ -255,7 +255,7 @@ def build_ground(net: RoadNetwork, grid: Grid, rng: np.random.Generator, assets:
     # asphalt: a mask, then a textured grey blended through it
     road_any = layer_mask(net, grid, ("asphalt",), with_routes=True)
     patches = _noise(rng, img.shape[:2], 6 * grid.r) * 6  # repairs, wear
-    _blend_strips(img, road_any, lambda y0, y1: np.asarray(asphalt, np.float32) + patches[y0:y1, :, None])
+    _blend_strips(img, road_any, lambda y0, y1: np.asarray(asphalt, np.float32) + patches[y0:y1, :, None])  # noqa: F821  (runs before the del)
     del patches
     # wheel paths: slightly darker bands along every lane
     wheel = np.zeros(img.shape[:2], np.uint8)

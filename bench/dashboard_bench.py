@@ -1,6 +1,6 @@
 """Measure the dashboard's heavy paths on a synthetic run: importing a run folder and building the map layers.
 
-    python -m dashboard.bench --tracks 200 --seconds 30 --fps 25
+    python3 bench/dashboard_bench.py --tracks 200 --seconds 30 --fps 25
 
 The run folder is written by the pipeline's own file sinks (vehicles on parallel lanes at 20-140 km/h), imported
 into a fresh SQLite database with :func:`dashboard.run_import.import_run_dir`, then the map API's layers are built
@@ -11,9 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+# A benchmark script, not part of the dashboard package: it writes its run with edge's file sinks, which the
+# dashboard (a lower layer) must not import.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def synthetic_run(folder: Path, tracks: int, seconds: float, fps: float, lat0: float = 48.137,
