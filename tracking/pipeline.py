@@ -239,7 +239,8 @@ class Pipeline:
 
     def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,
                       moving_fraction: np.ndarray | None = None) -> Detections:
-        """Drop boxes too large to be one vehicle and, with ``road.filter_detections``, boxes off the road.
+        """Drop boxes too large to be one vehicle, boxes where the U-Net is sure there is no road and, with
+        ``road.filter_detections``, every box off the road mask.
 
         A detected vehicle that moves against the (ego-motion compensated) background is traffic even where the road
         mask says otherwise: the U-Net misses road at scales and looks it was not trained on (e.g. 40 m over a
@@ -256,8 +257,8 @@ class Pipeline:
             mpp = np.array([ground.metres_per_pixel(x, y) for x, y in c])
             keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
         sure = self.config.road.sure_off_road_probability
-        if road is not None and sure is not None and self.road is not None and not self.config.road.filter_detections:
-            keep &= ~self.road.surely_off_road(dets.centers, sure)
+        if road is not None and not self.config.road.filter_detections and sure is not None:
+            keep &= ~self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
         if road is not None and self.config.road.filter_detections:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
