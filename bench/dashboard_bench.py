@@ -3,7 +3,7 @@
     python3 bench/dashboard_bench.py --tracks 200 --seconds 30 --fps 25
 
 The run folder is written by the pipeline's own file sinks (vehicles on parallel lanes at 20-140 km/h), imported
-into a fresh SQLite database with :func:`dashboard.run_import.import_run_dir`, then the map API's layers are built
+into a fresh SQLite database with :func:`db.run_import.import_run_dir`, then the map API's layers are built
 the way ``GET /dashboard/api/map`` builds them. Prints one line per measurement.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     from db.engine import session_factory
     from db.migrate import upgrade
     from dashboard.mapdata import MapFilter, map_layers
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

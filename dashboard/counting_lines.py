@@ -2,7 +2,7 @@
 their mean speed and violations.
 
 The crossing logic is Roboflow ``supervision``'s (``LineZone``, ``PolygonZone``), fed with the run's stored
-ground-plane trajectories: every counted vehicle's (:mod:`dashboard.vehicles`) per-frame map position from
+ground-plane trajectories: every counted vehicle's (:mod:`db.vehicles`) per-frame map position from
 ``track_speeds``, projected to local metres (east, north) around the site, one ``Detections`` per video frame with
 the vehicle as a point. So a line counts the same on the map as the pipeline placed the vehicles, whatever the
 camera did.
@@ -30,8 +30,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from dashboard.counts import DIRECTIONS, bin_seconds, direction
-from dashboard.vehicles import counted
 from db.models import ProcessingRun, TrackRow, TrackSpeed, Violation
+from db.vehicles import counted
 from tracking.types import trusted_speed
 
 EARTH_R = 6_371_000.0

@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from dashboard.vehicles import counted
 from db.models import ProcessingRun, TrackRow, Violation
+from db.vehicles import counted
 
 MIN_TRAVEL_M = 2.0
 DIRECTIONS = ("northbound", "eastbound", "southbound", "westbound")

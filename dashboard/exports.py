@@ -1,6 +1,6 @@
 """Downloads: a flight's log as CSV / GeoJSON / KML / GPX, a run's tracks as CSV / GeoJSON / KML / MOTChallenge.
 
-A run's CSV, GeoJSON and KML hold its counted vehicles (:mod:`dashboard.vehicles`), the same ones every page counts;
+A run's CSV, GeoJSON and KML hold its counted vehicles (:mod:`db.vehicles`), the same ones every page counts;
 the MOTChallenge file is the tracker's raw output (every track id), as evaluation tools expect.
 
 KML is written with simplekml and GPX with gpxpy (the field's usual libraries); CSV and GeoJSON with the standard
@@ -18,8 +18,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from dashboard.vehicles import counted
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
+from db.vehicles import counted
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
 RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip", "counts")
@@ -155,7 +155,7 @@ def run_kml(db: Session, run: ProcessingRun) -> str:
 
 
 def run_output_dir(run: ProcessingRun, db: Session | None = None) -> Path | None:
-    """The run's output folder when known: runs imported with :func:`dashboard.run_import.import_run_dir` say so in
+    """The run's output folder when known: runs imported with :func:`db.run_import.import_run_dir` say so in
     their summary; a batch job of the edge service keeps it in its job row."""
     folder = (run.summary_json or {}).get("output_dir")
     if folder:
@@ -195,8 +195,8 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
     names."""
     import zipfile
 
-    from dashboard.evidence import clip_name, clip_path, snapshot_name, snapshot_path
     from dashboard.labels import violation_time
+    from db.evidence import clip_name, clip_path, snapshot_name, snapshot_path
     from db.models import Violation
 
     flight = db.get(Flight, run.flight_id) if run.flight_id else None

@@ -14,15 +14,25 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from dashboard.evidence import clip_path, snapshot_path
 from dashboard.exports import run_output_dir
 from dashboard.labels import flight_label, run_label, violation_time
-from dashboard.orthophoto import read_orthophoto
-from dashboard.vehicles import counted, vehicle_counts
+from db.evidence import clip_path, snapshot_path
 from db.models import (
-    Device, Flight, ProcessingRun, Task, TaskRound, TelemetrySampleRow, TrackRow, TrackSpeed, Video, Violation,
-    as_naive_utc, utcnow,
+    Device,
+    Flight,
+    ProcessingRun,
+    Task,
+    TaskRound,
+    TelemetrySampleRow,
+    TrackRow,
+    TrackSpeed,
+    Video,
+    Violation,
+    as_naive_utc,
+    utcnow,
 )
+from db.orthophoto import read_orthophoto
+from db.vehicles import counted, vehicle_counts
 
 
 @dataclass

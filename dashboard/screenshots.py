@@ -124,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"screenshots need Chromium and its driver ({', '.join(missing)} missing)", file=sys.stderr)
         return 2
     from dashboard.app import create_app
-    from dashboard.run_import import RunImportError, import_run_dir
     from dashboard.settings import DashboardSettings
     from dashboard.users import DEMO_PASSWORD, ensure_demo_user
     from db.engine import dispose_engines, session_scope
+    from db.run_import import RunImportError, import_run_dir
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="airpatrol-shots-") as tmp:

@@ -9,7 +9,7 @@ from edge.commands.client import cli_stream, cli_upload
 from edge.commands.config_show import cli_config
 from edge.commands import process as process_cmd
 from edge.service.cli import cli_serve
-from dashboard.cli import cli_import_run, cli_user_add
+from dashboard.cli import cli_user_add
 from db import cli as db_cli
 from tracking.evaluation.report import cli_eval
 from vision.synth.cli import cli_synth
@@ -41,7 +41,7 @@ db_app.command("upgrade")(db_cli.cli_db_upgrade)
 db_app.command("backup")(db_cli.cli_db_backup)
 db_app.command("restore")(db_cli.cli_db_restore)
 app.add_typer(db_app, name="db")
-app.command("import-run")(cli_import_run)
+app.command("import-run")(db_cli.cli_import_run)
 user_app = typer.Typer(help="Dashboard users.", no_args_is_help=True)
 user_app.command("add")(cli_user_add)
 app.add_typer(user_app, name="user")

@@ -151,7 +151,7 @@ def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sin
         "counts": {
             "frames": stats["frames"],
             "tracks": summ.counts["tracks"] if summ else stats["tracks"],
-            "vehicles": summ.counts["vehicles"] if summ else None,  # dashboard/vehicles.py: what every page counts
+            "vehicles": summ.counts["vehicles"] if summ else None,  # db/vehicles.py: what every page counts
             "moving_tracks": summ.counts["moving"] if summ else None,
             "stationary_tracks": summ.counts["stationary"] if summ else None,
         },

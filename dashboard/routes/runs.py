@@ -8,14 +8,15 @@ from fastapi.responses import FileResponse, PlainTextResponse, Response, Streami
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard import charts, counts, evidence, exports
+from dashboard import charts, counts, exports
 from dashboard.auth import operator, verify_csrf, viewer
 from dashboard.context import flash, get_db, render
 from dashboard.labels import flight_label, run_label, violation_time
-from dashboard.orthophoto import ORTHO_PNG, read_orthophoto
 from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
-from dashboard.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
+from db import evidence
 from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
+from db.orthophoto import ORTHO_PNG, read_orthophoto
+from db.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -23,7 +24,7 @@ MAX_VEHICLE_ROWS = 2000  # the vehicle table is sorted and searched in the brows
 
 
 def run_row(run: ProcessingRun, vehicles: int | None = None) -> dict:
-    """A run for the lists; ``vehicles``: its counted vehicles (:mod:`dashboard.vehicles`), None while not complete."""
+    """A run for the lists; ``vehicles``: its counted vehicles (:mod:`db.vehicles`), None while not complete."""
     s = run.summary_json or {}
     return {"run_id": run.id, "status": run.status, "progress": round(run.progress or 0.0, 4),
             "frames_done": run.frames_done, "frame_count": run.frame_count, "baseline": run.baseline,
@@ -223,7 +224,7 @@ def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_
 @router.post("/runs/{run_id}/artefacts", dependencies=[Depends(verify_csrf)])
 def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
     """Make the orthophoto and the violation snapshots and clips of a run that lacks them (e.g. a service job's run)."""
-    from dashboard.orthophoto import OrthophotoError, make_orthophoto
+    from db.orthophoto import OrthophotoError, make_orthophoto
 
     run = _get_run(db, run_id)
     out_dir = exports.run_output_dir(run, db)
@@ -257,7 +258,7 @@ def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db
 
 @router.get("/runs/{run_id}/evidence/{track_no}.jpg")
 def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
-    """The snapshot of a violation (dashboard.evidence), made when the run was imported."""
+    """The snapshot of a violation (db.evidence), made when the run was imported."""
     path = evidence.snapshot_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
     if path is None:
         raise not_found(f"snapshot of vehicle #{track_no} of run {run_id}")
@@ -266,7 +267,7 @@ def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db:
 
 @router.get("/runs/{run_id}/evidence/{track_no}.mp4")
 def run_violation_clip(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
-    """The short clip around a violation (dashboard.evidence), served with range requests so the browser can seek."""
+    """The short clip around a violation (db.evidence), served with range requests so the browser can seek."""
     path = evidence.clip_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
     if path is None:
         raise not_found(f"clip of vehicle #{track_no}'s violation in run {run_id}")

@@ -46,7 +46,7 @@ DEMO_SPEED_LIMIT_KMH = 90.0
 
 def store_in_database(run_dir: Path, speed_limit_kmh: float) -> None:
     """Put the demo flight and its run in the default database, with a demo login, so the dashboard shows them."""
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from dashboard.users import DEMO_PASSWORD, DEMO_USERNAME, ensure_demo_user
     from db.engine import database_url
     from db.migrate import upgrade

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from dashboard.vehicles import is_vehicle
+from db.vehicles import is_vehicle
 from edge.sinks.tracks import TrackAccumulator, TrackRecord
 from tracking.types import FrameResult, RunInfo
 from vision.detection import class_name

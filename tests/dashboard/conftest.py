@@ -76,7 +76,7 @@ def run_dir(tmp_path):
 
 @pytest.fixture
 def imported(db_url, run_dir):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     return import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, device_serial="TEST-DRONE-1")
 

@@ -98,7 +98,7 @@ def test_the_map_draws_the_offline_basemap_under_the_run(tmp_path, template_db):
     from selenium.webdriver.common.by import By
 
     from dashboard.app import create_app
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from dashboard.settings import DashboardSettings
     from db.engine import dispose_engines
     from tests.dashboard.browser import (

@@ -17,7 +17,7 @@ def site(tmp_path_factory, template_db):
     """(base URL, imported run) of a dashboard on uvicorn with one processed run in its database."""
     require_browser()
     from dashboard.app import create_app
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from dashboard.settings import DashboardSettings
     from db.engine import dispose_engines
 

@@ -28,7 +28,7 @@ def _h264(path, seconds: int = 6) -> None:
 def site(tmp_path_factory, template_db):
     require_browser()
     from dashboard.app import create_app
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from dashboard.settings import DashboardSettings
     from db.engine import dispose_engines
 

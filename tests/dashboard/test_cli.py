@@ -1,4 +1,4 @@
-"""`airpatrol user add`, `airpatrol import-run` and the demo login."""
+"""`airpatrol user add` and the demo login (`airpatrol import-run`: tests/db/test_run_import.py)."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,7 @@ import typer
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from dashboard.cli import cli_import_run, cli_user_add
+from dashboard.cli import cli_user_add
 
 
 @pytest.fixture
@@ -15,7 +15,6 @@ def cli():
     user = typer.Typer()
     user.command("add")(cli_user_add)
     app.add_typer(user, name="user")
-    app.command("import-run")(cli_import_run)
     runner = CliRunner()
     return lambda *args: runner.invoke(app, [str(a) for a in args])
 
@@ -49,14 +48,6 @@ def test_user_add_refuses_duplicates(cli, db_url):
 def test_user_add_password_from_environment(cli, db_url, monkeypatch):
     monkeypatch.setenv("AIRPATROL_USER_PASSWORD", "from-the-env-1")
     assert cli("user", "add", "carl", "--database-url", db_url).exit_code == 0
-
-
-def test_import_run_command(cli, db_url, run_dir):
-    r = cli("import-run", run_dir, "--speed-limit", "80", "--device", "CLI-DRONE", "--database-url", db_url, "-q")
-    assert r.exit_code == 0, r.output
-    assert "6 vehicles, 2 violations, flight 1" in r.output
-    r = cli("import-run", run_dir.parent, "--database-url", db_url, "-q")
-    assert r.exit_code == 2 and "summary.json: missing" in r.output
 
 
 def test_demo_user(db_url):

@@ -57,7 +57,7 @@ def expected_line_counts(positions, a_lonlat, b_lonlat) -> Counter:
 
 
 def _import(tmp_path, db_url):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     # five vehicles driving east at 30 ... 120 km/h in lanes 0, 4, ... 16 m north, one parked car (20 m north)
     return import_run_dir(make_run_dir(tmp_path / "run", fragments=(4,)), db_url, speed_limit_kmh=80.0,
@@ -165,7 +165,7 @@ def test_lines_are_kept_per_task(tmp_path, db_url, settings):
 
 
 def test_a_run_without_map_positions_says_so(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     run_dir = make_run_dir(tmp_path / "run")
     # strip the positions: what a run without telemetry or georeferenced calibration has

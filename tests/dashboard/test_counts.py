@@ -24,7 +24,7 @@ def test_direction_of_travel(d_lon, d_lat, want):
 
 
 def test_run_counts_on_the_page_and_in_the_export(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     # five vehicles driving east at 30 ... 120 km/h (cars and trucks alternating), one parked car, a fragment
     imported = import_run_dir(make_run_dir(tmp_path / "run", fragments=(4,)), db_url, speed_limit_kmh=80.0)

@@ -12,7 +12,7 @@ from tests.dashboard.dash_helpers import VEHICLE_BGR, make_run_dir
 
 
 def test_violations_get_snapshots_of_their_vehicle(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     run_dir = make_run_dir(tmp_path / "run", video=True)  # the source video draws each vehicle as a white box
     imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0)
@@ -40,7 +40,7 @@ def test_violations_get_snapshots_of_their_vehicle(tmp_path, db_url, client_for)
 
 
 def test_without_a_video_the_violations_have_no_snapshot(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     imported = import_run_dir(make_run_dir(tmp_path / "run"), db_url, speed_limit_kmh=80.0)
     assert imported.violations == 2 and imported.snapshots == 0
@@ -53,8 +53,8 @@ def test_violations_get_a_short_clip_kept_linked_and_exported(tmp_path, db_url, 
     import av
     from sqlalchemy import select
 
-    from dashboard.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
-    from dashboard.run_import import import_run_dir
+    from db.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
+    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.models import TrackRow, Violation
 

@@ -17,51 +17,6 @@ def _features(client, query: str = "") -> dict:
     return r.json()
 
 
-def test_import_run_dir_stores_tracks_speeds_and_violations(db_url, run_dir, imported):
-    from sqlalchemy import func, select
-
-    from db.engine import session_scope
-    from db.models import Flight, ProcessingRun, TrackRow, TrackSpeed, Violation
-
-    with session_scope(db_url) as s:
-        run = s.get(ProcessingRun, imported.run_id)
-        assert run.status == "complete" and run.flight_id == imported.flight_id
-        assert run.summary_json["output_dir"] == str(run_dir.resolve())
-        rows = list(csv.DictReader(open(run_dir / "tracks.csv")))
-        assert s.scalar(select(func.count()).select_from(TrackSpeed)) == len(rows)
-        assert s.scalar(select(func.count()).select_from(TrackRow)) == imported.tracks == 6
-        fast = {round(t.median_speed_kmh) for t in s.scalars(select(TrackRow).where(TrackRow.moving.is_(True)))}
-        assert fast == {30, 55, 75, 95, 120}
-        speeds = sorted(round(v.speed_kmh) for v in s.scalars(select(Violation)))
-        assert speeds == [95, 120]  # limit 80 km/h
-        flight = s.get(Flight, imported.flight_id)
-        assert flight.sample_count == 13 and flight.device.serial == "TEST-DRONE-1"
-
-
-def test_import_run_dir_rejects_bad_folders(tmp_path, db_url):
-    from dashboard.run_import import RunImportError, import_run_dir
-
-    with pytest.raises(RunImportError, match="summary.json: missing"):
-        import_run_dir(tmp_path, db_url)
-    (tmp_path / "summary.json").write_text("{not json")
-    with pytest.raises(RunImportError, match="summary.json: cannot parse"):
-        import_run_dir(tmp_path, db_url)
-
-
-def test_reimport_supersedes_the_older_result(db_url, run_dir, imported):
-    from sqlalchemy import select
-
-    from dashboard.run_import import import_run_dir
-    from db.engine import session_scope
-    from db.models import ProcessingRun
-
-    again = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, device_serial="TEST-DRONE-1")
-    assert again.flight_id == imported.flight_id  # same log (checksum): same flight, not a second one
-    with session_scope(db_url) as s:
-        states = dict(s.execute(select(ProcessingRun.id, ProcessingRun.status)).all())
-    assert states == {imported.run_id: "superseded", again.run_id: "complete"}
-
-
 def test_map_layers(client_for, imported, run_dir):
     c = client_for("viewer")
     data = _features(c)
@@ -117,7 +72,7 @@ def test_run_pages(client_for, imported):
 
 
 def test_compare_with_baseline(client_for, imported, tmp_path, db_url):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     base_dir = make_run_dir(tmp_path / "baseline", speeds_kmh=(28.0, 50.0))
     summary = json.loads((base_dir / "summary.json").read_text())
@@ -175,7 +130,7 @@ def test_flight_page(client_for, imported):
 
 
 def test_run_page_names_the_scale_and_states_the_violation_rule(client_for, tmp_path, db_url):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     run = make_run_dir(tmp_path / "sized", speeds_kmh=(80.0, 90.0))
     summary = json.loads((run / "summary.json").read_text())
@@ -193,7 +148,7 @@ def test_incomplete_run_badge_and_lost_ranges(client_for, db_url, tmp_path):
     """A run over a damaged video is marked on the runs list and its page says what was lost."""
     import json
 
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from tests.dashboard.dash_helpers import make_run_dir
 
     folder = make_run_dir(tmp_path / "damaged")

@@ -21,7 +21,7 @@ def _coords(features):
 
 
 def test_view_is_the_selected_run_or_the_latest(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     first = import_run_dir(make_run_dir(tmp_path / "a"), db_url, speed_limit_kmh=80.0)
     second = import_run_dir(make_run_dir(tmp_path / "b", origin=FAR), db_url, speed_limit_kmh=80.0)
@@ -41,7 +41,7 @@ def test_view_is_the_selected_run_or_the_latest(tmp_path, db_url, client_for):
 
 
 def test_view_of_a_flight_holds_its_track_and_runs(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     gpx = write_gpx(tmp_path / "f.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
     run = import_run_dir(make_run_dir(tmp_path / "a", telemetry=gpx), db_url, device_serial="D-1")
@@ -53,7 +53,7 @@ def test_view_of_a_flight_holds_its_track_and_runs(tmp_path, db_url, client_for)
 
 
 def test_map_page_offers_runs_and_flights_by_name(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     gpx = write_gpx(tmp_path / "f.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
     run = import_run_dir(make_run_dir(tmp_path / "a", telemetry=gpx), db_url, device_serial="M3E-0042")
@@ -64,7 +64,7 @@ def test_map_page_offers_runs_and_flights_by_name(tmp_path, db_url, client_for):
 
 
 def test_violation_time_without_a_flight_log_is_the_video_time(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.models import Violation
     from sqlalchemy import select
@@ -95,7 +95,7 @@ def test_violation_time_with_a_flight_log_is_the_flight_time(db_url, imported, c
 def test_a_run_without_positions_says_so(tmp_path, db_url, client_for):
     import csv as _csv
 
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     run_dir = make_run_dir(tmp_path / "a")
     rows = list(_csv.DictReader(open(run_dir / "tracks.csv")))

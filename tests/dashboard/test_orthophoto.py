@@ -17,7 +17,7 @@ def _pixel(ortho: np.ndarray, bounds, lon: float, lat: float) -> np.ndarray:
 
 
 def test_import_makes_an_orthophoto_with_the_road_under_the_tracks(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     run_dir = make_run_dir(tmp_path / "run", video=True)
     imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0)
@@ -47,7 +47,7 @@ def test_import_makes_an_orthophoto_with_the_road_under_the_tracks(tmp_path, db_
 
 
 def test_a_run_without_positions_or_video_is_imported_without_one(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
 
     imported = import_run_dir(make_run_dir(tmp_path / "run"), db_url)  # no video file
     assert imported.orthophoto.startswith("no orthophoto: ") and "video" in imported.orthophoto
@@ -58,7 +58,7 @@ def test_a_run_without_positions_or_video_is_imported_without_one(tmp_path, db_u
 
 
 def test_an_operator_makes_them_later_from_the_run_page(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from tests.dashboard.dash_helpers import csrf_of
 
     run_dir = make_run_dir(tmp_path / "run", video=True)

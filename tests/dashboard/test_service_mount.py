@@ -69,7 +69,7 @@ def test_mot_export_of_a_service_job_uses_the_job_folder(service_client, tmp_pat
     """Runs of batch jobs do not carry their folder in the summary; the job row knows it."""
     from sqlalchemy import update
 
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from db.models import ProcessingRun
     from edge.service.models import JobRow
 

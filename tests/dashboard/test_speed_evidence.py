@@ -17,7 +17,7 @@ def _cells(row_html: str) -> list[str]:
 def test_run_page_and_export_show_each_violations_evidence(tmp_path, db_url, client_for):
     from sqlalchemy import select
 
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.models import ProcessingRun, TrackRow, Violation
 

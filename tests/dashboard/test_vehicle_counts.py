@@ -13,8 +13,8 @@ from tests.dashboard.dash_helpers import make_run_dir, write_gpx
 
 
 def test_every_page_and_export_counts_the_same_vehicles(tmp_path, db_url, client_for):
-    from dashboard.run_import import import_run_dir
-    from dashboard.vehicles import MIN_VEHICLE_S
+    from db.run_import import import_run_dir
+    from db.vehicles import MIN_VEHICLE_S
 
     gpx = write_gpx(tmp_path / "flight.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
     # 5 movers + 1 parked car over 6 s (60 frames at 10 fps), fragments of 3 frames (0.2 s) and 8 frames (0.7 s),

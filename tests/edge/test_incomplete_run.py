@@ -35,7 +35,7 @@ def test_truncated_video_run_is_incomplete_everywhere(tmp_path):
     assert f"frames {decoded + 1}-60" in warning[0]
 
     # the same run imported into the database carries the flag, and the dashboard's run page shows it
-    from dashboard.run_import import import_run_dir
+    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.migrate import upgrade
 

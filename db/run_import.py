@@ -5,6 +5,11 @@ writes through, so an imported run gets exactly what a run processed with the da
 with their map paths, per-frame speeds with lat/lon, speed violations, and the supersede rule (importing a newer
 run of the same video replaces the older result set). The run's flight log (``summary.json`` -> ``telemetry``)
 becomes a flight with its GPS track unless ``flight_id`` names an existing flight.
+
+What the pages show besides the rows is made here too and kept in the run folder: the counted vehicles
+(:mod:`db.vehicles`), the violations' snapshots and clips (:mod:`db.evidence`) and the orthophoto
+(:mod:`db.orthophoto`). They belong to the import, not to the web layer, so the service, the CLI and the tests import
+a run without loading the dashboard.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
-from dashboard.evidence import Wanted
+from db.evidence import Wanted
 from db.models import ProcessingRun, TrackRow, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
 from vision.types import VEHICLE_CLASSES, Frame
@@ -39,11 +44,11 @@ class ImportedRun:
     run_id: int
     flight_id: int | None
     video_id: int | None
-    tracks: int  # counted vehicles (dashboard.vehicles), the number every page shows
+    tracks: int  # counted vehicles (db.vehicles), the number every page shows
     violations: int
     fragments: int = 0  # track ids left out as too short to be a vehicle
     orthophoto: str | None = None  # what became of the run's orthophoto (made, or why not)
-    snapshots: int = 0  # violation snapshots written into the run folder (dashboard.evidence)
+    snapshots: int = 0  # violation snapshots written into the run folder (db.evidence)
     clips: int = 0  # short clips of the violations written into the run folder
 
 
@@ -153,7 +158,7 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     ``target``: an Engine, a sessionmaker, a database URL, None (the configured database) or a Session (its
     pending changes are committed first: the sink writes through its own connections).
     ``speed_limit_kmh`` (or the task of ``task_round_id``) turns speeds above it into violations.
-    ``orthophoto``: also project the run's video onto the ground (``dashboard.orthophoto``) unless the folder has one.
+    ``orthophoto``: also project the run's video onto the ground (``db.orthophoto``) unless the folder has one.
     """
     from db.sink import DatabaseSink
 
@@ -186,7 +191,7 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     except BaseException as exc:
         sink.abort(exc)
         raise
-    from dashboard.vehicles import track_counts
+    from db.vehicles import track_counts
 
     ortho_note = _orthophoto(run_dir) if orthophoto else None
     with maker() as s:
@@ -202,7 +207,7 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
 
 def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
     """Evidence images of the violations; a run whose video is unreadable is still imported without them."""
-    from dashboard.evidence import make_snapshots
+    from db.evidence import make_snapshots
 
     try:
         return len(make_snapshots(run_dir, wanted, fps))
@@ -214,7 +219,7 @@ def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
 
 def _clips(run_dir: Path, wanted: list, fps: float) -> int:
     """Short clips of the violations; a run whose video is unreadable is still imported without them."""
-    from dashboard.evidence import make_clips
+    from db.evidence import make_clips
 
     try:
         return len(make_clips(run_dir, wanted, fps))
@@ -226,7 +231,7 @@ def _clips(run_dir: Path, wanted: list, fps: float) -> int:
 
 def _orthophoto(run_dir: Path) -> str:
     """Make the run's orthophoto when it has none; a run without one is still imported (the note says why)."""
-    from dashboard.orthophoto import OrthophotoError, make_orthophoto, read_orthophoto
+    from db.orthophoto import OrthophotoError, make_orthophoto, read_orthophoto
 
     if (meta := read_orthophoto(run_dir)) is not None:
         return f"orthophoto kept ({len(meta.get('frames', []))} frames)"
