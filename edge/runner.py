@@ -5,7 +5,6 @@ the same ``Pipeline`` frame by frame.
 """
 from __future__ import annotations
 
-import json
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -15,8 +14,9 @@ from typing import Any
 from tqdm import tqdm
 
 from edge.completeness import completeness, telemetry_losses, video_losses
-from edge.rundir import RunDirectory, output_write_error
+from edge.rundir import RunDirectory
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
+from edge.sinks.loop import RunSinks
 from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
@@ -82,46 +82,22 @@ def process_video(
                       pipeline.detector.weights, pipeline.mode, pipeline.device)
         rundir = RunDirectory(out_dir)
         with rundir as tmp:
-            sinks: list[Sink] = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
+            file_sinks: list[Sink] = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
             if write_video:
-                sinks.append(AnnotatedVideoSink(tmp, speed_limit_kmh=speed_limit_kmh))
-            sinks += extra_sinks or []
-            opened: list[Sink] = []
-            try:
-                for s in sinks:
-                    s.open(run)
-                    opened.append(s)
-                total = min(info.frame_count or 0, max_frames or 10**12) or None
-                bar = tqdm(total=total, unit="frame", desc=video.name[:24], disable=not progress, dynamic_ncols=True)
-                loop0 = time.perf_counter()
-                with frame_results(pipeline, source, batch_size) as results:
-                    for result in results:
-                        for s in sinks:
-                            s.write(result)
-                        bar.update(1)
-                bar.close()
-                loop_s = time.perf_counter() - loop0
-                file_sinks, extra = sinks[: len(sinks) - len(extra_sinks or [])], extra_sinks or []
-                for s in file_sinks:  # file sinks finish first: the summary counts what they wrote
-                    s.close({"source": run.source, "mode": run.mode})
-                    opened.remove(s)
-                summary = _summary(run, info, pipeline, sinks, loop_s, time.perf_counter() - wall0, tel_path)
+                file_sinks.append(AnnotatedVideoSink(tmp, speed_limit_kmh=speed_limit_kmh))
+
+            def summarize() -> dict[str, Any]:
+                summary = _summary(run, info, pipeline, file_sinks, sinks.loop_s, time.perf_counter() - wall0, tel_path)
                 duration = info.duration_s or ((info.frame_count or 0) / info.fps)
                 summary.update(completeness(video_losses(source) + telemetry_losses(flight_log, poses, duration, info.fps)))
-                (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
-                for s in extra:  # database, live feed: they get the complete summary
-                    s.close(summary)
-                    opened.remove(s)
-            except BaseException as exc:
-                disk_full = output_write_error(exc, rundir)  # a full disk: one clear line, also in the database
-                for s in opened:
-                    try:
-                        s.abort(disk_full or exc)
-                    except Exception:  # keep the original error
-                        pass
-                if disk_full is not None:
-                    raise disk_full from exc
-                raise
+                return summary
+
+            with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
+                total = min(info.frame_count or 0, max_frames or 10**12) or None
+                bar = tqdm(total=total, unit="frame", desc=video.name[:24], disable=not progress, dynamic_ncols=True)
+                with frame_results(pipeline, source, batch_size) as results:
+                    sinks.feed(results, bar)
+                summary = sinks.finish(summarize, tmp / "summary.json")
             final = rundir.commit()
     return RunOutcome(final, summary)
 

@@ -15,7 +15,6 @@ presentation times, which assumes a constant frame rate (what drone cameras reco
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -215,10 +214,12 @@ class _MergedStats:
 
 def write_run(video: Path, out_dir: Path, config, outputs: list[SegmentOutput], results: list[FrameResult],
               extra_sinks: list | None, processing_s: float, wall0: float):
-    """The stitched results through the file sinks (+ ``extra_sinks``) into ``out_dir``, like ``process_video``."""
+    """The stitched results through the file sinks (+ ``extra_sinks``) into ``out_dir``, through the same sink loop
+    as ``process_video`` (``edge.sinks.loop``)."""
     from edge.rundir import RunDirectory
     from edge.runner import RunOutcome, _summary
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
+    from edge.sinks.loop import RunSinks
     from tracking.types import RunInfo
     from vision.telemetry.poses import find_sidecar_srt
 
@@ -228,35 +229,19 @@ def write_run(video: Path, out_dir: Path, config, outputs: list[SegmentOutput], 
     first = min(outputs, key=lambda o: o.segment.index)
     run = RunInfo(str(video), info.width, info.height, info.fps, info.frame_count, config.model_dump(mode="json"),
                   first.weights, first.mode, first.device)
-    extra = list(extra_sinks or [])
     rundir = RunDirectory(out_dir)
     with rundir as tmp:
         file_sinks = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
-        opened = []
-        try:
-            for sink in file_sinks + extra:
-                sink.open(run)
-                opened.append(sink)
-            for r in results:
-                for sink in file_sinks + extra:
-                    sink.write(r)
-            for sink in file_sinks:
-                sink.close({"source": run.source, "mode": run.mode})
-                opened.remove(sink)
+
+        def summarize() -> dict[str, Any]:
             summary = _summary(run, info, _MergedStats(outputs, results), file_sinks, processing_s,
                                time.perf_counter() - wall0, find_sidecar_srt(video))
             summary["segments"] = [{"start": o.segment.start, "end": o.segment.end, "warmup": o.segment.warmup,
                                     "seconds": round(o.seconds, 2)} for o in sorted(outputs, key=lambda o: o.segment.index)]
-            (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
-            for sink in extra:
-                sink.close(summary)
-                opened.remove(sink)
-        except BaseException as exc:
-            for sink in opened:
-                try:
-                    sink.abort(exc)
-                except Exception:  # keep the original error
-                    pass
-            raise
+            return summary
+
+        with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
+            sinks.feed(results)
+            summary = sinks.finish(summarize, tmp / "summary.json")
         final = rundir.commit()
     return RunOutcome(final, summary)

@@ -26,6 +26,7 @@ from edge.service.config import ServiceConfig
 from edge.service.ingest import DropOldestQueue, IncomingFrame, PullReader, SourceSpec
 from edge.service.live import Broadcaster, LiveViolations, result_message
 from edge.service.metrics import ServiceMetrics
+from edge.sinks.loop import RunSinks
 from tracking.pipeline import Pipeline
 from tracking.types import FrameResult, RunInfo
 from vision.types import CameraPose, Frame
@@ -131,7 +132,7 @@ class StreamWorker:
         self._stopped = False  # by stop() (shutdown, DELETE), not by the stream itself
         self._pusher: object | None = None
         self._pipeline: Pipeline | None = None
-        self._sink: LiveDatabaseSink | None = None
+        self._sink: RunSinks | None = None  # the run's sinks (the database), fed like any run's (edge.sinks.loop)
         self._run_size: tuple[int, int] | None = None
         self._violations: LiveViolations | None = None
         self._prev_t: float | None = None
@@ -388,8 +389,8 @@ class StreamWorker:
                                     task_round_id=self.spec.task_round_id, speed_limit_kmh=self.spec.speed_limit_kmh,
                                     min_over_limit_s=self.cfg.min_over_limit_s, flush_s=self.cfg.db_flush_s,
                                     batch_rows=self.cfg.db_batch_rows, retry_s=self.cfg.db_retry_s)
-            sink.open(info)
-            self._sink, self.run_id, self.db_error = sink, sink.run_id, None
+            self._sink = RunSinks(info, [], [sink]).open()
+            self.run_id, self.db_error = sink.run_id, None
         except Exception as exc:
             self._drop_sink(exc)
 
@@ -399,9 +400,9 @@ class StreamWorker:
             return
         try:
             if error is None:
-                sink.close(self.summary())
+                sink.finish(self.summary)
             else:
-                sink.abort(error)
+                sink.abort(error, quiet=False)
         except Exception as exc:
             self.db_error = f"{type(exc).__name__}: {exc}"[:500]
             log.exception("stream %s: could not finish run %s in the database", self.spec.id, self.run_id)
