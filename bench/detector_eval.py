@@ -1,6 +1,6 @@
 """Evaluate AirPatrol's vehicle detector against the COCO YOLOv8n INT8 baseline. Prints the numbers.
 
-  (a) held-out val split of the built detector data (vision/detector/dataset.py): Ultralytics mAP50 per class for our
+  (a) held-out val split of the built detector data (vision/training/detector/dataset.py): Ultralytics mAP50 per class for our
       weights, and a class-agnostic "vehicle" AP50 for both models (COCO car/truck/bus count as vehicle);
   (b) UAVDT M1303 (never trained on): ByteTrack via ``model.track(conf=0.1, imgsz=640, persist=True)`` frame by frame,
       MOTA / IDF1 with motmetrics (IoU >= 0.5); predictions whose centre is in an ignore region are dropped, and so
@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from vision.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
-from vision.detector import DEFAULT_WEIGHTS  # noqa: E402
-from vision.detector.training import shared_root  # noqa: E402
+from vision.training.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
+from vision.training.detector import DEFAULT_WEIGHTS  # noqa: E402
+from vision.training.detector.training import shared_root  # noqa: E402
 
 COCO_VEHICLES = (2, 5, 7)  # car, bus, truck
 

@@ -39,7 +39,7 @@ def default_weights() -> Path:
         sys.exit(f"no detector weights: {DEFAULT_DETECTOR_WEIGHTS} is missing and so is {onnx}; pass --weights")
     out = cache_dir() / "dev" / "coco_yolov8n_dequantised.pt"
     if not out.is_file():
-        from vision.detector.dequantize import dequantize_onnx
+        from vision.training.detector.dequantize import dequantize_onnx
 
         dequantize_onnx(onnx, out)
     print(f"# shipped weights missing: using {out} (COCO YOLOv8n dequantised from {onnx.name}) for development")

@@ -1,7 +1,15 @@
-"""The `airpatrol` command line. Each command lives in its own module; this file only registers them."""
+"""The `airpatrol` command line. Each command lives in its own module; this file only registers them.
+
+The development tools (`synth`, `train-detector`, `train-road`: ``vision.synth``, ``vision.training``) are registered
+lazily: their modules load only when one of them runs or `--help` lists them, so `airpatrol process`, `serve` or
+`batch` never import training or simulation code.
+"""
 from __future__ import annotations
 
+import importlib
+
 import typer
+from typer.core import TyperGroup
 
 from edge.batch.cli import cli_batch
 from edge.commands import demo as demo_cmd
@@ -12,9 +20,33 @@ from edge.service.cli import cli_serve
 from dashboard.cli import cli_user_add
 from db import cli as db_cli
 from tracking.evaluation.report import cli_eval
-from vision.synth.cli import cli_synth
-from vision.detector.cli import cli_train_detector
-from vision.road.cli import cli_train_road
+
+# name -> (module, function) of the commands loaded on first use.
+LAZY_COMMANDS = {
+    "synth": ("vision.synth.cli", "cli_synth"),
+    "train-detector": ("vision.training.detector.cli", "cli_train_detector"),
+    "train-road": ("vision.training.road.cli", "cli_train_road"),
+}
+# The order `airpatrol --help` lists the commands in (lazy ones included).
+HELP_ORDER = ("process", "demo", "batch", "serve", "config", "upload", "stream", "import-log", "synth", "eval",
+              "train-detector", "train-road", "import-run", "db", "user")
+
+
+class LazyCommandsGroup(TyperGroup):
+    """The top-level group, with :data:`LAZY_COMMANDS` built from their module when first asked for."""
+
+    def list_commands(self, ctx) -> list[str]:
+        names = [*super().list_commands(ctx), *(n for n in LAZY_COMMANDS if n not in self.commands)]
+        return sorted(names, key=lambda n: HELP_ORDER.index(n) if n in HELP_ORDER else len(HELP_ORDER))
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            module, function = LAZY_COMMANDS[cmd_name]
+            single = typer.Typer(add_completion=False)
+            single.command(cmd_name)(getattr(importlib.import_module(module), function))
+            self.commands[cmd_name] = typer.main.get_command(single)
+        return super().get_command(ctx, cmd_name)
+
 
 app = typer.Typer(
     name="airpatrol",
@@ -22,6 +54,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyCommandsGroup,
 )
 
 app.command("process")(process_cmd.cli_process)
@@ -32,10 +65,7 @@ app.command("config")(cli_config)
 app.command("upload")(cli_upload)
 app.command("stream")(cli_stream)
 app.command("import-log")(db_cli.cli_import_log)
-app.command("synth")(cli_synth)
 app.command("eval")(cli_eval)
-app.command("train-detector")(cli_train_detector)
-app.command("train-road")(cli_train_road)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 db_app.command("upgrade")(db_cli.cli_db_upgrade)
 db_app.command("backup")(db_cli.cli_db_backup)

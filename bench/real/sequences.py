@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracking.evaluation.io import Boxes, load_ground_truth
-from vision.detector import NIGHT_DEV_TRAIN_FRAMES as NIGHT_TRAIN_FRAMES  # noqa: F401  (re-exported) 331..600
-from vision.detector.training import shared_root
+from vision.training.detector import NIGHT_DEV_TRAIN_FRAMES as NIGHT_TRAIN_FRAMES  # noqa: F401  (re-exported) 331..600
+from vision.training.detector.training import shared_root
 
 # M1003 frames 1..240 are scored (8 s); 241..330 (3 s) are a gap; 331..600 may train the detector.
 NIGHT_SCORED_FRAMES = (1, 240)

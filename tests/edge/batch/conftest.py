@@ -31,7 +31,7 @@ def resolve_weights() -> Path | None:
         return None
     out = cache_dir() / "dev" / "coco_yolov8n_dequantised.pt"
     if not out.is_file():
-        from vision.detector.dequantize import dequantize_onnx
+        from vision.training.detector.dequantize import dequantize_onnx
 
         dequantize_onnx(onnx, out)
     return out

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WEIGHTS, DEFAULT_WISE_ALPHA
+from vision.training.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WEIGHTS, DEFAULT_WISE_ALPHA
 
 
 def cli_train_detector(
@@ -33,7 +33,7 @@ def cli_train_detector(
         return
     if init not in ("coco_int8", "scratch"):
         raise typer.BadParameter(f"--init must be coco_int8 or scratch, got {init!r}")
-    from vision.detector.training import train_detector  # torch: only when the command runs
+    from vision.training.detector.training import train_detector  # torch: only when the command runs
 
     try:
         path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,
@@ -47,8 +47,8 @@ def cli_train_detector(
 
 def _train_low_light(out: Path, start: Path, data_dir: Path | None, epochs: int, batch: int, freeze: int,
                      seed: int) -> None:
-    from vision.detector import NIGHT_DEV_TRAIN_FRAMES
-    from vision.detector.training import finetune_for_low_light, shared_root
+    from vision.training.detector import NIGHT_DEV_TRAIN_FRAMES
+    from vision.training.detector.training import finetune_for_low_light, shared_root
 
     night = shared_root() / "data" / "mot" / "uavdt_M1003_night_dev"
     try:

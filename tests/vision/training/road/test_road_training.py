@@ -5,9 +5,9 @@ import cv2
 import numpy as np
 import pytest
 
-from vision.road.data import epfl_split, load_drone, load_tiles
-from vision.road.labels import load_labelled, load_labels, rasterise
-from vision.road.training import evaluate, shared_root, train_road
+from vision.training.road.data import epfl_split, load_drone, load_tiles
+from vision.training.road.labels import load_labelled, load_labels, rasterise
+from vision.training.road.training import evaluate, shared_root, train_road
 from vision.road.unet import DEFAULT_WEIGHTS, load_checkpoint
 
 SHARED = shared_root()
@@ -39,7 +39,7 @@ def test_train_road_writes_a_loadable_checkpoint_with_metrics(tmp_path: Path):
 
 
 def test_synth_scene_folder_gives_frames_paired_with_their_masks(tmp_path: Path):
-    from vision.road.data import load_extra
+    from vision.training.road.data import load_extra
 
     scene = tmp_path / "scene"
     (scene / "road_mask").mkdir(parents=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from vision.road.labels import DRONE_LABELS, RoadLabelError, crop_box, load_label_image, load_labels, rasterise
+from vision.training.road.labels import DRONE_LABELS, RoadLabelError, crop_box, load_label_image, load_labels, rasterise
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 # Drone frames are stored at most this long (side, px) — twice the network's input, plenty for random crops.

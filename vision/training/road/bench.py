@@ -1,4 +1,4 @@
-"""Measure road-layer speed and save mask overlays: ``python -m vision.road.bench [--video PATH] [--out DIR]``.
+"""Measure road-layer speed and save mask overlays: ``python -m vision.training.road.bench [--video PATH] [--out DIR]``.
 
 Times (median of repeated runs, single torch thread unless told otherwise): one U-Net inference on a 960-px-wide
 frame, and ``RoadSegmenter.update`` on frames where the U-Net does not run (warp + compose).

@@ -11,12 +11,12 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from vision.road.augment import batch as augmented_batch
-from vision.road.data import Sample, epfl_split, load_drone, load_extra, load_tiles
-from vision.road.labels import DRONE_LABELS
+from vision.training.road.augment import batch as augmented_batch
+from vision.training.road.data import Sample, epfl_split, load_drone, load_extra, load_tiles
+from vision.training.road.labels import DRONE_LABELS
 from vision.road.unet import DEFAULT_LONG_SIDE, DEFAULT_WEIGHTS, RoadUNet, predict_proba, save_checkpoint, to_tensor
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def shared_root() -> Path:

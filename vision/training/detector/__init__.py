@@ -1,8 +1,9 @@
-"""Training the shipped vehicle detector: COCO INT8 dequantisation, data set building, fine-tuning."""
+"""Training the shipped vehicle detector (a development tool, not on the runtime path): COCO INT8 dequantisation,
+data set building, fine-tuning."""
 
 from pathlib import Path
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "airpatrol_yolov8n.pt"
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "weights" / "airpatrol_yolov8n.pt"
 # 5 epochs with the frozen backbone: ~5 min each on 2 CPU cores, ~25 min in all (docs/detector.md).
 DEFAULT_EPOCHS = 5
 DEFAULT_BATCH = 16

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from vision.detector.dataset import CLASS_NAMES
-from vision.detector.training import (
+from vision.training.detector.dataset import CLASS_NAMES
+from vision.training.detector.training import (
     COCO_ROWS_FOR_OURS,
     TrainingError,
     interpolate_weights,
@@ -45,7 +45,7 @@ def test_weight_averaging_mixes_every_float_tensor(tmp_path):
     from ultralytics import YOLO
     from ultralytics.nn.tasks import DetectionModel
 
-    from vision.detector.dequantize import save_checkpoint
+    from vision.training.detector.dequantize import save_checkpoint
 
     torch.manual_seed(0)
     start, tuned = (DetectionModel("yolov8n.yaml", nc=4, verbose=False) for _ in range(2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from vision.road.data import Sample
+from vision.training.road.data import Sample
 
 
 def random_crop(sample: Sample, size: int, rng: np.random.Generator, scale_range: tuple[float, float] = (0.6, 1.6),

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.conftest import shared_path
-from vision.detector.dataset import (
+from vision.training.detector.dataset import (
     SOURCES,
     DatasetError,
     Source,
@@ -176,7 +176,7 @@ class _FakeDetector:
 
 
 def test_teacher_adds_only_detections_that_match_no_label(tmp_path):
-    from vision.detector.dataset import LabelTeacher
+    from vision.training.detector.dataset import LabelTeacher
 
     teacher = LabelTeacher(tmp_path / "unused.pt")
     labels = np.array([[1, 0.25, 0.25, 0.1, 0.1]])  # a truck at (0.2..0.3)

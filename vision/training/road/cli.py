@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from vision.road import DEFAULT_WEIGHTS
-from vision.road.labels import DRONE_LABELS
+from vision.training.road.labels import DRONE_LABELS
 
 
 def cli_train_road(
@@ -29,7 +29,7 @@ def cli_train_road(
     bf16: Annotated[bool, typer.Option(help="bfloat16 autocast (fast on CPUs with AVX512-BF16/AMX)")] = True,
 ) -> None:
     """Train the road-segmentation U-Net and print its validation IoU."""
-    from vision.road.training import train_road  # torch: only when the command runs
+    from vision.training.road.training import train_road  # torch: only when the command runs
 
     try:
         meta = train_road(out, data_dir, None if no_drone else labels, extra_dir or [], epochs, steps_per_epoch, batch_size,

@@ -5,7 +5,7 @@ import cv2
 import numpy as np
 import pytest
 
-from vision.detector.lowlight import LowLightDataError, low_light, low_light_copies, uavdt_frames
+from vision.training.detector.lowlight import LowLightDataError, low_light, low_light_copies, uavdt_frames
 
 
 def _sequence(tmp_path, frames: int = 6):

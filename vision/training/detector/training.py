@@ -17,9 +17,9 @@ from typing import Literal
 
 import torch
 
-from vision.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA
-from vision.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
-from vision.detector.dequantize import DEFAULT_ONNX, build_float_model, calibrate_batchnorm, save_checkpoint
+from vision.training.detector import DEFAULT_BATCH, DEFAULT_EPOCHS, DEFAULT_FREEZE, DEFAULT_WISE_ALPHA
+from vision.training.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
+from vision.training.detector.dequantize import DEFAULT_ONNX, build_float_model, calibrate_batchnorm, save_checkpoint
 
 COCO_ROWS_FOR_OURS = (2, 7, 5, 2)  # COCO ids of car, truck, bus, car -> our car, truck, bus, van
 
@@ -31,7 +31,7 @@ class TrainingError(ValueError):
 def shared_root() -> Path:
     """The shared data folder: env AIRPATROL_SHARED, else ``../shared`` beside the repository root."""
     env = os.environ.get("AIRPATROL_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
+    return Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared"
 
 
 def vehicle_head_from_coco(coco_model):
@@ -230,7 +230,7 @@ def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple
 
     import numpy as np
 
-    from vision.detector.lowlight import low_light_copies, uavdt_frames
+    from vision.training.detector.lowlight import low_light_copies, uavdt_frames
 
     os.environ.setdefault("YOLO_OFFLINE", "1")
     shared = Path(shared) if shared else shared_root()

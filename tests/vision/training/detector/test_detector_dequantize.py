@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import shared_path
-from vision.detector.dequantize import OnnxWeightsError, build_float_model, dequantized_conv_weights, dequantize_onnx
+from vision.training.detector.dequantize import OnnxWeightsError, build_float_model, dequantized_conv_weights, dequantize_onnx
 
 
 def _tiny_quantised_onnx(path, q, scale, zero_point, bias):
@@ -79,7 +79,7 @@ def test_batchnorm_calibration_keeps_the_function_and_makes_train_mode_agree():
     import torch
     from ultralytics.nn.tasks import DetectionModel
 
-    from vision.detector.dequantize import calibrate_batchnorm
+    from vision.training.detector.dequantize import calibrate_batchnorm
 
     torch.manual_seed(0)
     model = DetectionModel("yolov8n.yaml", nc=4, verbose=False)
