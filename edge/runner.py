@@ -1,7 +1,7 @@
 """Process one recorded video end to end: source -> pipeline -> sinks, with progress and a run summary.
 
 The CLI (`airpatrol process`, `airpatrol demo`) and the batch runner call ``process_video``; the live service drives
-the same ``Pipeline`` frame by frame.
+the same ``Pipeline`` frame by frame. All of them feed their sinks through the one loop in ``edge/sinks/loop.py``.
 """
 from __future__ import annotations
 
