@@ -24,9 +24,13 @@ def test_plan_covers_every_frame_once():
 def test_seeking_source_gives_the_same_frames(detector_video):
     with open_source(detector_video, max_frames=70) as src:
         ref = {f.index: f for f in src}
-    with SeekingVideoSource(detector_video, 41, 70) as src:
+    # the generated clip (no ../shared) is shorter than the real one: seek into its last part, whatever its length
+    end = len(ref)
+    start = end * 3 // 5
+    assert start > 0
+    with SeekingVideoSource(detector_video, start, end) as src:
         got = list(src)
-    assert [f.index for f in got] == list(range(41, 70))
+    assert [f.index for f in got] == list(range(start, end))
     for f in got:
         assert f.t == pytest.approx(ref[f.index].t, abs=1e-6)
         assert np.array_equal(f.image, ref[f.index].image)
