@@ -35,7 +35,7 @@ def parse_gpx(data: bytes, path: Path) -> FlightLog:
                 continue
             children = {_local(c.tag): c for c in elem.iter()}
             when = _time(children["time"].text) if "time" in children else None
-            lat, lon = float(elem.get("lat")), float(elem.get("lon"))  # type: ignore[arg-type]  # a missing one: TypeError, caught below
+            lat, lon = float(elem.get("lat")), float(elem.get("lon"))  # a missing one: TypeError, caught below
             if not (-90 <= lat <= 90 and -180 <= lon <= 180):
                 raise ValueError(f"coordinates out of range ({lat}, {lon})")
             s = TelemetrySample(t_s=0.0, time_utc=when, lat=lat, lon=lon)
