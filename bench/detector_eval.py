@@ -25,7 +25,7 @@ import torch
 import torchvision
 from tqdm import tqdm
 
-np.asfarray = lambda a, dtype=float: np.asarray(a, dtype=dtype)  # noqa: E731  motmetrics 1.4.0 needs it (NumPy 2)
+setattr(np, "asfarray", lambda a, dtype=float: np.asarray(a, dtype=dtype))  # motmetrics 1.4.0 needs it (NumPy 2)
 import motmetrics as mm  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
