@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -19,6 +20,17 @@ os.environ.setdefault("YOLO_VERBOSE", "False")
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_DETECTOR_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n.pt"
 _NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
+
+
+class Detector(Protocol):
+    """What the pipeline asks of a detector: :class:`VehicleDetector`, or a stand-in (tests, benchmarks)."""
+
+    weights: str
+    tiles_run: int
+
+    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections: ...
+
+    def reset(self) -> None: ...
 
 
 class WeightsError(ValueError):
