@@ -112,7 +112,7 @@ def fake_pipeline(config):
         def detect(self, image, road_mask=None, tiling=None):
             return Detections()
 
-    return Pipeline(config, detector=NoDetector())  # type: ignore[arg-type]  # a stand-in with the detector's interface
+    return Pipeline(config, detector=NoDetector())  # a stand-in with the detector interface
 
 
 class StreamClient:
