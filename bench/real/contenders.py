@@ -10,8 +10,8 @@ from __future__ import annotations
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from bench.real.scoring import boxes_from_rows
 from bench.real.sequences import Sequence
