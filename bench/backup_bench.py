@@ -30,7 +30,7 @@ from db_bench import bench_speed_rows  # noqa: E402
 
 def count(url: str) -> int:
     with session_scope(url) as s:
-        return s.scalar(select(func.count(TrackSpeed.id)))
+        return s.scalar(select(func.count(TrackSpeed.id))) or 0
 
 
 def run(name: str, url: str, rows: int, folder: Path, suffix: str) -> None:

@@ -26,13 +26,13 @@ def synthetic_run(folder: Path, tracks: int, seconds: float, fps: float, lat0: f
     import numpy as np
 
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
-    from tracking.types import FrameResult, RunInfo, TrackState
+    from tracking.types import FrameResult, RunInfo, Sink, TrackState
     from vision.types import Frame
 
     folder.mkdir(parents=True, exist_ok=True)
     frames = int(seconds * fps)
     info = RunInfo(str(folder / "video.mp4"), 3840, 2160, fps, frames, {}, "bench", "dual_layer", "cpu")
-    sinks = [MOTSink(folder), TrackCSVSink(folder), TrackSummarySink(folder), GeoJSONSink(folder)]
+    sinks: list[Sink] = [MOTSink(folder), TrackCSVSink(folder), TrackSummarySink(folder), GeoJSONSink(folder)]
     for s in sinks:
         s.open(info)
     rng = np.random.default_rng(0)
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     from dashboard.mapdata import MapFilter, map_layers
     from db.run_import import import_run_dir
 
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
         t0 = time.perf_counter()
         run_dir = synthetic_run(tmp / "run", a.tracks, a.seconds, a.fps)
         rows = a.tracks * int(a.seconds * a.fps)

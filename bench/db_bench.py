@@ -96,7 +96,7 @@ def bench_speed_rows(url: str, n_rows: int) -> dict:
     sink.close({"timings": {}})
     spent += time.perf_counter() - t
     with session_scope(url) as s:
-        rows = s.scalar(select(func.count(TrackSpeed.id)))
+        rows = s.scalar(select(func.count(TrackSpeed.id))) or 0
         tracks = s.scalar(select(func.count(TrackRow.id)).where(TrackRow.run_id == sink.run_id))
     return {"rows": rows, "tracks": tracks, "seconds": round(spent, 2), "rows_per_s": round(rows / spent)}
 
@@ -148,6 +148,7 @@ def bench_queries(url: str, run_id: int) -> dict:
     box = (46.90, 6.90, 46.95, 6.95)
     with maker() as s:
         track_id = s.scalar(select(TrackRow.id).where(TrackRow.run_id == run_id).order_by(TrackRow.id).limit(1))
+    assert track_id is not None, f"run {run_id} has no tracks"
     cases = {
         "flights_in_one_week": (lambda s: flights_in_range(s, *week), queries.flights_in_range_stmt(*week)),
         "tracks_of_run": (lambda s: tracks_of_run(s, run_id), queries.tracks_of_run_stmt(run_id)),
@@ -187,6 +188,7 @@ def run_backend(name: str, url: str, rows: int, flights: int, violations: int) -
     print(f"[{name}] speed rows: {result['speed_rows']}", flush=True)
     with session_scope(url) as s:
         run_id = s.scalar(select(ProcessingRun.id).where(ProcessingRun.status == "complete"))
+    assert run_id is not None, "the speed-row benchmark completes a run"
     t = time.perf_counter()
     fill_for_queries(url, run_id, flights, violations)
     result["fill_s"] = round(time.perf_counter() - t, 1)

@@ -25,7 +25,7 @@ import torch
 import torchvision
 from tqdm import tqdm
 
-np.asfarray = lambda a, dtype=float: np.asarray(a, dtype=dtype)  # noqa: E731  motmetrics 1.4.0 needs it (NumPy 2)
+setattr(np, "asfarray", lambda a, dtype=float: np.asarray(a, dtype=dtype))  # motmetrics 1.4.0 needs it (NumPy 2)
 import motmetrics as mm  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,6 +65,8 @@ def vehicle_ap50(model, val_images: list[Path], imgsz: int = 640) -> tuple[float
     tps, confs, n_gt = [], [], 0
     for image_path in tqdm(val_images, desc="val vehicle AP50", unit="img"):
         image = cv2.imread(str(image_path))
+        if image is None:
+            raise SystemExit(f"{image_path}: not a readable image")
         gt = torch.tensor(read_yolo_boxes(Path(str(image_path).replace("/images/", "/labels/")).with_suffix(".txt"),
                                           image.shape[1], image.shape[0]), dtype=torch.float32)
         n_gt += len(gt)
@@ -86,7 +88,7 @@ def vehicle_ap50(model, val_images: list[Path], imgsz: int = 640) -> tuple[float
     return float(ap[0, 0]), float(p[0]), float(r[0])
 
 
-def eval_val(weights: Path, coco_onnx: Path, data_dir: Path, shared: Path) -> None:
+def eval_val(weights: Path, coco_onnx: Path | None, data_dir: Path, shared: Path) -> None:
     # Reuse a built data set as it is: rebuilding here (without the label teacher) would replace the training images
     # of a training run that is using the same folder (it did once, mid-run).
     built = data_dir / "data.yaml"
@@ -149,7 +151,7 @@ def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[
     return row
 
 
-def eval_mot(weights: Path, coco_onnx: Path, shared: Path, max_frames: int | None) -> None:
+def eval_mot(weights: Path, coco_onnx: Path | None, shared: Path, max_frames: int | None) -> None:
     seq = shared / "data" / "mot" / "uavdt_M1303"
     print(f"\n(b) UAVDT M1303 ({seq}), ByteTrack conf=0.1 imgsz=640, IoU>=0.5:")
     for label, path in _models(weights, coco_onnx):
@@ -178,7 +180,7 @@ def tiled_detect(model, image: np.ndarray, conf: float, tile: int = 640, overlap
     return det[keep.numpy()]
 
 
-def eval_video(weights: Path, coco_onnx: Path, shared: Path, frame_ids: list[int], conf: float,
+def eval_video(weights: Path, coco_onnx: Path | None, shared: Path, frame_ids: list[int], conf: float,
                overlay_dir: Path | None) -> None:
     video = shared / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
     capture = cv2.VideoCapture(str(video))

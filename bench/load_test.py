@@ -59,7 +59,7 @@ class Server:
                                       str(self.port), "--log-level", "warning"], env=env, cwd=folder,
                                      stdout=subprocess.DEVNULL,
                                      stderr=open(log, "w") if log else subprocess.DEVNULL)  # noqa: SIM115
-        self.rss_max = 0
+        self.rss_max = 0.0
         self._stop = threading.Event()
         deadline = time.monotonic() + 180
         while True:
@@ -235,7 +235,7 @@ def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
     from websockets.sync.client import connect
 
     cap = cv2.VideoCapture(str(CLIP))
-    frames = []
+    frames: list = []  # the clip's images (NumPy), read once
     while len(frames) < 100:
         ok, img = cap.read()
         if not ok:

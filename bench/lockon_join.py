@@ -25,7 +25,8 @@ def join(clip: Path, delay: float, seconds: float = 15.0) -> str:
                            "-c", "copy", "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"], stdin=subprocess.DEVNULL)
     try:
         time.sleep(delay)
-        n, first, events = [0], [None], []
+        n, events = [0], []
+        first: list[float | None] = [None]
         t0 = time.monotonic()
 
         def on_frame(_):

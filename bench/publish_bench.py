@@ -80,7 +80,7 @@ class Feed(threading.Thread):
         return None
 
 
-def pct(values: list[float], q: float) -> float:
+def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
 
 
@@ -105,6 +105,8 @@ def bench_relay(clip: Path, detector: str, duration: float, cut: float, queue_fr
             feed = Feed(f"ws://{base}/api/streams/{sid}/feed", auth)
             feed.start()
             first = feed.first_after(t_pub)
+            if first is None:  # found by mypy: used to end in a TypeError below
+                raise SystemExit("no live result within 120 s of starting the publisher")
             time.sleep(duration)
             s1 = httpx.get(f"http://{base}/api/streams/{sid}", headers=auth).json()
             fps1 = s1["processed"] / (time.monotonic() - t_pub - first)
@@ -184,7 +186,8 @@ def main() -> None:
     print(f"latency (arrival -> result) p50 / p95: {r['latency_p50_ms']:.0f} / {r['latency_p95_ms']:.0f} ms")
     print(f"processed {r['processed']} of {r['received']} received frames ({r['processed_fps_phase1']:.2f} fps in the "
           f"first phase); dropped {r['dropped']} (drop rate {100 * r['drop_rate']:.1f} %); lost to damage {r['lost']}")
-    print(f"recovery after the cut (publisher back -> first new result): {r['recovery_s']:.2f} s")
+    recovery = "none within 120 s" if r["recovery_s"] is None else f"{r['recovery_s']:.2f} s"
+    print(f"recovery after the cut (publisher back -> first new result): {recovery}")
     print(f"gaps recorded: {r['gaps']}; runs seen on the feed: {r['runs']}")
     if args.protocol != "rtmp":
         return

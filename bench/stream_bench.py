@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import cv2
 import httpx
@@ -65,7 +66,7 @@ def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
 
 def start_server(workdir: Path, detector: str, queue_frames: int, service_extra: dict | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    pipeline = {"device": "cpu", "road": {"enabled": False}}
+    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
     service = {"bootstrap_admin": ADMIN[0], "bootstrap_admin_password": ADMIN[1], "job_workers": 0,
                "queue_frames": queue_frames, "secret_key": "bench-secret-key-0123456789"}
     if detector == "coco":
@@ -111,7 +112,7 @@ def fake_pipeline(config):
         def detect(self, image, road_mask=None, tiling=None):
             return Detections()
 
-    return Pipeline(config, detector=NoDetector())
+    return Pipeline(config, detector=NoDetector())  # a stand-in with the detector interface
 
 
 class StreamClient:
@@ -242,7 +243,7 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
     from tracking.pipeline import Pipeline
     from vision.types import Frame
 
-    pipeline = {"device": "cpu", "road": {"enabled": False}}
+    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
     if detector == "coco":
         pipeline["detector"] = {"weights": str(COCO)}
     config = PipelineConfig(**pipeline)
@@ -273,6 +274,7 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
                 while worker.frames_processed < i + 1:
                     time.sleep(0.0005)
             out[label] = round(1000 * (time.perf_counter() - t0) / (len(frames) - 1), 1)
+            assert worker.latest is not None  # frames were processed
             out["tracks_per_frame"] = len(worker.latest.tracks)
             worker.stop()
         ctx.close()
@@ -294,7 +296,9 @@ def main() -> None:
     if not args.clip.is_file():
         raise SystemExit(f"{args.clip}: clip not found (use --clip or set AIRPATROL_SHARED)")
     frames = load_frames(args.clip, args.width, 250)
-    h, w = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR).shape[:2]
+    first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
+    assert first is not None  # encoded by load_frames
+    h, w = first.shape[:2]
     print(f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
           f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
           f"{psutil.cpu_count()} CPUs")

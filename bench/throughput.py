@@ -89,6 +89,7 @@ def bench_runtime(runtime: str, args, frames) -> list[dict]:
     from edge.batch.batched import MAX_MODEL_BATCH, BatchedPipeline
     from tracking.config import PipelineConfig
     from tracking.pipeline import Pipeline
+    from vision.detection import VehicleDetector
 
     cfg = PipelineConfig.model_validate({
         "device": args.device, "road": {"enabled": False},
@@ -96,6 +97,7 @@ def bench_runtime(runtime: str, args, frames) -> list[dict]:
     })
     pipeline = Pipeline(cfg)
     det = pipeline.detector
+    assert isinstance(det, VehicleDetector)  # the real model, built from cfg
     images = [f.image for f in frames]
     inputs = [detector_inputs(det, im, args.tiling) for im in images]  # per frame: the frame, or its tiles
     det._predict(inputs[0][:2])  # warm-up: first call builds the predictor / ORT session

@@ -5,6 +5,7 @@ the plotly package, our own CSS/JS): the pages work with no internet. The base m
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 
@@ -67,14 +68,15 @@ def _install_error_pages(app: FastAPI, c: DashboardContext) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException):
         path = request.url.path
         if not path.startswith(prefix + "/") or _is_api(request, prefix) or "/static/" in path:
-            return await previous(request, exc)
+            response = previous(request, exc)  # FastAPI's own handler is async; one set by the app may not be
+            return await response if inspect.isawaitable(response) else response
         return render(request, "error.html", None, status_code=exc.status_code, title=f"Error {exc.status_code}",
                       message=str(exc.detail))
 
-    app.add_exception_handler(NotLoggedIn, not_logged_in)
-    app.add_exception_handler(Forbidden, forbidden)
-    app.add_exception_handler(CsrfFailed, csrf_failed)
-    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(NotLoggedIn, not_logged_in)  # type: ignore[arg-type]  # called only with its own class
+    app.add_exception_handler(Forbidden, forbidden)  # type: ignore[arg-type]  # called only with its own class
+    app.add_exception_handler(CsrfFailed, csrf_failed)  # type: ignore[arg-type]  # called only with its own class
+    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]  # called only with its own class
 
 
 def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:

@@ -88,7 +88,7 @@ def csrf_token(request: Request) -> str:
 async def verify_csrf(request: Request) -> None:
     """Dependency of every POST: the form field or header must equal the session's token (synchronizer token)."""
     expected = request.session.get(SESSION_CSRF)
-    sent = request.headers.get(CSRF_HEADER)
+    sent: object = request.headers.get(CSRF_HEADER)  # a form field may also be an upload
     if sent is None and request.headers.get("content-type", "").startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")):
         sent = (await request.form()).get(CSRF_FIELD)

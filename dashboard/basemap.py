@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ class Basemap:
     max_zoom: int
     bounds: list[list[float]] | None  # [[south, west], [north, east]]
     attribution: str
-    _get: object = field(repr=False, default=None)
+    _get: Callable[[int, int, int], bytes | None] = field(repr=False)
 
     def tile(self, z: int, x: int, y: int) -> bytes | None:
         if not (self.min_zoom <= z <= self.max_zoom) or not (0 <= x < 2 ** z and 0 <= y < 2 ** z):
@@ -59,7 +60,7 @@ def _open_pmtiles(path: Path) -> Basemap:
     if kind not in types:
         raise BasemapError(f"{path}: {kind.name} tiles; the dashboard serves raster tiles (PNG, JPEG, WebP) only")
     gz = header["tile_compression"] == Compression.GZIP
-    meta = {}
+    meta: dict = {}
     try:
         meta = reader.metadata() or {}
     except Exception:  # metadata is optional

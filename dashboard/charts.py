@@ -21,7 +21,8 @@ def speed_profile(times: list[float], speeds: list[float | None], title: str | N
     when a limit is drawn, the line speed − 2σ: a violation needs that line above the limit for long enough."""
     go = _go()
     fig = go.Figure()
-    has_sigma = sigmas is not None and any(s is not None and v is not None for s, v in zip(sigmas, speeds))
+    sigmas = sigmas if sigmas is not None else []
+    has_sigma = any(s is not None and v is not None for s, v in zip(sigmas, speeds))
     if has_sigma:
         lo = [None if v is None or s is None else max(0.0, v - s) for v, s in zip(speeds, sigmas)]
         hi = [None if v is None or s is None else v + s for v, s in zip(speeds, sigmas)]

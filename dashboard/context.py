@@ -4,11 +4,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session, sessionmaker
+
+if TYPE_CHECKING:  # imported for the annotations only: the basemap reader loads on demand
+    from dashboard.basemap import Basemap
+    from db.throttle import LoginThrottle
 
 from dashboard.settings import DashboardSettings
 
@@ -21,8 +25,8 @@ class DashboardContext:
     sessions: sessionmaker[Session]
     templates: Jinja2Templates
     data_dir: Path
-    throttle: object = field(default=None)  # db.throttle.LoginThrottle (state in the database)
-    basemap: object = field(default=None)  # dashboard.basemap.Basemap when basemap_file opened
+    throttle: LoginThrottle  # state in the database
+    basemap: Basemap | None = field(default=None)  # when basemap_file opened
     basemap_error: str | None = None  # why the configured basemap_file is not used
 
     def url(self, path: str = "/") -> str:

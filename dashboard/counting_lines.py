@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -88,6 +89,7 @@ def load_vehicles(db: Session, run: ProcessingRun, frame: LocalFrame) -> list[Ve
     for tid, fr, t, lon, lat, speed, sigma, flag in rows:
         v = vehicles.get(tid)
         if v is not None:
+            assert lon is not None and lat is not None  # the query keeps located samples only
             e, n = frame.to_local(lon, lat)
             v.samples.append(Sample(fr, t, e, n, speed if speed is not None and trusted_speed(flag, sigma) else None))
     return [v for v in vehicles.values() if v.samples]
@@ -186,7 +188,7 @@ def count_at_lines(db: Session, run: ProcessingRun, lines: list[dict]) -> dict:
     # does the run have map positions at all (else a line on the map can count nothing, and the page says why)
     placed = db.scalar(select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None))
                        .limit(1))
-    out = {"bin_s": step, "bins": n_bins, "lines": [], "positions": placed is not None}
+    out: dict[str, Any] = {"bin_s": step, "bins": n_bins, "lines": [], "positions": placed is not None}
     if not lines:
         return out
     lon0, lat0 = lines[0]["coordinates"][0]

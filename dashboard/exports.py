@@ -130,8 +130,13 @@ def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
     return tracks
 
 
+def _path(track: TrackRow) -> dict:
+    assert track.path_geojson is not None  # _run_tracks keeps only tracks with a path
+    return json.loads(track.path_geojson)
+
+
 def run_geojson(db: Session, run: ProcessingRun) -> str:
-    features = [{"type": "Feature", "geometry": json.loads(t.path_geojson), "properties": {
+    features = [{"type": "Feature", "geometry": _path(t), "properties": {
         "track_id": t.track_no, "class": t.class_name, "moving": t.moving, "median_speed_kmh": t.median_speed_kmh,
         "max_speed_kmh": t.max_speed_kmh, "median_sigma_kmh": t.median_sigma_kmh, "scale_source": t.scale_source,
         "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
@@ -144,7 +149,7 @@ def run_kml(db: Session, run: ProcessingRun) -> str:
 
     kml = simplekml.Kml(name=f"AirPatrol run {run.id}")
     for t in _run_tracks(db, run):
-        geom = json.loads(t.path_geojson)
+        geom = _path(t)
         name = f"{t.class_name} {t.track_no}"
         desc = f"median {t.median_speed_kmh or 0:.0f} km/h, max {t.max_speed_kmh or 0:.0f} km/h"
         if geom["type"] == "LineString":
@@ -217,8 +222,8 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
             lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), _round(v.sigma_kmh, 1),
                                     _round(v.lower_bound_kmh, 1), v.limit_kmh, v.over_limit_s, v.rule or "",
                                     v.scale_source or "", round(v.t_s, 2),
-                                    violation_time(v.occurred_at, v.t_s, flight and flight.clock,
-                                                   flight and flight.start_time),
+                                    violation_time(v.occurred_at, v.t_s, flight.clock if flight else None,
+                                                   flight.start_time if flight else None),
                                     v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else "",
                                     f"clips/{clip_name(track_no)}" if clip else ""]))
         z.writestr("violations.csv", "".join(lines))

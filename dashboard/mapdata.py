@@ -10,6 +10,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
@@ -85,7 +86,7 @@ def flight_track_features(db: Session, flights: list[Flight], max_points: int = 
         rows = db.execute(select(TelemetrySampleRow.lon, TelemetrySampleRow.lat).where(
             TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.lat.is_not(None),
             TelemetrySampleRow.lon.is_not(None)).order_by(TelemetrySampleRow.t_s)).all()
-        coords = [[round(lon, 7), round(lat, 7)] for lon, lat in _thin(rows, max_points)]
+        coords = [[round(lon, 7), round(lat, 7)] for lon, lat in _thin(list(rows), max_points)]
         if not coords:
             continue
         geom = {"type": "LineString", "coordinates": coords} if len(coords) > 1 else {"type": "Point", "coordinates": coords[0]}
@@ -328,14 +329,15 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
     runs = select_runs(db, f, limit=max_runs)
     if f.run_id is not None and f.flight_id is None:
         # a run's map shows that run's flight, not every flight in the database
-        flights = [db.get(Flight, runs[0].flight_id)] if runs and runs[0].flight_id else []
+        flight = db.get(Flight, runs[0].flight_id) if runs and runs[0].flight_id else None
+        flights = [flight] if flight is not None else []
     else:
         flights = select_flights(db, f)
     drones = drone_states(db, live_stale_s)
     if f.device_id is not None:
         drones = [d for d in drones if d["device_id"] == f.device_id]
     counts = vehicle_counts(db, [r.id for r in runs])
-    layers = {
+    layers: dict[str, Any] = {
         "flights": feature_collection(flight_track_features(db, flights)),
         "drones": feature_collection(drone_features(drones)),
         "trajectories": feature_collection(trajectory_features(db, runs)),

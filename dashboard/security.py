@@ -10,6 +10,7 @@ request scheme is ``https``; the cookies then get ``Secure`` and responses ``Str
 """
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import MutableHeaders
@@ -67,7 +68,7 @@ class TLSAwareSessionMiddleware:
     """Starlette's signed-cookie sessions (``HttpOnly``, ``SameSite``), ``Secure`` on every request that came over
     TLS, and on all of them with ``https_only``."""
 
-    def __init__(self, app: ASGIApp, **kwargs):
+    def __init__(self, app: ASGIApp, /, **kwargs: Any):
         https_only = kwargs.pop("https_only", False)
         self._tls = SessionMiddleware(app, https_only=True, **kwargs)
         self._plain = self._tls if https_only else SessionMiddleware(app, https_only=False, **kwargs)

@@ -174,6 +174,7 @@ def _mariadb_dump(url: URL, target: Path, compress: bool) -> None:
                 "--hex-blob", "--no-tablespaces", "--skip-lock-tables", url.database or ""]
         if compress:
             proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            assert proc.stdout is not None and proc.stderr is not None  # both are PIPEs
             with gzip.open(target, "wb") as out:
                 shutil.copyfileobj(proc.stdout, out, 1 << 20)
             err = proc.stderr.read().decode(errors="replace").strip().splitlines()
@@ -205,6 +206,7 @@ def _mariadb_restore(url: URL, source: Path) -> None:
         with opener(source, "rb") as dump:
             proc = subprocess.Popen([client, f"--defaults-extra-file={opts}", url.database or ""],
                                     stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+            assert proc.stdin is not None and proc.stderr is not None  # both are PIPEs
             try:
                 shutil.copyfileobj(dump, proc.stdin, 1 << 20)
                 proc.stdin.close()

@@ -104,6 +104,7 @@ def check_in(session: Session, field_test: FieldTest, *, device: Device | None =
     elif user is not None:
         open_ = open_.where(FieldTestCheckin.user_id == user.id)
     else:
+        assert person_name is not None  # checked above
         open_ = open_.where(FieldTestCheckin.person_name == person_name.strip())
     if session.scalar(open_) is not None:
         raise DbValidationError(f"already checked in to field test {field_test.name!r}")

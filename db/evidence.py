@@ -91,8 +91,8 @@ def make_snapshots(run_dir: str | Path, violations: list[Wanted], fps: float) ->
     wanted = {(v.track_no, int(round(v.t_s * fps))): v for v in violations}
     boxes = _boxes(run_dir / "tracks.csv", wanted)
     by_frame: dict[int, list[int]] = {}
-    for (track_no, frame) in boxes:
-        by_frame.setdefault(frame, []).append(track_no)
+    for (track_no, frame_no) in boxes:
+        by_frame.setdefault(frame_no, []).append(track_no)
     if not by_frame:
         return {}
     folder = run_dir / EVIDENCE_DIR
@@ -162,6 +162,7 @@ def make_clips(run_dir: str | Path, violations: list[Wanted], fps: float) -> dic
     with av.open(str(video)) as src:
         vs = src.streams.video[0]
         rate = vs.average_rate or Fraction(fps).limit_denominator(1001)
+        assert vs.time_base is not None  # FFmpeg gives every decoded stream a time base
         t0 = float((vs.start_time or 0) * vs.time_base)
         for v in violations:
             start, end = max(0.0, v.t_s - CLIP_BEFORE_S), v.t_s + CLIP_AFTER_S
@@ -175,7 +176,7 @@ def make_clips(run_dir: str | Path, violations: list[Wanted], fps: float) -> dic
                         continue
                     if t > end:
                         break
-                    img = frame.to_ndarray(format="bgr24")
+                    img: np.ndarray = frame.to_ndarray(format="bgr24")
                     box = boxes.get((v.track_no, int(round(t * fps))))
                     if box is not None:
                         _ring(img, _scale_box(box, source_wh, img.shape[1::-1]))
@@ -191,12 +192,13 @@ def make_clips(run_dir: str | Path, violations: list[Wanted], fps: float) -> dic
                             ostream = out.add_stream("mpeg4", rate=rate)
                         ostream.width, ostream.height = size
                         ostream.pix_fmt = "yuv420p"
+                    assert ostream is not None  # opened with `out` above
                     if (img.shape[1], img.shape[0]) != (ostream.width, ostream.height):
                         img = cv2.resize(img, (ostream.width, ostream.height), interpolation=cv2.INTER_AREA)
                     for packet in ostream.encode(av.VideoFrame.from_ndarray(img, format="bgr24")):
                         out.mux(packet)
                     n += 1
-                if out is not None:
+                if out is not None and ostream is not None:
                     for packet in ostream.encode():
                         out.mux(packet)
             finally:

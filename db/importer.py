@@ -88,7 +88,7 @@ def import_flight_log_file(url: str | None, path: str | Path, *, attempts: int =
     raise AssertionError("unreachable")
 
 
-def _is_race(exc: Exception) -> bool:
+def _is_race(exc: IntegrityError | OperationalError) -> bool:
     if isinstance(exc, IntegrityError):
         return True
     code = exc.orig.args[0] if exc.orig is not None and exc.orig.args else None
@@ -136,6 +136,7 @@ def import_flight_log(session: Session, path: str | Path, *, device_serial: str 
         "sample_count": len(rows),
     }
     if flight is None:
+        assert device is not None  # resolved whenever no flight was given
         flight = Flight(device_id=device.id, **values)
         session.add(flight)
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import (
     JSON, BigInteger, Boolean, CheckConstraint, DateTime, Double, Float, ForeignKey, Index, Integer, MetaData, String,
@@ -43,6 +43,12 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+@overload
+def as_naive_utc(value: datetime) -> datetime: ...
+@overload
+def as_naive_utc(value: None) -> None: ...
+@overload
+def as_naive_utc(value: datetime | None) -> datetime | None: ...
 def as_naive_utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is None:
         return value
@@ -295,6 +301,10 @@ _GRID_PER_DEG = round(1 / GRID_DEG)
 _GRID_COLS = 360 * _GRID_PER_DEG
 
 
+@overload
+def grid_cell(lat: float, lon: float) -> int: ...
+@overload
+def grid_cell(lat: float | None, lon: float | None) -> int | None: ...
 def grid_cell(lat: float | None, lon: float | None) -> int | None:
     """Integer id of the GRID_DEG x GRID_DEG cell holding (lat, lon): a portable stand-in for a spatial index.
 

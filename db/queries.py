@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Row, Select, and_, or_, select
+from sqlalchemy import ColumnElement, Row, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from db.models import GRID_DEG, Flight, ProcessingRun, TrackRow, TrackSpeed, Violation, as_naive_utc, grid_cell
@@ -94,7 +94,7 @@ def violations_in_bbox_stmt(min_lat: float, min_lon: float, max_lat: float, max_
     ix_violations_occurred_at finds ``limit`` rows quickly. Violations exist only for complete runs (they are
     written in the transaction that completes the run and deleted with a superseded run), so no join is needed.
     """
-    conds = [Violation.lat.between(min_lat, max_lat), Violation.lon.between(min_lon, max_lon)]
+    conds: list[ColumnElement[bool]] = [Violation.lat.between(min_lat, max_lat), Violation.lon.between(min_lon, max_lon)]
     cells = cells_in_box(min_lat, min_lon, max_lat, max_lon)
     if cells is not None:
         conds.append(Violation.cell.in_(cells))

@@ -150,6 +150,7 @@ class DatabaseSink:
                 begin_write(s)
                 self._confirm_unknown_commit(s)
                 run = s.get(ProcessingRun, self.run_id)
+                assert run is not None  # created by open(); a run is not deleted while its sink writes
                 if run.status == "complete":  # an earlier attempt committed; only its answer was lost
                     return self._ids_of_written_tracks(s), len(self._rows)
                 n = len(self._rows)
@@ -221,10 +222,10 @@ class DatabaseSink:
             s.flush()
             ids = {no: row.id for (no, _), row in zip(new, rows)}
         if self._rows:
-            rows = [{k: v for k, v in r.items() if k != "track_no"} for r in self._rows]
-            for r, src in zip(rows, self._rows):
+            speed_rows = [{k: v for k, v in r.items() if k != "track_no"} for r in self._rows]
+            for r, src in zip(speed_rows, self._rows):
                 r["track_id"] = self._tracks[src["track_no"]].db_id or ids[src["track_no"]]
-            _insert_speed_rows(s, rows)
+            _insert_speed_rows(s, speed_rows)
         progress = min(1.0, self._frames / self._frame_count) if self._frame_count else 0.0
         s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
             frames_done=self._frames, progress=progress, heartbeat_at=utcnow()))
@@ -304,6 +305,7 @@ class DatabaseSink:
         if not limit:
             return 0
         run = s.get(ProcessingRun, self.run_id)
+        assert run is not None  # created by open(); a run is not deleted while its sink writes
         t0, estimate = self._event_clock(s, run)
         frame_s = 1.0 / self._fps
         rule = violation_rule(self.min_over_limit_s)
@@ -381,4 +383,4 @@ def fail_stale_runs(session: Session, max_silence_s: float = 900.0) -> int:
     result = session.execute(update(ProcessingRun).where(
         ProcessingRun.status == "running", ProcessingRun.heartbeat_at < cutoff,
     ).values(status="failed", finished_at=utcnow(), error=f"no progress for more than {max_silence_s:.0f} s (process died?)"))
-    return result.rowcount or 0
+    return result.rowcount or 0  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult, which has it

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, field_validator
 
@@ -94,7 +94,10 @@ class TaskIn(_Strict):
         return ring
 
 
-def validate(model: type[BaseModel], data: dict, what: str) -> BaseModel:
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def validate(model: type[_M], data: dict, what: str) -> _M:
     """``model(**data)`` or a one-line :class:`DbValidationError` naming ``what`` and the first problem."""
     try:
         return model.model_validate(data)

@@ -76,7 +76,7 @@ def collect_imports(root: Path, packages: tuple[str, ...] = LAYERS) -> list[Impo
                     targets = [node.args[0].value]
                 for target in targets:
                     if target.split(".")[0] in packages:
-                        found.append(Import(rel, node.lineno, package, target))
+                        found.append(Import(rel, getattr(node, "lineno", 0), package, target))  # statements and calls have one
     return found
 
 

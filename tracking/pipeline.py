@@ -7,8 +7,8 @@ speed -> FrameResult. The CLI, the batch runner and the live service all drive t
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
-from typing import Protocol
+from collections import defaultdict, deque
+from typing import TYPE_CHECKING, Protocol
 
 import cv2
 import numpy as np
@@ -18,11 +18,14 @@ from tracking.config import PipelineConfig
 from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
-from vision.detection import VehicleDetector, resolve_device
+from vision.detection import Detector, VehicleDetector, resolve_device
 from vision.ego_motion import EgoMotionEstimator, warp_boxes
 from vision.motion import MotionDetector
 from vision.motion_gate import MovingBlobGate
 from vision.types import CameraPose, Detections, DetectionSource, Frame
+
+if TYPE_CHECKING:
+    from vision.road.segmenter import RoadSegmenter
 
 MOVING_FRACTION = 0.15  # share of moving pixels that makes a detector box "moving"
 OFF_ROAD_MOVING_FRACTION, OFF_ROAD_MIN_SCORE = 0.4, 0.5  # what keeps a detector box the road mask misses
@@ -41,14 +44,14 @@ class PoseProvider(Protocol):
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig | None = None, detector: VehicleDetector | None = None):
+    def __init__(self, config: PipelineConfig | None = None, detector: Detector | None = None):
         self.config = config or PipelineConfig()
         self.device = resolve_device(self.config.device)
         detector_config = self.config.detector
         if self.config.baseline:  # plain YOLOv8 as Ultralytics' predict/track runs it: its NMS IoU default
             detector_config = detector_config.model_copy(update={"iou": ULTRALYTICS_NMS_IOU})
-        self.detector = detector or VehicleDetector(detector_config, self.device)
-        self.road = None
+        self.detector: Detector = detector or VehicleDetector(detector_config, self.device)
+        self.road: RoadSegmenter | None = None
         if not self.config.baseline and self.config.road.enabled:
             from vision.road.segmenter import RoadSegmenter
 
@@ -56,7 +59,12 @@ class Pipeline:
         self.ego = EgoMotionEstimator(self.config.ego_motion)
         self.motion = MotionDetector(self.config.motion)
         self.gate = MovingBlobGate(self.config.motion.gate)
-        self._size = None
+        self._size: tuple[int, int] | None = None
+
+    @property
+    def _wh(self) -> tuple[int, int]:
+        assert self._size is not None  # set by reset(), which step() calls first
+        return self._size
 
     @property
     def mode(self) -> str:
@@ -89,7 +97,7 @@ class Pipeline:
         self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)  # per detector frame: tracks fed by detector, by blobs
         self.detector_frames = 0
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
-        self.timings: Counter = Counter()
+        self.timings: defaultdict[str, float] = defaultdict(float)  # stage -> ms
         self.frames = 0
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
@@ -146,6 +154,7 @@ class Pipeline:
             self._until_detect -= 1
             return self._coast(frame, grey, H, ground, t)
         self.detector_frames += 1
+        H_road: np.ndarray | None
         H_key, H_road, elapsed = self._H_since_key, self._H_road_since_key, self._since_key
         self._residual_px = float(np.sqrt(self._residual_sq))
         self._H_since_key, self._H_road_since_key, self._since_key, self._residual_sq = np.eye(3), np.eye(3), 0, 0.0
@@ -249,7 +258,7 @@ class Pipeline:
         """
         if not len(dets):
             return dets
-        h, w = self._size[1], self._size[0]
+        h, w = self._wh[1], self._wh[0]
         wh = dets.wh
         keep = (wh[:, 0] <= self.config.detector.max_box_fraction * w) & (wh[:, 1] <= self.config.detector.max_box_fraction * h)
         if ground is not None and ground.source != ScaleSource.SIZE_PRIOR:
@@ -257,7 +266,7 @@ class Pipeline:
             mpp = np.array([ground.metres_per_pixel(x, y) for x, y in c])
             keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
         sure = self.config.road.sure_off_road_probability
-        if road is not None and not self.config.road.filter_detections and sure is not None:
+        if road is not None and self.road is not None and not self.config.road.filter_detections and sure is not None:
             keep &= ~self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
         if road is not None and self.config.road.filter_detections:
             c = dets.centers.astype(int)
@@ -295,11 +304,11 @@ class Pipeline:
         if ref:
             ok &= (long_side >= 0.5 * ref) & (long_side <= 4.0 * ref) & (short_side <= 2.0 * ref)
         else:
-            ok &= long_side <= 0.1 * max(self._size)
+            ok &= long_side <= 0.1 * max(self._wh)
         # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
         # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
         # pixels long in its input.
-        det_scale = 1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._size)
+        det_scale = 1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
         ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
         blobs = blobs[ok]
         n = len(blobs)
@@ -324,7 +333,7 @@ class Pipeline:
         g = self.scale.size_prior_frame()
         if g is None:
             return None
-        return self.config.speed.car_length_m / g.metres_per_pixel(self._size[0] / 2, self._size[1] / 2)
+        return self.config.speed.car_length_m / g.metres_per_pixel(self._wh[0] / 2, self._wh[1] / 2)
 
     def _observe_sizes(self, frame: Frame, dets: Detections, rows: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
         """Every tracked vehicle's measured box this frame (detector or motion blob) goes to the size prior, which

@@ -166,7 +166,7 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     if direction is None:
         u = major
     else:
-        u = np.asarray(direction, np.float64) / max(np.linalg.norm(direction), 1e-9)
+        u = np.asarray(direction, np.float64) / max(float(np.linalg.norm(direction)), 1e-9)
     v = np.array([-u[1], u[0]])
     return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright,
                           major)
@@ -297,13 +297,14 @@ class VehicleSizeScale:
         Hinv = np.linalg.inv(H)  # old anchor -> current (= new anchor)
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
-            moved = deque(maxlen=OBS_PER_TRACK)
+            moved: deque = deque(maxlen=OBS_PER_TRACK)
             for t, x, ya, k_lw, k_x, bright, k_box in tr.obs:
                 zz = _zoom(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
                 moved.append((t, nx, ny, *(None if k is None else k * zz for k in (k_lw, k_x)), bright,
                               None if k_box is None else k_box * zz))
             tr.obs = moved
+        assert H_cur_to_first is not None  # None is the identity, returned above
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
         self._dirty = True
@@ -369,7 +370,7 @@ class VehicleSizeScale:
     def _class_of(self, tr: _Track) -> int:
         """The detector's class when it saw the vehicle; a motion blob alone counts as a car (most traffic)."""
         if tr.detector_obs >= 3 and tr.cls:
-            return max(tr.cls, key=tr.cls.get)
+            return max(tr.cls, key=lambda c: tr.cls[c])
         return CAR
 
     @staticmethod

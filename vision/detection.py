@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -19,6 +20,17 @@ os.environ.setdefault("YOLO_VERBOSE", "False")
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_DETECTOR_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n.pt"
 _NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
+
+
+class Detector(Protocol):
+    """What the pipeline asks of a detector: :class:`VehicleDetector`, or a stand-in (tests, benchmarks)."""
+
+    weights: str
+    tiles_run: int
+
+    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections: ...
+
+    def reset(self) -> None: ...
 
 
 class WeightsError(ValueError):
@@ -138,10 +150,10 @@ class VehicleDetector:
             tiles = [t for t in tiles if _road_share(road_mask, t) > 0.01]
         self.tiles_run += len(tiles)
         parts = self._predict([image[y1:y2, x1:x2] for x1, y1, x2, y2 in tiles]) if tiles else []
-        cut = [cut_by_tile_edge(d.xyxy, t, w, h) for d, t in zip(parts, tiles)]
+        cuts = [cut_by_tile_edge(d.xyxy, t, w, h) for d, t in zip(parts, tiles)]
         for d, (x1, y1, _, _) in zip(parts, tiles):
             d.xyxy += np.array([x1, y1, x1, y1], np.float32)
-        cut = np.concatenate(cut) if cut else np.zeros(0, bool)  # aligned with concat(parts): empty parts add nothing
+        cut = np.concatenate(cuts) if cuts else np.zeros(0, bool)  # aligned with concat(parts): empty parts add nothing
         return merge_tiled(Detections.concat(parts), cut, self.config.iou)
 
     def _native_pass(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:

@@ -67,7 +67,7 @@ class EgoMotionEstimator:
         pts = cv2.goodFeaturesToTrack(prev, self.config.max_features, 0.01, min_dist, mask=mask, blockSize=7)
         if pts is None or len(pts) < 8:
             return EgoMotion.identity()
-        nxt, status, _ = cv2.calcOpticalFlowPyrLK(prev, grey_small, pts, None, winSize=(21, 21), maxLevel=3)
+        nxt, status, _ = cv2.calcOpticalFlowPyrLK(prev, grey_small, pts, None, winSize=(21, 21), maxLevel=3)  # type: ignore[call-overload]  # None: OpenCV allocates the output (its stubs want an array)
         good = status.reshape(-1) == 1
         p0, p1 = pts.reshape(-1, 2)[good], nxt.reshape(-1, 2)[good]
         if len(p0) < 8:
@@ -100,7 +100,7 @@ class EgoMotionEstimator:
         fx, fy = np.meshgrid(g, g)
         grid = np.column_stack([fx.ravel(), fy.ravel()])  # 9 points in the inner half of the box
         pts = np.concatenate([b[:2] + grid * (b[2:] - b[:2]) for b in boxes]).astype(np.float32)
-        back, status, _ = cv2.calcOpticalFlowPyrLK(cur_small, prev_small, pts.reshape(-1, 1, 2), None,
+        back, status, _ = cv2.calcOpticalFlowPyrLK(cur_small, prev_small, pts.reshape(-1, 1, 2), None,  # type: ignore[call-overload]  # None: OpenCV allocates the output
                                                    winSize=(15, 15), maxLevel=3)
         back = back.reshape(-1, 2).astype(np.float64)
         carried = back if H_prev_to_cur is None else cv2.perspectiveTransform(

@@ -69,7 +69,7 @@ class MotionDetector:
         second whether it is called on every frame or every few."""
         cur = cv2.GaussianBlur(grey_small, (3, 3), 0).astype(np.float32)
         h, w = cur.shape
-        if self._bg is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
+        if self._bg is None or self._prev is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
             # no usable ego-motion: start the background afresh rather than compare misaligned frames
             self._bg, self._prev = cur.copy(), cur
             return MotionField(np.zeros((h, w), np.uint8), scale, np.zeros((h, w), np.uint8))
@@ -83,7 +83,7 @@ class MotionDetector:
         diff_prev = cv2.absdiff(cur, prev)
         # thresholds relative to the footage's own noise (compression, texture, warp interpolation)
         thr = max(self.config.min_contrast, 4.0 * _fast_median(diff_bg))
-        fg = (diff_bg > thr).astype(np.uint8) * 255
+        fg: np.ndarray = (diff_bg > thr).astype(np.uint8) * 255
         changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * _fast_median(diff_prev))).astype(np.uint8) * 255
         k = max(1, frames_elapsed)
         alpha = np.where(fg > 0, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k).astype(np.float32)

@@ -100,12 +100,12 @@ class MovingBlobGate:
         owner = np.full(len(centres), -1, int)
         if not self._cands or not len(centres):
             return owner
-        pred = []
+        predicted = []
         for c in self._cands:
             last = c.centres[-1]
             step = (c.centres[-1] - c.centres[-2]) if len(c.centres) >= 2 else np.zeros(2)
-            pred.append(last + step * (1 + c.misses))
-        pred = np.array(pred)
+            predicted.append(last + step * (1 + c.misses))
+        pred = np.array(predicted)
         d = np.linalg.norm(centres[:, None, :] - pred[None, :, :], axis=2)
         radius = np.maximum(4.0, 0.75 * lengths)[:, None]
         d = np.where(d <= radius, d, np.inf)

@@ -159,6 +159,7 @@ class VideoFileSource(FrameSource):
                 if self.max_frames is not None and index >= self.max_frames:
                     return
         if index > 0:
+            assert prev is not None and t0 is not None  # set with the first frame
             declared = self.info.frame_count
             covered = int(round((prev - t0) * fps)) + 1
             if stopped:

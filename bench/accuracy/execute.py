@@ -50,12 +50,13 @@ def _scene_is_cached(out: Path, spec: SequenceSpec) -> bool:
         saved = json.loads(meta.read_text())["config"]
     except (ValueError, KeyError):
         return False
-    return saved == spec.scene_config.model_dump(mode="json")
+    return spec.scene_config is not None and saved == spec.scene_config.model_dump(mode="json")
 
 
 def _truncated_uavdt(spec: SequenceSpec, workdir: Path) -> Path:
     """UAVDT ground truth cut to the frames that are processed, in the work folder (never in the repository):
     without the cut, every later ground-truth box would count as a miss."""
+    assert spec.source is not None  # a UAVDT sequence names its folder
     out = workdir / "gt" / f"{spec.name}-first{spec.frames}"
     (out / "gt").mkdir(parents=True, exist_ok=True)
     for name in ("M1303_gt_whole.txt", "M1303_gt_ignore.txt"):
@@ -81,6 +82,7 @@ class Prepared:
 def prepare(spec: SequenceSpec, workdir: Path) -> Prepared:
     """The clip and ground truth of ``spec``: rendered into ``workdir/scenes`` (reused when the config matches)."""
     if spec.kind == "uavdt":
+        assert spec.source is not None  # a UAVDT sequence names its folder
         return Prepared(spec.source, _truncated_uavdt(spec, workdir), None, 0.0, None)
     from vision.synth import generate_scene
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from bench.accuracy.execute import MODES
 
@@ -31,7 +32,7 @@ def pool(ms: list[dict], frames: list[int] | None = None) -> dict:
     gt, fp, fn, sw = (_sum(ms, k) for k in ("num_objects", "num_false_positives", "num_misses", "num_switches"))
     preds, nfr = _sum(ms, "num_predictions"), _sum(ms, "num_frames")
     idtp = sum((m.get("idr") or 0.0) * (m.get("num_objects") or 0) for m in ms)
-    out = {
+    out: dict[str, Any] = {
         "sequences": len(ms), "num_objects": int(gt), "num_predictions": int(preds), "num_frames": int(nfr),
         "num_false_positives": int(fp), "num_misses": int(fn), "num_switches": int(sw),
         "mota": 1.0 - (fp + fn + sw) / gt if gt else None,

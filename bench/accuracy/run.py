@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a script: make `bench.accuracy` importable
@@ -179,7 +180,7 @@ def run_suite(args: argparse.Namespace) -> dict:
     settings = RunSettings(weights_copy, road_copy, workdir, args.device, videos, dual_overrides)
     notes.append(f"weights were copied into {workdir / 'weights'} at the start and read from there, so every run "
                  "used the files hashed above even if the shipped ones changed meanwhile")
-    meta = {
+    meta: dict[str, Any] = {
         "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine(),
@@ -216,7 +217,7 @@ def run_suite(args: argparse.Namespace) -> dict:
         return {"meta": meta, "sequences": []}
     t0 = time.perf_counter()
     timing = {"generate_s": 0.0, **{f"{m}_s": 0.0 for m in MODES}}
-    records = []
+    records: list[dict[str, Any]] = []
     bar = tqdm(total=len(seqs) * (1 + len(MODES)), desc="accuracy suite", unit="step", dynamic_ncols=True)
     for spec in seqs:
         if spec.name in done and done[spec.name].get("frames") == spec.frames:
@@ -227,7 +228,7 @@ def run_suite(args: argparse.Namespace) -> dict:
         prep = prepare(spec, settings.workdir)
         timing["generate_s"] += prep.generated_s
         bar.update(1)
-        rec = {"name": spec.name, "kind": spec.kind, "group": spec.group, "factors": spec.factors,
+        rec: dict[str, Any] = {"name": spec.name, "kind": spec.kind, "group": spec.group, "factors": spec.factors,
                "frames": spec.frames, "assets": prep.assets, "modes": {}, "run_s": {}}
         for mode in MODES:
             bar.set_postfix_str(f"{spec.name}: {mode}")

@@ -136,10 +136,10 @@ def markdown(results: dict, choice: dict) -> str:
         return "-" if v is None else f"{v:.{nd}f}"
 
     lines = ["| sequence | contender | MOTA | IDF1 | HOTA | FP | FN | ID sw. | ms/frame |", "|---|---|---|---|---|---|---|---|---|"]
-    pooled = {"plain": [], "baseline": [], "dual": []}
+    pooled: dict[str, list[dict]] = {"plain": [], "baseline": [], "dual": []}
     for name, e in results["sequences"].items():
         best_conf = max(e["plain"], key=lambda c: e["plain"][c]["mota"])
-        rows = [(f"plain Ultralytics track, best conf ({best_conf})", e["plain"][best_conf], "plain"),
+        rows: list[tuple[str, dict, str | None]] = [(f"plain Ultralytics track, best conf ({best_conf})", e["plain"][best_conf], "plain"),
                 ("`airpatrol process --baseline`", e["baseline"], "baseline"),
                 (f"`airpatrol process` dual, leave-one-out setting ({choice[name]})", e["dual"][choice[name]], "dual")]
         if choice[name] != "default":
@@ -154,9 +154,9 @@ def markdown(results: dict, choice: dict) -> str:
             lines.append(f"| {name} ({e['condition']}, frames {e['frames'][0]}-{e['frames'][1]}) | {label} | "
                          f"{f(r['mota'])} | {f(r['idf1'])} | {f(r['hota'])} | {r['fp']} | {r['fn']} | {r['idsw']} | "
                          f"{f(r['ms_per_frame'], 0)} |")
-    for group, rows in pooled.items():
-        if rows:
-            p = _pooled(rows)
+    for group, group_rows in pooled.items():
+        if group_rows:
+            p = _pooled(group_rows)
             lines.append(f"| pooled | {group} | {f(p['mota'])} | | | {p['fp']} | {p['fn']} | {p['idsw']} | |")
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.real.scoring import boxes_from_rows
 from bench.real.sequences import Sequence
@@ -36,10 +37,12 @@ def run_plain(seq: Sequence, weights: Path, conf: float, imgsz: int = 640) -> Ru
     t0 = time.perf_counter()
     with open_source(seq.source, max_frames=seq.run_frames) as src:
         for frame in src:
-            r = model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=conf, imgsz=imgsz, verbose=False)[0]
+            r = list(model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=conf, imgsz=imgsz,
+                                 verbose=False))[0]
             b = r.boxes
             if b is not None and b.id is not None:
-                for (x1, y1, x2, y2), tid in zip(b.xyxy.cpu().numpy(), b.id.cpu().numpy()):
+                # a torch model's boxes are tensors (Boxes also holds NumPy arrays, for other backends)
+                for (x1, y1, x2, y2), tid in zip(b.xyxy.cpu().numpy(), b.id.cpu().numpy()):  # type: ignore[union-attr]
                     rows.append((frame.index + 1, int(tid), x1, y1, x2 - x1, y2 - y1))
             n += 1
     ms = 1000 * (time.perf_counter() - t0) / max(n, 1)
@@ -49,7 +52,7 @@ def run_plain(seq: Sequence, weights: Path, conf: float, imgsz: int = 640) -> Ru
 def pipeline_config(baseline: bool, overrides: dict | None = None):
     from tracking.config import PipelineConfig
 
-    data = {"baseline": baseline}
+    data: dict[str, Any] = {"baseline": baseline}
     for key, value in (overrides or {}).items():  # "detector.conf": 0.1 -> {"detector": {"conf": 0.1}}
         node = data
         *parents, leaf = key.split(".")

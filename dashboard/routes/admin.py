@@ -67,13 +67,14 @@ def device_token(request: Request, device_id: int, label: str = Form(""), user=D
 
 @router.post("/devices/{device_id}/revoke-tokens", dependencies=csrf)
 def device_revoke(request: Request, device_id: int, user=Depends(admin), db: Session = Depends(get_db)):
-    if db.get(Device, device_id) is None:
+    device = db.get(Device, device_id)
+    if device is None:
         raise not_found(f"device {device_id}")
     n = 0
     for tok in db.scalars(select(DeviceToken).where(DeviceToken.device_id == device_id,
                                                     DeviceToken.revoked_at.is_(None))):
         tok.revoked_at, n = utcnow(), n + 1
-    _audit(request, db, user, "device.tokens_revoke", f"device:{db.get(Device, device_id).serial}", tokens=n)
+    _audit(request, db, user, "device.tokens_revoke", f"device:{device.serial}", tokens=n)
     db.commit()
     flash(request, f"{n} token(s) revoked")
     return redirect(request, "/devices")

@@ -34,6 +34,8 @@ def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
     features, seen = [], set()
     for run_id in run_ids:
         run = db.get(ProcessingRun, run_id)
+        if run is None:  # deleted since the page listed it
+            continue
         key = site_of(db, run)
         if key in seen:
             continue

@@ -77,7 +77,7 @@ def flight_list(request: Request, user=Depends(viewer), db: Session = Depends(ge
         query = query.where(Flight.start_time >= as_naive_utc(start))
     if end is not None:
         query = query.where(Flight.start_time <= as_naive_utc(end))
-    total = db.scalar(select(func.count()).select_from(query.subquery()))
+    total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
     flights = list(db.scalars(query.order_by(Flight.start_time.desc(), Flight.id.desc())
                               .offset((page - 1) * PAGE_SIZE).limit(PAGE_SIZE)))
     devices = list(db.scalars(select(Device).order_by(Device.serial)))

@@ -33,9 +33,11 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
     runs = list(db.scalars(select(ProcessingRun).where(ProcessingRun.status == "complete")
                            .order_by(ProcessingRun.id.desc()).limit(PICKER_SIZE)))
     flights = list(db.scalars(select(Flight).order_by(Flight.start_time.desc(), Flight.id.desc()).limit(PICKER_SIZE)))
-    for wanted, items, model in ((f.run_id, runs, ProcessingRun), (f.flight_id, flights, Flight)):
-        if wanted is not None and all(x.id != wanted for x in items) and (item := db.get(model, wanted)) is not None:
-            items.insert(0, item)  # an older one asked for by id still shows by name
+    # an older run or flight asked for by id still shows by name
+    if f.run_id is not None and all(r.id != f.run_id for r in runs) and (run := db.get(ProcessingRun, f.run_id)):
+        runs.insert(0, run)
+    if f.flight_id is not None and all(x.id != f.flight_id for x in flights) and (fl := db.get(Flight, f.flight_id)):
+        flights.insert(0, fl)
     from dashboard.routes.live import service_context
 
     return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices,
@@ -48,7 +50,7 @@ def basemap_tile(request: Request, z: int, x: int, y: int, user=Depends(viewer))
     """A tile of the operator's offline base map (basemap_file); 404 outside its area."""
     basemap = ctx(request).basemap
     tile = basemap.tile(z, x, y) if basemap is not None else None
-    if tile is None:
+    if basemap is None or tile is None:
         raise not_found(f"base-map tile {z}/{x}/{y}")
     return Response(tile, media_type=basemap.media_type, headers={"Cache-Control": "private, max-age=86400"})
 

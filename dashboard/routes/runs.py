@@ -48,7 +48,8 @@ def run_rows(db: Session, runs: list[ProcessingRun]) -> list[dict]:
     counts = vehicle_counts(db, [r.id for r in runs])
     flight_ids = {r.flight_id for r in runs if r.flight_id}
     flights = {f.id: flight_label(f) for f in db.scalars(select(Flight).where(Flight.id.in_(flight_ids)))} if flight_ids else {}
-    return [{**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id)} for r in runs]
+    return [{**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id) if r.flight_id else None}
+            for r in runs]
 
 
 def _runs_query(request: Request):
@@ -133,7 +134,8 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     out_dir = exports.run_output_dir(run, db)
     # each violation stores its evidence: speed, sigma, speed - 2 sigma, time over the limit, rule, scale source
-    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight and flight.clock, flight and flight.start_time),
+    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight.clock if flight else None,
+                                               flight.start_time if flight else None),
                    evidence.snapshot_path(out_dir, no) is not None, v.sigma_kmh,
                    evidence.clip_path(out_dir, no) is not None)
                   for v, no, cls in db.execute(
@@ -216,7 +218,7 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
 def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     """The run's orthophoto (its video projected to the ground, RGBA PNG); its bounds come with the map data."""
     out_dir = exports.run_output_dir(_get_run(db, run_id), db)
-    if read_orthophoto(out_dir) is None:
+    if out_dir is None or read_orthophoto(out_dir) is None:
         raise not_found(f"orthophoto of run {run_id}")
     return FileResponse(out_dir / ORTHO_PNG, media_type="image/png")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import numpy as np
 
@@ -54,7 +55,14 @@ class _PredictionCache:
             found = [d if d is not None else next(computed) for d in found]
         self.hits += len(images) - len(missing)
         self.misses += len(missing)
-        return found
+        return cast(list[Detections], found)  # every None was filled above
+
+
+def _model(pipeline: Pipeline) -> VehicleDetector:
+    """The pipeline's detector: batching drives the real model (its _predict, settings and tiling plan)."""
+    det = pipeline.detector
+    assert isinstance(det, VehicleDetector)
+    return det
 
 
 def _signature(det: VehicleDetector, shape: tuple) -> tuple:
@@ -65,7 +73,7 @@ def _signature(det: VehicleDetector, shape: tuple) -> tuple:
 
 def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]:
     """The images ``pipeline`` will most likely give its detector for ``frames`` (in order, from its current state)."""
-    det = pipeline.detector
+    det = _model(pipeline)
     cfg = det.config
     road = getattr(pipeline.road, "mask", None) if pipeline.road is not None else None  # the last frame's
     counter, tiling_now = getattr(det, "_frames", 0), getattr(det, "_tiling_now", False)
@@ -102,7 +110,7 @@ def _prefetch(work: list[tuple[Pipeline, list[Frame]]], max_batch: int) -> dict[
     groups: dict[tuple, list[tuple[_PredictionCache, np.ndarray]]] = defaultdict(list)
     share: dict[int, int] = defaultdict(int)  # images per pipeline: its part of the prefetch time
     for pipeline, frames in work:
-        det = pipeline.detector
+        det = _model(pipeline)
         cache = caches.setdefault(id(det), _PredictionCache(det))
         for im in _planned_images(pipeline, frames):
             groups[_signature(det, im.shape)].append((cache, im))
@@ -130,10 +138,10 @@ def _step_with_caches(work: list[tuple[Pipeline, Frame]], max_batch: int) -> lis
             h, w = frames[0].image.shape[:2]
             pipeline.reset(w, h, 25.0)
     caches = _prefetch(list(per_pipeline.values()), max_batch)
-    detectors = {id(p.detector): p.detector for p, _ in per_pipeline.values()}
+    detectors = {id(p.detector): _model(p) for p, _ in per_pipeline.values()}
     try:
         for key, det in detectors.items():
-            det._predict = caches[key]  # instance attribute shadows the method for this batch only
+            det._predict = caches[key]  # type: ignore[method-assign]  # instance attribute shadows the method for this batch only
         return [pipeline.step(frame) for pipeline, frame in work]
     finally:
         for det in detectors.values():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ class ItemResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def discover(paths: list[str | os.PathLike]) -> list[BatchItem]:
+def discover(paths: Sequence[str | os.PathLike]) -> list[BatchItem]:
     """Video files named directly, or found (recursively) under folders; each once, in a stable order."""
     if not paths:
         raise BatchInputError("no input: give video files or folders")

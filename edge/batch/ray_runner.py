@@ -15,12 +15,16 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge.batch.local import ProgressBar, should_retry
 from edge.batch.plan import BatchInputError, BatchItem, ItemResult
 from edge.batch.worker import BatchJob, init_worker, process_item
 
 _initialised = False  # per Ray worker process
+if TYPE_CHECKING:
+    from edge.batch.segments import SegmentOutput
+
 WAIT, RETRY = "wait", "retry"  # a segmented flight's state after one of its segments came back
 
 
@@ -144,6 +148,7 @@ def run_ray(items: list[BatchItem], job: BatchJob, address: str = "auto", retrie
         try:
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
+                result: ItemResult | str
                 for ref in ready:
                     i, seg, attempt = refs.pop(ref)
                     if seg is None:
@@ -183,9 +188,11 @@ class _Split:
     """A flight processed as segments: checksum and skip on the driver, outputs collected, then stitched and
     written (run folder + database) on the driver."""
 
+    sha: str  # set by start()
+
     def __init__(self, item: BatchItem, job: BatchJob, segments):
         self.item, self.job, self.segments = item, job, segments
-        self.outputs: dict[int, object] = {}
+        self.outputs: dict[int, SegmentOutput] = {}
         self.result: ItemResult | None = None
         self.attempts = 1
         self.wall0 = time.perf_counter()
@@ -248,6 +255,7 @@ class _Split:
             if sinks:
                 from edge.batch import records
 
+                assert job.database_url is not None and sinks[0].video_id is not None  # the sink is made with both
                 records.update_video_metadata(job.database_url, sinks[0].video_id, outcome.summary["video"])
             c = outcome.summary["counts"]
             result.status, result.out_dir, result.run_id = "done", str(outcome.out_dir), run_id

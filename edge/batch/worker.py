@@ -11,8 +11,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge.batch.plan import BatchItem, ItemResult, run_folder, sha256_file
+
+if TYPE_CHECKING:  # the pipeline (and torch) load in the worker process, when the first item runs
+    from tracking.pipeline import Pipeline
 
 MANIFEST = "batch.json"
 
@@ -35,7 +39,7 @@ class BatchJob:
         return bool(self.config.get("baseline"))
 
 
-_PIPELINES: dict[str, object] = {}  # per process: config JSON -> Pipeline
+_PIPELINES: dict[str, Pipeline] = {}  # per process: config JSON -> Pipeline
 
 
 def init_worker(threads: int | None) -> None:
@@ -124,6 +128,7 @@ def process_item(item: BatchItem, job: BatchJob, attempt: int = 1) -> ItemResult
         if sink is not None:
             from edge.batch import records
 
+            assert job.database_url is not None and sink.video_id is not None  # a sink is made with both
             records.update_video_metadata(job.database_url, sink.video_id, s["video"])
             result.run_id = sink.run_id
         result.status, result.out_dir = "done", str(outcome.out_dir)

@@ -149,6 +149,11 @@ class Publisher:
         self.last_ack: dict | None = None
         self.stream: dict | None = None
 
+    @property
+    def _registered(self) -> dict:
+        assert self.stream is not None  # run() registers first
+        return self.stream
+
     def register(self) -> dict:
         body = {"kind": "push", "name": self.opt.name, "speed_limit_kmh": self.opt.speed_limit_kmh}
         with self.ep.client() as http:
@@ -184,7 +189,7 @@ class Publisher:
                         failures += 1
                         code = getattr(getattr(exc, "rcvd", None), "code", None)
                         if code in CLOSE_FATAL or failures > self.opt.max_retries:
-                            raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
+                            raise ClientError(f"push to stream {self._registered['id']}: {_why(exc)}") from None
                         next_try, pause = time.monotonic() + pause, min(pause * 2, self.opt.retry_max_s)
                         self.skipped += 1
                         continue
@@ -200,7 +205,7 @@ class Publisher:
                         busy += 1
                         continue
                     if code in CLOSE_FATAL:
-                        raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
+                        raise ClientError(f"push to stream {self._registered['id']}: {_why(exc)}") from None
                     self.say(f"connection lost ({_why(exc)}); reconnecting")
                     ws, next_try = None, time.monotonic() + pause
                     self.reconnects += 1
@@ -233,8 +238,8 @@ class Publisher:
                 if self._wait_busy(exc, attempt):
                     time.sleep(min(self.opt.retry_initial_s * 2 ** attempt, self.opt.retry_max_s))
                 elif attempt > 0 or getattr(getattr(exc, "rcvd", None), "code", None) in CLOSE_FATAL:
-                    raise ClientError(f"push to stream {self.stream['id']}: {_why(exc)}") from None
-        raise ClientError(f"push to stream {self.stream['id']}: could not say the flight ended")
+                    raise ClientError(f"push to stream {self._registered['id']}: {_why(exc)}") from None
+        raise ClientError(f"push to stream {self._registered['id']}: could not say the flight ended")
 
     def _wait_busy(self, exc: BaseException, busy: int) -> bool:
         """Just reconnected after a drop the server has not noticed yet, it still holds the old connection as this
@@ -245,7 +250,7 @@ class Publisher:
         """Has the server ended the stream (then "already pushing" is final)? Unknown counts as not over."""
         try:
             with self.ep.client() as http:
-                r = http.get(f"/api/streams/{self.stream['id']}")
+                r = http.get(f"/api/streams/{self._registered['id']}")
             return r.status_code == 404 or r.status_code == 200 and r.json().get("state") in ("finished", "failed")
         except Exception:
             return False
@@ -253,7 +258,7 @@ class Publisher:
     def _connect(self, fps: float):
         from websockets.sync.client import connect
 
-        ws = connect(self.ep.ws_base + self.stream["push_url"], additional_headers=self.ep.headers,
+        ws = connect(self.ep.ws_base + self._registered["push_url"], additional_headers=self.ep.headers,
                      max_size=2 ** 20, open_timeout=10)
         ws.send(json.dumps({"type": "hello", "fps": round(min(max(fps, 1.0), 240.0), 3)}))
         return ws

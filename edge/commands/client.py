@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from edge.commands.errors import user_errors
+
+if TYPE_CHECKING:  # rich loads when a bar is drawn
+    from rich.progress import TaskID
 
 
 def network_errors(fn):
@@ -42,7 +45,7 @@ class _Bar:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
                                  TimeRemainingColumn(), console=self.console, transient=False,
                                  disable=not self.console.is_terminal)
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, what: str, done: int, total: int) -> None:
         key = what.split(" ")[0] + what.split(" ")[1] if " " in what else what

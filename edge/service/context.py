@@ -14,6 +14,7 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,6 +33,12 @@ from edge.service.uploads import UploadStore
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
 from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
+
+if TYPE_CHECKING:  # for the annotations; the publish servers load only when their port is configured
+    import ctypes
+
+    from edge.service.rtmp import RtmpRelay
+    from edge.service.srt_publish import SrtPublishServer
 
 log = logging.getLogger("airpatrol.service")
 
@@ -110,7 +117,7 @@ class ServiceContext:
         self._spare: Pipeline | None = None
         self._spare_lock = threading.Lock()
         self.accepting = False
-        self.rtmp = None
+        self.rtmp: RtmpRelay | None = None
         self._publish_lock = threading.Lock()
         if cfg.rtmp_port:
             from edge.service.rtmp import RtmpRelay
@@ -119,8 +126,8 @@ class ServiceContext:
             self.rtmp = RtmpRelay(self.data_dir / "rtmp", cfg.rtmp_host, cfg.rtmp_port, f"http://{host}:{settings.port}",
                                   cfg.nginx_binary, cfg.nginx_rtmp_module)
             self.rtmp.check()  # missing nginx/module: a one-line error before the server listens
-        self.srt = None
-        self._libsrt = None
+        self.srt: SrtPublishServer | None = None
+        self._libsrt: ctypes.CDLL | None = None
         if cfg.srt_port:
             from edge.service.srt_publish import PublisherMailbox, load_libsrt
 
@@ -193,15 +200,16 @@ class ServiceContext:
             from edge.service.rtmp import wait_listening
 
             self.rtmp.start()
-            if not wait_listening(self.config.rtmp_port):
-                log.error("RTMP relay is not listening on port %s (see %s)", self.config.rtmp_port, self.rtmp.folder)
+            if not wait_listening(self.rtmp.port):
+                log.error("RTMP relay is not listening on port %s (see %s)", self.rtmp.port, self.rtmp.folder)
         if self._libsrt is not None:
             from edge.service.srt_publish import SrtPublishServer
 
-            self.srt = SrtPublishServer(self._libsrt, cfg.srt_host, cfg.srt_port, self._srt_authorize,
-                                        self._srt_connected, latency_ms=cfg.srt_latency_ms,
-                                        read_timeout_s=cfg.read_timeout_s, passphrase=cfg.srt_passphrase)
-            self.srt.start()
+            assert cfg.srt_port is not None  # libsrt is loaded only for one
+            self.srt = srt = SrtPublishServer(self._libsrt, cfg.srt_host, cfg.srt_port, self._srt_authorize,
+                                              self._srt_connected, latency_ms=cfg.srt_latency_ms,
+                                              read_timeout_s=cfg.read_timeout_s, passphrase=cfg.srt_passphrase)
+            srt.start()
         with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
             for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):
                 row.active, row.stopped_at = False, utcnow()
@@ -239,6 +247,7 @@ class ServiceContext:
     # -- streams -------------------------------------------------------------------------------------------
     def start_stream(self, row: StreamRow, source: SourceSpec | None = None) -> StreamWorker:
         if row.kind == "pull":
+            assert row.url is not None  # a pull stream is created with its URL
             source = check_source(row.url, self.config.stream_file_root)
         calibration = stream_calibration.load(self.data_dir, row.id)
         spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id,
@@ -286,6 +295,7 @@ class ServiceContext:
         return None
 
     def _start_publish_stream(self, key: str, device_id: int, serial: str, addr: str) -> None:
+        assert self.rtmp is not None  # called by the relay's publish callback
         source = SourceSpec(self.rtmp.play_url(key), f"rtmp publish by {serial}", False)  # in memory only
         self._new_publish_stream(source, "RTMP", device_id, serial, addr)
 
@@ -301,7 +311,7 @@ class ServiceContext:
     def _publishing(w: StreamWorker, device_id: int, protocol: str) -> bool:
         """Is ``w`` the open publish stream of this device over this protocol (an SRT source has an opener)?"""
         return (w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished
-                and (w.spec.source.opener is not None) == (protocol == "srt"))
+                and w.spec.source is not None and (w.spec.source.opener is not None) == (protocol == "srt"))
 
     # -- SRT publishers ------------------------------------------------------------------------------------
     def _srt_device(self, key: str) -> tuple[int, str] | None:

@@ -15,11 +15,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from vision.types import CameraPose
+
+if TYPE_CHECKING:  # for the annotation; imported where a connection starts
+    from edge.service.lockon import KeyframeGate
 
 log = logging.getLogger("airpatrol.service.ingest")
 
@@ -48,18 +52,21 @@ class IncomingFrame:
         return self.pixels
 
 
-class DropOldestQueue:
+_Item = TypeVar("_Item")
+
+
+class DropOldestQueue(Generic[_Item]):
     """Bounded FIFO between ingest and processing. When full, ``put`` discards the OLDEST item and counts it:
     a live view wants the newest frames, and memory and latency must stay bounded when processing falls behind."""
 
     def __init__(self, maxsize: int):
         self.maxsize = maxsize
-        self._items: deque = deque()
+        self._items: deque[_Item] = deque()
         self._cond = threading.Condition()
         self.dropped = 0
         self.closed = False
 
-    def put(self, item) -> int:
+    def put(self, item: _Item) -> int:
         """Add ``item``; returns how many old items were dropped to make room (0 or 1)."""
         with self._cond:
             dropped = 0
@@ -71,7 +78,7 @@ class DropOldestQueue:
             self._cond.notify()
             return dropped
 
-    def get(self, timeout: float) -> object | None:
+    def get(self, timeout: float) -> _Item | None:
         """The oldest item, or None after ``timeout`` seconds (or at once when closed and empty)."""
         with self._cond:
             if not self._items and not self.closed:
@@ -87,6 +94,14 @@ class DropOldestQueue:
         return len(self._items)
 
 
+class Relay(Protocol):
+    """A connection PyAV reads from that is not a URL it opens itself (SrtRelay, an SRT publisher's PublishedSource)."""
+
+    def open(self) -> Any: ...  # a PyAV input container
+
+    def close(self) -> object: ...
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     open_url: str  # what PyAV opens
@@ -94,7 +109,7 @@ class SourceSpec:
     is_file: bool
     # A source that is not a URL (an SRT publisher's connection): opener(reader's stop event, open timeout) gives an
     # object with open() -> PyAV container and close(), like SrtRelay.
-    opener: Callable[[threading.Event, float], object] | None = None
+    opener: Callable[[threading.Event, float], Relay] | None = None
 
 
 def redact(url: str) -> str:
@@ -176,8 +191,8 @@ class PullReader(threading.Thread):
         self._wake = threading.Event()  # cuts a back-off wait short (a publisher is back)
         self.fps = 25.0
         self.connects = 0
-        self._gate = None  # the current connection's KeyframeGate
-        self._relay: SrtRelay | None = None
+        self._gate: KeyframeGate | None = None  # the current connection's
+        self._relay: Relay | None = None
         self._past = {"lost_packets": 0, "corruptions": 0, "waited_packets": 0}  # of earlier connections
 
     def _total(self, name: str) -> int:
@@ -246,13 +261,13 @@ class PullReader(threading.Thread):
 
         from edge.service.lockon import KeyframeGate
 
-        relay = None
+        relay: Relay | None = None
         if self.spec.opener is not None:
             relay = self._relay = self.spec.opener(self.stop_event, self.timeouts[0])
             container = relay.open()
         elif urlsplit(self.spec.open_url).scheme.lower() == "srt":
-            relay = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
-            container = relay.open()
+            srt = self._relay = SrtRelay(self.spec.open_url, *self.timeouts)
+            relay, container = srt, srt.open()
         else:
             container = av.open(self.spec.open_url, options=ffmpeg_options(self.spec), timeout=self.timeouts)
         try:
@@ -288,10 +303,10 @@ class PullReader(threading.Thread):
                         return got
             return got
         finally:
-            gate, self._gate = self._gate, None
-            if gate is not None:
+            ended_gate, self._gate = self._gate, None
+            if ended_gate is not None:
                 for name in self._past:
-                    self._past[name] += getattr(gate.stats, name)
+                    self._past[name] += getattr(ended_gate.stats, name)
             container.close()
             if relay is not None:
                 relay.close()

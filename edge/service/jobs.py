@@ -166,10 +166,11 @@ class JobProgressSink:
                  db_sink: DatabaseSink | None):
         self.queue, self.job_id, self.owner, self.every_s, self.stop = queue, job_id, owner, every_s, stop
         self.db_sink = db_sink
-        self.frames, self.frame_count, self._last = 0, None, 0.0
+        self.frames, self._last = 0, 0.0
+        self.frame_count: int | None = None
 
     def _beat(self, progress: float | None = None) -> None:
-        values = {"frames_done": self.frames, "frame_count": self.frame_count}
+        values: dict[str, Any] = {"frames_done": self.frames, "frame_count": self.frame_count}
         if self.db_sink is not None and self.db_sink.run_id is not None:
             values["run_id"] = self.db_sink.run_id
         if progress is None and self.frame_count:

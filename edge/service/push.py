@@ -41,7 +41,7 @@ class ProtocolError(ValueError):
 class PushTelemetry(SampleIn):
     """A flight-log sample without its own time (the frame's ``t`` is its time)."""
 
-    t_s: float | None = None
+    t_s: float | None = None  # type: ignore[assignment]  # optional here on purpose: the frame's t stands in
 
 
 class _Msg(BaseModel):
@@ -69,7 +69,7 @@ class EndMsg(_Msg):
     type: Literal["end"]
 
 
-_TYPES = {"hello": HelloMsg, "frame": FrameMsg, "end": EndMsg}
+_TYPES: dict[str, type[HelloMsg] | type[FrameMsg] | type[EndMsg]] = {"hello": HelloMsg, "frame": FrameMsg, "end": EndMsg}
 
 
 def parse_text(text: str) -> HelloMsg | FrameMsg | EndMsg:

@@ -109,7 +109,7 @@ class StreamWorker:
         self.spec, self.deps, self.cfg = spec, deps, deps.config
         self.key = str(spec.id)
         deps.metrics.new_stream(self.key)
-        self.queue = DropOldestQueue(self.cfg.queue_frames)
+        self.queue: DropOldestQueue[IncomingFrame] = DropOldestQueue(self.cfg.queue_frames)
         self.feed = Broadcaster()
         self.state = "starting"
         self.last_error: str | None = None
@@ -146,6 +146,7 @@ class StreamWorker:
             self._reader = self._make_reader()
 
     def _make_reader(self) -> PullReader:
+        assert self.spec.source is not None  # pull and publish streams have one
         return PullReader(
             self.spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
             read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
@@ -251,6 +252,7 @@ class StreamWorker:
 
     def _on_reader_event(self, event: str, detail: str) -> None:
         if event == "connected":
+            assert self._reader is not None  # the events come from it
             self.fps_in = self._reader.fps
             self.begin_connection()
             if self._reader.connects > 1:
@@ -304,7 +306,7 @@ class StreamWorker:
                 self._reader.stop()
             self._end_run(error)
             self._pipeline = None  # release the models; the last result stays for the snapshot
-            self._set_state("failed" if error else "finished", self.last_error if error else "run complete")
+            self._set_state("failed" if error else "finished", (self.last_error or "") if error else "run complete")
             self._done.set()
             if not self._stopped and self.deps.on_ended is not None:
                 try:
@@ -326,6 +328,7 @@ class StreamWorker:
             self._start_run(w, h)
         frame = Frame(index=item.seq, t=item.t, image=image, pose=item.pose)
         pipe = self._pipeline
+        assert pipe is not None and self._violations is not None  # made before the first frame is taken
         before = dict(pipe.timings)
         try:
             result = self.deps.step(pipe, frame)
@@ -365,6 +368,7 @@ class StreamWorker:
 
     def _start_run(self, w: int, h: int) -> None:
         pipe = self._pipeline
+        assert pipe is not None  # made before the first frame is taken
         pipe.reset(w, h, self.fps_in, None)
         self._run_size = (w, h)
         self._violations = LiveViolations(self.spec.speed_limit_kmh, self.cfg.min_over_limit_s)

@@ -54,7 +54,7 @@ def label_text(tr: TrackState, speed_limit_kmh: float | None = None, compact: bo
 def is_violator(tr: TrackState, speed_limit_kmh: float | None) -> bool:
     """Over the limit even at speed - 2 sigma (the database's rule, per frame); size-prior speeds count with their
     sigma (:func:`tracking.types.trusted_speed`)."""
-    return bool(speed_limit_kmh) and tr.speed_kmh is not None and tr.moving \
+    return speed_limit_kmh is not None and bool(speed_limit_kmh) and tr.speed_kmh is not None and tr.moving \
         and trusted_speed(tr.speed_flag, tr.speed_sigma_kmh) \
         and lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) > speed_limit_kmh
 
@@ -130,6 +130,7 @@ class FrameAnnotator:
                 # the marker sits above the label, so both stay readable
                 offset = int(round(scale * HERSHEY_PX + 2 * padding))
                 shifted = det[violators]
+                assert isinstance(shifted, sv.Detections)  # a boolean mask selects Detections
                 shifted.xyxy = shifted.xyxy - np.array([0, offset, 0, offset], np.float32)
                 img = self._marker.annotate(img, shifted, custom_color_lookup=colours[violators])
             self._label.text_scale, self._label.text_thickness, self._label.text_padding = scale, 1, padding

@@ -165,7 +165,8 @@ class ScaleLog:
             self.mpp.append(result.metres_per_pixel)
 
     def summary(self) -> dict[str, Any]:
-        src = max(self.frames_by_source, key=self.frames_by_source.get) if self.frames_by_source else None
+        by_source = self.frames_by_source
+        src = max(by_source, key=lambda name: by_source[name]) if by_source else None
         return {
             "source": src, "detail": self.last_detail, "frames_by_source": self.frames_by_source,
             "segments": list(self.segments.values()),
@@ -196,10 +197,12 @@ class GeoJSONSink:
         if len(rec.points) < MIN_TRACK_FRAMES:
             return
         pts = rec.points
-        if all(p.lon is not None for p in pts):
-            coords, system = [[round(p.lon, 7), round(p.lat, 7)] for p in pts], "wgs84"
-        elif all(p.ground_xy is not None for p in pts):
-            coords, system = [[round(p.ground_xy[0], 2), round(p.ground_xy[1], 2)] for p in pts], "local_metres"
+        wgs84 = [(p.lon, p.lat) for p in pts if p.lon is not None and p.lat is not None]
+        ground = [p.ground_xy for p in pts if p.ground_xy is not None]
+        if len(wgs84) == len(pts):
+            coords, system = [[round(lon, 7), round(lat, 7)] for lon, lat in wgs84], "wgs84"
+        elif len(ground) == len(pts):
+            coords, system = [[round(x, 2), round(y, 2)] for x, y in ground], "local_metres"
         else:
             coords, system = [[round(p.x, 1), round(p.y, 1)] for p in pts], "pixels"
         self.coordinate_system = self.coordinate_system or system

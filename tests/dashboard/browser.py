@@ -12,6 +12,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -64,7 +65,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app, lifespan: str = "on"):
+def serve(app, lifespan: Literal["auto", "on", "off"] = "on"):
     """uvicorn in a thread on a free 127.0.0.1 port; yields the base URL."""
     import uvicorn
 

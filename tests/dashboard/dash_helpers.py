@@ -47,13 +47,14 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
     scale came from (``tracks.csv`` column ``scale_source``).
     """
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
-    from tracking.types import FrameResult, RunInfo, TrackState
+    from tracking.types import FrameResult, RunInfo, Sink, TrackState
     from vision.types import Frame
 
     folder.mkdir(parents=True, exist_ok=True)
     writer = RoadVideo(folder / "video.mp4", fps) if video else None
     info = RunInfo(str(folder / "video.mp4"), 1280, 720, fps, frames, {}, "test.pt", "dual_layer", "cpu")
-    sinks = [MOTSink(folder), TrackCSVSink(folder), TrackSummarySink(folder), GeoJSONSink(folder)]
+    summary_sink = TrackSummarySink(folder)
+    sinks: list[Sink] = [MOTSink(folder), TrackCSVSink(folder), summary_sink, GeoJSONSink(folder)]
     for s in sinks:
         s.open(info)
     image = np.zeros((1, 1, 3), np.uint8)
@@ -89,8 +90,8 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
                "video": {"path": info.source, "width": 1280, "height": 720, "fps": fps, "frame_count": frames,
                          "duration_s": frames / fps, "codec": "h264"},
                "telemetry": str(telemetry) if telemetry else None, "weights": "test.pt", "device": "cpu",
-               "config": {}, "counts": {"frames": frames, "tracks": sinks[2].counts["tracks"],
-                                        "vehicles": sinks[2].counts["vehicles"]},
+               "config": {}, "counts": {"frames": frames, "tracks": summary_sink.counts["tracks"],
+                                        "vehicles": summary_sink.counts["vehicles"]},
                "timings": {"fps": 12.5, "ms_per_frame": 80.0}}
     (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     return folder
@@ -110,7 +111,7 @@ class RoadVideo:
         self.background = np.empty((720, 1280, 3), np.uint8)
         self.background[:] = FIELD_BGR
         self.background[ROAD_ROWS[0]:ROAD_ROWS[1]] = ROAD_BGR
-        self.out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (1280, 720))
+        self.out = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, (1280, 720))
 
     def write(self, tracks) -> None:
         import cv2

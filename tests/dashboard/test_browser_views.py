@@ -263,7 +263,7 @@ def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site, tmp
         assert abs(lat - want_lat) * 111_320 < 1.0 and abs(lon - want_lon) * 74_000 < 1.0, (saved, a, b)
     want = expected_line_counts(positions, *saved["coordinates"])
     assert sum(want.values()) == 3  # the three middle lanes (a check of the test's own geometry)
-    shown = {}
+    shown: dict[str, int] = {}
     for tr in driver.find_elements(By.CSS_SELECTOR, ".counting-line tbody tr[data-direction]"):
         d = tr.get_attribute("data-direction")
         shown[d] = shown.get(d, 0) + int(tr.get_attribute("data-vehicles"))

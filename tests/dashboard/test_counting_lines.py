@@ -41,7 +41,7 @@ def expected_line_counts(positions, a_lonlat, b_lonlat) -> Counter:
     def side(p):
         return (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0])
 
-    got = Counter()
+    got: Counter[str] = Counter()
     for pts in positions.values():
         for (_, lo0, la0), (_, lo1, la1) in zip(pts, pts[1:]):
             p, q = xy(lo0, la0), xy(lo1, la1)
@@ -82,7 +82,7 @@ def test_a_line_counts_the_vehicles_that_cross_it(tmp_path, db_url, client_for):
     data = client_for("viewer").get(f"/dashboard/api/runs/{imported.run_id}/counting").json()
     assert data["site"] == f"run:{imported.run_id}" and data["can_edit"] is False
     (line,) = data["lines"]
-    got = Counter()
+    got: Counter[str] = Counter()
     for row in line["rows"]:
         got[row["direction"]] += row["vehicles"]
     assert got == want

@@ -60,7 +60,7 @@ def test_upload_video(client_for, imported, tmp_path, db_url):
     from db.models import Video
 
     path = tmp_path / "clip.avi"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (64, 48))
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 10.0, (64, 48))
     for i in range(12):
         writer.write(np.full((48, 64, 3), i * 20, np.uint8))
     writer.release()
@@ -170,7 +170,7 @@ PAGES = ["/map", "/flights", "/flights/{flight}", "/live", "/runs", "/runs/{run}
 def test_pages_load_nothing_from_the_internet(client_for, imported):
     """Every script, style and image comes from this server; the static files are really there."""
     c = client_for("admin")
-    seen = set()
+    seen: set[str] = set()
     for page in PAGES:
         html = c.get("/dashboard" + page.format(flight=imported.flight_id, run=imported.run_id)).text
         refs = re.findall(r'(?:src|href)="([^"]+)"', html)

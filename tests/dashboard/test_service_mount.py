@@ -83,3 +83,24 @@ def test_mot_export_of_a_service_job_uses_the_job_folder(service_client, tmp_pat
     login(c, "viewer", PASSWORDS["viewer"])
     r = c.get(f"/dashboard/runs/{run.run_id}/export.mot")
     assert r.status_code == 200 and r.text == (run_dir / "tracks_mot.txt").read_text()
+
+
+def test_an_app_s_own_sync_http_error_handler_still_answers_outside_the_dashboard(settings, users):
+    # found by mypy: the dashboard awaited the app's earlier HTTPException handler, a TypeError (500) when it was sync
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+    from fastapi.testclient import TestClient
+    from starlette.exceptions import HTTPException
+
+    from dashboard.app import mount_dashboard
+
+    app = FastAPI()
+
+    @app.exception_handler(HTTPException)
+    def plain(request, exc):  # a plain function: Starlette runs it in a thread and does not await it
+        return PlainTextResponse(f"app says {exc.status_code}", status_code=exc.status_code)
+
+    mount_dashboard(app, settings)
+    with TestClient(app) as client:
+        r = client.get("/no/such/page")
+    assert r.status_code == 404 and r.text == "app says 404"

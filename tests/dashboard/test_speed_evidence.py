@@ -56,8 +56,8 @@ def test_run_page_and_export_show_each_violations_evidence(tmp_path, db_url, cli
     assert exported["5"]["scale_source"] == "size_prior" and exported["5"]["over_limit_s"] == "5.7"
 
     c = client_for("viewer")
-    rows = list(csv.DictReader(io.StringIO(c.get(f"/dashboard/runs/{imported.run_id}/export.csv").text)))
-    assert rows and {r["scale_source"] for r in rows} == {"size_prior"} and {r["sigma_kmh"] for r in rows if r["speed_kmh"]} == {"1.5"}
+    csv_rows = list(csv.DictReader(io.StringIO(c.get(f"/dashboard/runs/{imported.run_id}/export.csv").text)))
+    assert csv_rows and {r["scale_source"] for r in csv_rows} == {"size_prior"} and {r["sigma_kmh"] for r in csv_rows if r["speed_kmh"]} == {"1.5"}
     geo = c.get(f"/dashboard/runs/{imported.run_id}/export.geojson").json()
     assert geo["properties"]["scale_source"] == "size_prior"
     assert {f["properties"]["scale_source"] for f in geo["features"] if f["properties"]["median_speed_kmh"]} == {"size_prior"}

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 from typer.testing import CliRunner
 
 from db.backup import BackupError, backup, restore
@@ -71,7 +72,7 @@ def test_round_trip(db_url, tmp_path, monkeypatch, suffix):
     assert runner.invoke(app, ["db", "backup", str(file)]).exit_code == 2  # never overwrites a backup
 
     with session_scope(db_url) as s:  # damage: rows deleted and changed after the backup
-        s.execute(TelemetrySampleRow.__table__.delete().where(TelemetrySampleRow.t_s > 10))
+        s.execute(cast(Table, TelemetrySampleRow.__table__).delete().where(TelemetrySampleRow.t_s > 10))
         s.scalar(select(Device)).name = "changed"
     assert _snapshot(db_url) != before
     r = runner.invoke(app, ["db", "restore", str(file)])

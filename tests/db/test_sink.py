@@ -159,9 +159,9 @@ def test_violation_needs_speed_minus_two_sigma_above_the_limit(db_url):
         assert (v.sigma_kmh, v.lower_bound_kmh, v.limit_kmh) == (10.0, 70.0, 60.0)
         assert v.over_limit_s == pytest.approx(2.0)  # 20 frames at 10 fps
         assert v.rule == "speed - 2 sigma > limit for at least 1 s" and v.scale_source == "size_prior"
-        tracks = {r.track_no: r for r in s.scalars(select(TrackRow).where(TrackRow.run_id == sink.run_id))}
-        assert tracks[1].median_sigma_kmh == 10.0 and tracks[1].scale_source == "size_prior"
-        assert tracks[3].median_sigma_kmh is None and tracks[3].scale_source is None  # no trusted speed at all
+        rows_by_no = {r.track_no: r for r in s.scalars(select(TrackRow).where(TrackRow.run_id == sink.run_id))}
+        assert rows_by_no[1].median_sigma_kmh == 10.0 and rows_by_no[1].scale_source == "size_prior"
+        assert rows_by_no[3].median_sigma_kmh is None and rows_by_no[3].scale_source is None  # no trusted speed at all
         run = s.get(ProcessingRun, sink.run_id)
         assert run.summary_json["violation_rule"] == "speed - 2 sigma > limit for at least 1 s"
         assert run.scale_source == "size_prior"

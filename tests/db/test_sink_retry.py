@@ -69,7 +69,7 @@ def test_an_unreachable_database_is_given_up_after_the_budget(caplog):
     def connect():
         with engine.connect() as c:
             return c.exec_driver_sql("SELECT 1").scalar()
-    waits = []
+    waits: list[float] = []
     with caplog.at_level(logging.WARNING, logger="airpatrol.db"), pytest.raises(DatabaseUnavailable) as err:
         retry_db(connect, "testing", budget_s=8, sleep=waits.append)
     engine.dispose()

@@ -17,7 +17,7 @@ SEQ = Path(os.environ.get("AIRPATROL_SHARED", Path(__file__).resolve().parents[3
 pytestmark = pytest.mark.skipif(not SEQ.is_dir(), reason=f"{SEQ} not found (needs ../shared)")
 
 
-def _xywh(b: np.ndarray) -> np.ndarray:
+def _xywh(b) -> np.ndarray:
     b = np.asarray(b, float).reshape(-1, 4)
     return np.column_stack([b[:, :2], b[:, 2:] - b[:, :2]])
 
@@ -32,8 +32,9 @@ def test_baseline_reports_what_ultralytics_track_reports():
         pipeline.reset(src.info.width, src.info.height, src.info.fps)
         for frame in src:
             ours = pipeline.step(frame).tracks
-            r = model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False)[0]
-            theirs = r.boxes.xyxy.cpu().numpy() if r.boxes is not None and r.boxes.id is not None else np.zeros((0, 4))
+            r = list(model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False))[0]
+            # a torch model's boxes are tensors (Boxes also holds NumPy arrays, for other backends)
+            theirs = r.boxes.xyxy.cpu().numpy() if r.boxes is not None and r.boxes.id is not None else np.zeros((0, 4))  # type: ignore[union-attr]
             total += max(len(ours), len(theirs))
             if len(ours) and len(theirs):
                 iou = iou_xywh(_xywh([t.xyxy for t in ours]), _xywh(theirs))

@@ -68,7 +68,7 @@ def test_native_pass_runs_once_on_the_road_and_maps_boxes_back_to_the_frame():
         calls.append((images[0].shape, imgsz))
         return [Detections(np.array([[10, 10, 30, 20]], np.float32), np.array([0.9]), np.array([0]))]
 
-    det._predict = fake_predict
+    det._predict = fake_predict  # type: ignore[method-assign]  # the model call, replaced for the test
     image = np.zeros((540, 1024, 3), np.uint8)
     road = np.zeros((540, 1024), np.uint8)
     road[200:400, :] = 255

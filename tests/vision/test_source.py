@@ -9,7 +9,7 @@ from vision.source import ImageFolderSource, SourceError, VideoFileSource, open_
 
 
 def _write_clip(path: Path, n: int = 12, w: int = 160, h: int = 96, fps: float = 10.0) -> Path:
-    vw = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    vw = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, (w, h))
     for i in range(n):
         img = np.full((h, w, 3), 40, np.uint8)
         cv2.rectangle(img, (5 + 5 * i, 30), (25 + 5 * i, 45), (0, 0, 255), -1)

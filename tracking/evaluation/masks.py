@@ -40,8 +40,8 @@ def road_mask_iou(pred_dir: Path, gt_dir: Path) -> dict:
             raise EvalInputError(f"{pred[f]}: not a readable image")
         if p.shape != g.shape:
             p = cv2.resize(p, (g.shape[1], g.shape[0]), interpolation=cv2.INTER_NEAREST)
-        g, p = g > 127, p > 127
-        i, u = int((g & p).sum()), int((g | p).sum())
+        g_road, p_road = g > 127, p > 127
+        i, u = int((g_road & p_road).sum()), int((g_road | p_road).sum())
         inter, union = inter + i, union + u
         per.append(i / u if u else 1.0)
     return {"frames": len(common), "iou": inter / union if union else 1.0, "mean_frame_iou": float(np.mean(per))}

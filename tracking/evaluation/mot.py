@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from tracking.evaluation.io import Boxes
 def motmetrics():
     """Import motmetrics; it still calls ``np.asfarray``, which NumPy 2 removed."""
     if not hasattr(np, "asfarray"):
-        np.asfarray = lambda a, dtype=np.float64: np.asarray(a, dtype=dtype)  # noqa: E731
+        setattr(np, "asfarray", lambda a, dtype=np.float64: np.asarray(a, dtype=dtype))
     import motmetrics as mm
 
     return mm
@@ -95,7 +96,7 @@ def mot_metrics(gt: Boxes, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dic
 def hota(gt: Boxes, pred: Boxes) -> float | None:
     """HOTA (alpha-averaged, as the MOTChallenge reports it) via TrackEval, or None when it is not installed."""
     try:
-        from trackeval.metrics import HOTA  # type: ignore[import-not-found]
+        from trackeval.metrics import HOTA
     except Exception:  # noqa: BLE001 - optional dependency, any import failure means "not available"
         return None
     g_rows, p_rows = gt.by_frame(), pred.by_frame()
@@ -103,7 +104,7 @@ def hota(gt: Boxes, pred: Boxes) -> float | None:
     gid = {v: k for k, v in enumerate(np.unique(gt.ids).tolist())}
     pid = {v: k for k, v in enumerate(np.unique(pred.ids).tolist())}
     empty = np.zeros(0, np.int64)
-    data = {"num_timesteps": len(frames), "num_gt_ids": len(gid), "num_tracker_ids": len(pid),
+    data: dict[str, Any] = {"num_timesteps": len(frames), "num_gt_ids": len(gid), "num_tracker_ids": len(pid),
             "num_gt_dets": len(gt), "num_tracker_dets": len(pred), "gt_ids": [], "tracker_ids": [],
             "similarity_scores": []}
     for f in frames:

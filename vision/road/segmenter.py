@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from vision.config import RoadConfig
-from vision.road.unet import DEFAULT_LONG_SIDE, load_checkpoint, predict_proba
+from vision.road.unet import DEFAULT_LONG_SIDE, RoadUNet, load_checkpoint, predict_proba
 from vision.types import Frame
 
 
@@ -46,7 +46,7 @@ class RoadSegmenter:
     def __init__(self, config: RoadConfig, device: str = "auto", work_long_side: int | None = None):
         self.config = config
         self.device = resolve_device(device)
-        self._model = None
+        self._model: RoadUNet | None = None
         self._fixed_mask_image: np.ndarray | None = None
         if config.mask_file:
             self._fixed_mask_image = cv2.imread(str(config.mask_file), cv2.IMREAD_GRAYSCALE)
@@ -101,6 +101,7 @@ class RoadSegmenter:
 
         if self.mode == "unet":
             if self._prob is None or self._frames_since_run >= self.config.every_n_frames - 1:
+                assert self._model is not None  # loaded for mode "unet"
                 self._prob = predict_proba(self._model, frame.image, self._long_side, self.device, out_size=self._work_size)
                 self._frames_since_run = 0
                 self.unet_runs += 1
@@ -121,6 +122,7 @@ class RoadSegmenter:
         if self._work_size is None or not self.config.learn_from_tracks:
             return
         sx, sy = self._work_scale()
+        assert self._heat is not None  # made with the work size
         centres = np.asarray(centres_xy, np.float64).reshape(-1, 2)[np.asarray(moving, bool).reshape(-1)] * (sx, sy)
         prev, self._prev_centres = self._prev_centres, centres
         if not len(centres) or prev is None or not len(prev):
@@ -144,7 +146,7 @@ class RoadSegmenter:
         if self._prob is None or self.mode != "unet" or not len(pts):
             return out
         sx, sy = self._work_scale()
-        w, h = self._work_size
+        w, h = self._sizes()[1]
         c = np.column_stack([(pts[:, 0] * sx).clip(0, w - 1), (pts[:, 1] * sy).clip(0, h - 1)]).astype(int)
         out = self._prob[c[:, 1], c[:, 0]] <= max_probability
         if self.config.learn_from_tracks and self._heat is not None:
@@ -181,8 +183,14 @@ class RoadSegmenter:
         return out
 
     # --- internals -------------------------------------------------------------------------------------------
+    def _sizes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(frame size, work size), both (w, h); set by _reset on the first frame."""
+        assert self._frame_size is not None and self._work_size is not None
+        return self._frame_size, self._work_size
+
     def _work_scale(self) -> tuple[float, float]:
-        return self._work_size[0] / self._frame_size[0], self._work_size[1] / self._frame_size[1]
+        frame_size, work_size = self._sizes()
+        return work_size[0] / frame_size[0], work_size[1] / frame_size[1]
 
     def _reset(self, frame_size: tuple[int, int]) -> None:
         w, h = frame_size
@@ -195,6 +203,7 @@ class RoadSegmenter:
         self._fixed = None
         fixed = None
         if self.mode == "mask_file":
+            assert self._fixed_mask_image is not None  # read for mode "mask_file"
             fixed = cv2.resize(self._fixed_mask_image, (w, h), interpolation=cv2.INTER_NEAREST)
         elif self.mode == "polygon":
             fixed = np.zeros((h, w), np.uint8)
@@ -205,7 +214,8 @@ class RoadSegmenter:
 
     def _warp(self, homography: np.ndarray) -> None:
         hw = _scaled_homography(homography, *self._work_scale())
-        size = self._work_size
+        size = self._sizes()[1]
+        assert self._heat is not None  # made with the work size
         if self._prob is not None:
             # Ground newly brought into view is unknown until the next U-Net run: count it as road, so vehicles
             # entering the frame are not suppressed for up to every_n_frames frames.
@@ -215,17 +225,17 @@ class RoadSegmenter:
             self._prev_centres = cv2.perspectiveTransform(self._prev_centres.reshape(-1, 1, 2), hw).reshape(-1, 2)
 
     def _compose(self) -> np.ndarray:
-        w, h = self._frame_size
+        (w, h), work_size = self._sizes()
         if self.mode == "disabled":
             return np.full((h, w), 255, np.uint8)
         # Everything is combined and dilated at work size and upsampled once: dilating a full-HD mask every frame
         # costs ~20 ms, at work size well under 1 ms; the edge moves by at most half a work pixel.
-        work = np.zeros(self._work_size[::-1], np.uint8)
+        work = np.zeros(work_size[::-1], np.uint8)
         if self._prob is not None:
             work[self._prob >= self.config.threshold] = 255
         if self._fixed is not None:
             work |= self._fixed
-        if self.config.learn_from_tracks:
+        if self.config.learn_from_tracks and self._heat is not None:  # made with the work size
             work[self._heat >= self.TRACK_ROAD_LEVEL] = 255
         if self.config.dilate_px > 0:
             r = max(1, int(round(self.config.dilate_px * max(self._work_scale()))))

@@ -128,7 +128,8 @@ def fold_batchnorm(model: RoadUNet) -> RoadUNet:
     model.eval()
     for seq in [m for m in model.modules() if isinstance(m, nn.Sequential)]:
         for i in range(len(seq) - 1):
-            if isinstance(seq[i], nn.Conv2d) and isinstance(seq[i + 1], nn.BatchNorm2d):
-                seq[i] = fuse_conv_bn_eval(seq[i], seq[i + 1])
+            conv, bn = seq[i], seq[i + 1]
+            if isinstance(conv, nn.Conv2d) and isinstance(bn, nn.BatchNorm2d):
+                seq[i] = fuse_conv_bn_eval(conv, bn)
                 seq[i + 1] = nn.Identity()
     return model

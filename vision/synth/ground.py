@@ -158,7 +158,7 @@ def _base_texture(grid: Grid, rng: np.random.Generator, assets: Assets, style: s
     if assets.ground_patches:
         cell_m = assets.ground_patches[0].shape[0] * EPFL_M_PER_PX
         cell = max(2, int(round(cell_m * design_r)))
-        base = np.zeros((dh + cell, dw + cell, 3), np.uint8)
+        base: np.ndarray = np.zeros((dh + cell, dw + cell, 3), np.uint8)
         for y in range(0, dh + 1, cell):
             for x in range(0, dw + 1, cell):
                 p = assets.ground_patches[int(rng.integers(len(assets.ground_patches)))]

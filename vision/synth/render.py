@@ -158,9 +158,10 @@ class Renderer:
         return img, road, boxes
 
     def _shadows(self, img: np.ndarray, objs: list[tuple[Placed, np.ndarray]]) -> None:
-        mask = np.zeros(img.shape[:2], np.uint8)
+        mask: np.ndarray = np.zeros(img.shape[:2], np.uint8)
         Hg = self._Hg
-        lo, hi = np.array([np.inf, np.inf]), np.array([-np.inf, -np.inf])
+        lo: np.ndarray = np.array([np.inf, np.inf])
+        hi: np.ndarray = np.array([-np.inf, -np.inf])
         for p, corners in objs:
             base = corners[:4, :2]
             pts = np.vstack([base, base + self.shadow_vec * p.spec.height * 0.9])
@@ -209,7 +210,7 @@ class Renderer:
             if np.dot(outward, C - fc) <= 0:
                 continue
             sun_dir = np.array([math.sin(self.sun_az), math.cos(self.sun_az)])
-            shade = 0.75 + 0.25 * max(0.0, float(np.dot(outward[:2], sun_dir)) / max(np.linalg.norm(outward[:2]), 1e-9))
+            shade = 0.75 + 0.25 * max(0.0, float(np.dot(outward[:2], sun_dir)) / max(float(np.linalg.norm(outward[:2])), 1e-9))
             colour = tuple(float(c) * shade for c in side_bgr) + (255.0,)
             pts = np.round((uv[list(face)] - off) * 8).astype(np.int32)
             cv2.fillConvexPoly(sides, pts, tuple(int(min(255, c)) for c in colour), cv2.LINE_AA, 3)
@@ -256,8 +257,8 @@ class Renderer:
                            (g[:, 1] % 64).reshape(gh, gw).astype(np.float32), cv2.INTER_LINEAR,
                            borderMode=cv2.BORDER_WRAP)
             small = gain * (1.0 - self.cloud_depth * np.clip((mx - 0.45) * 4, 0, 1))
-            shade = cv2.resize(small.astype(np.float32), (cfg.width, cfg.height), interpolation=cv2.INTER_LINEAR)
-            shade = cv2.cvtColor(shade, cv2.COLOR_GRAY2BGR)
+            grey_shade = cv2.resize(small.astype(np.float32), (cfg.width, cfg.height), interpolation=cv2.INTER_LINEAR)
+            shade = cv2.cvtColor(grey_shade, cv2.COLOR_GRAY2BGR)
         out = cv2.multiply(img, shade, dtype=cv2.CV_32F) if isinstance(shade, np.ndarray) else \
             img.astype(np.float32) * np.float32(shade)
         if self.noise:
@@ -267,6 +268,7 @@ class Renderer:
         img = out.astype(np.uint8)
         if cfg.jpeg_quality is not None:
             ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(cfg.jpeg_quality)])
-            if ok:
-                img = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+            decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else None
+            if decoded is not None:  # a buffer imencode just wrote always decodes
+                img = decoded
         return img

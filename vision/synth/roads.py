@@ -27,7 +27,7 @@ class Route:
     stop_s: float | None = None  # signal stop line, arc length
     phase: int | None = None  # signal phase that gives this route green
     spawn: int = 0  # index of the entry lane the route starts from
-    vmax_ahead: np.ndarray = field(default=None, repr=False)  # (K,) speed limit looking 40 m ahead
+    vmax_ahead: np.ndarray = field(default=None, repr=False)  # type: ignore[arg-type]  # (K,) speed limit looking 40 m ahead; set by make_route
 
     @property
     def length(self) -> float:
@@ -150,7 +150,7 @@ def arc(centre, radius: float, a0: float, a1: float, step: float = 0.5) -> np.nd
 def bezier(p0, t0, p3, t3, k: float | None = None, n: int = 60) -> np.ndarray:
     """Cubic Bezier from p0 leaving along t0 to p3 arriving along t3."""
     p0, p3, t0, t3 = (np.asarray(v, float) for v in (p0, p3, t0, t3))
-    k = 0.4 * np.linalg.norm(p3 - p0) if k is None else k
+    k = 0.4 * float(np.linalg.norm(p3 - p0)) if k is None else k
     p1, p2 = p0 + k * t0, p3 - k * t3
     u = np.linspace(0, 1, n)[:, None]
     return (1 - u) ** 3 * p0 + 3 * (1 - u) ** 2 * u * p1 + 3 * (1 - u) * u**2 * p2 + u**3 * p3
@@ -207,7 +207,8 @@ def highway(cfg: SceneConfig, rng: np.random.Generator, half_len: float) -> Road
     median = float(rng.uniform(1.5, 8.0))
     limit = _kmh(cfg.speed_limit_kmh or float(rng.choice([100, 110, 120, 130])))
     L = half_len
-    routes, strokes, parking = [], [], []
+    routes: list[Route] = []
+    strokes, parking = [], []
     neighbours: dict[int, list[int]] = {}
     for sign in (-1, 1):  # -1: eastbound (south side), +1: westbound (north side)
         first = len(routes)

@@ -26,7 +26,8 @@ def _rounded_alpha(h: int, w: int, radius: float, inset: float = 0.0) -> np.ndar
 
 
 def _shade(c, k: float) -> tuple[int, int, int]:
-    return tuple(int(np.clip(v * k, 0, 255)) for v in c)
+    b, g, r = (int(np.clip(v * k, 0, 255)) for v in c)
+    return b, g, r
 
 
 def _finish(img: np.ndarray, alpha: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -136,7 +137,7 @@ def draw_clutter(spec: VehicleSpec, rng: np.random.Generator) -> np.ndarray:
 def recolour(crop: np.ndarray, target: tuple[int, int, int]) -> np.ndarray:
     """Repaint the body of a real car crop, keeping its shading; glass and shadows (the dark parts) stay."""
     gray = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    body = (gray >= np.percentile(gray, 40)).astype(np.float32)
+    body: np.ndarray = (gray >= np.percentile(gray, 40)).astype(np.float32)
     body = cv2.GaussianBlur(body, (5, 5), 0)
     ref = max(float(np.median(gray[gray >= np.percentile(gray, 40)])), 1.0)
     painted = np.asarray(target, np.float32)[None, None, :] * np.clip(gray / ref, 0.3, 1.6)[..., None]
@@ -184,4 +185,5 @@ def side_colour(sprite: np.ndarray) -> tuple[float, float, float]:
     if not m.any():
         return (60.0, 60.0, 60.0)
     rgb = sprite[..., :3][m] / a[m][:, None]
-    return tuple(float(v) * 0.55 for v in np.median(rgb, axis=0))
+    b, g, r = (float(v) * 0.55 for v in np.median(rgb, axis=0))
+    return b, g, r

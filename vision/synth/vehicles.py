@@ -70,9 +70,11 @@ def sample_colour(rng: np.random.Generator, asphalt_bgr: tuple[int, int, int]) -
     probs = np.array([p for *_, p in PALETTE])
     name, bgr, _ = PALETTE[int(rng.choice(len(PALETTE), p=probs / probs.sum()))]
     if name == "asphalt":
-        bgr = tuple(int(np.clip(c + rng.integers(-10, 11), 0, 255)) for c in asphalt_bgr)
+        b, g, r = (int(np.clip(c + rng.integers(-10, 11), 0, 255)) for c in asphalt_bgr)
+        bgr = (b, g, r)
     jitter = rng.integers(-8, 9, 3)
-    return name, tuple(int(np.clip(c + j, 0, 255)) for c, j in zip(bgr, jitter))
+    b, g, r = (int(np.clip(c + j, 0, 255)) for c, j in zip(bgr, jitter))
+    return name, (b, g, r)
 
 
 def sample_spec(rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind: str = "moving",
@@ -110,7 +112,8 @@ def clutter_spec(rng: np.random.Generator, vid: int) -> VehicleSpec:
     else:
         dims = (rng.uniform(3.0, 5.0), rng.uniform(1.8, 2.2), rng.uniform(0.6, 1.2))
         colour = (int(rng.integers(60, 200)),) * 3
-    colour = tuple(int(np.clip(c, 0, 255)) for c in colour)
+    c0, c1, c2 = (int(np.clip(c, 0, 255)) for c in colour)
+    colour = (c0, c1, c2)
     return VehicleSpec(vid, "clutter", float(dims[0]), float(dims[1]), float(dims[2]), colour, str(kind),
                        int(rng.integers(2**31)), "clutter")
 
@@ -365,7 +368,7 @@ class TrafficSim:
         has_stop = ~np.isnan(stop)
         if has_stop.any() and self.net.signals is not None:
             states = {p: self.net.signals.state(t, p) for p in set(self.phase[routes[has_stop]].tolist())}
-            for n in np.flatnonzero(has_stop & (front < np.nan_to_num(stop) + 0.2)):
+            for n in np.flatnonzero(has_stop & (front < np.nan_to_num(stop) + 0.2)).tolist():
                 state = states[int(self.phase[routes[n]])]
                 dist = stop[n] - front[n]
                 if (state == "red" or (state == "amber" and dist > v[n] ** 2 / (2 * 3.0))) and dist < gap[n]:

@@ -37,22 +37,25 @@ class VideoWriter:
             except OSError:
                 self.proc = None
         if self.proc is None:
-            self.cv = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
+            self.cv = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, (width, height))
             if not self.cv.isOpened():
                 raise OSError(f"{path}: cannot open a video writer (no ffmpeg, OpenCV mp4v failed)")
 
     def write(self, img: np.ndarray) -> None:
         if self.proc is not None:
+            assert self.proc.stdin is not None and self.proc.stderr is not None  # both are PIPEs
             try:
                 self.proc.stdin.write(np.ascontiguousarray(img).tobytes())
                 return
             except BrokenPipeError:
                 err = self.proc.stderr.read().decode(errors="replace").strip()
                 raise OSError(f"{self.path}: ffmpeg stopped: {err or 'broken pipe'}") from None
+        assert self.cv is not None  # opened when ffmpeg is not used
         self.cv.write(img)
 
     def close(self) -> None:
         if self.proc is not None:
+            assert self.proc.stdin is not None and self.proc.stderr is not None  # both are PIPEs
             self.proc.stdin.close()
             rc = self.proc.wait()
             err = self.proc.stderr.read().decode(errors="replace").strip()

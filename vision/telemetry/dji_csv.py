@@ -60,7 +60,7 @@ def parse_dji_csv(data: bytes, path: Path) -> FlightLog:
         header = next(rows)
     except StopIteration:
         raise FlightLogError(f"{path}: empty CSV") from None
-    columns = []  # (index, field, factor)
+    columns: list[tuple[int, str, float]] = []  # (index, field, factor)
     for i, h in enumerate(header):
         name, unit = _column(h)
         if name in _FIELDS and unit in _UNIT:

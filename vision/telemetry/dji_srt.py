@@ -214,10 +214,11 @@ def _shutter(text: str | None) -> float | None:
 
 def _scaled(text: str | None, scale: float) -> float | None:
     """DJI writes some values as integers times ``scale`` (``fnum : 280``); decimals are plain (``fnum: 3.2``)."""
-    v = _num(text.lstrip("Ff") if text else None)
-    if v is None:
+    m = _NUMBER.search(text.lstrip("Ff")) if text else None
+    if m is None:
         return None
-    digits = _NUMBER.search(text.lstrip("Ff")).group()
+    digits = m.group()
+    v = float(digits)
     return v / scale if ("." not in digits and v >= 100) else v
 
 
@@ -244,8 +245,9 @@ def _sample(raw: _Raw, t: float, lon_first: bool, variant: str) -> TelemetrySamp
         s.gimbal_pitch_deg, s.gimbal_yaw_deg = _num(v.get("gimbal_pitch")), _num(v.get("gimbal_yaw"))
         s.gimbal_roll_deg = _num(v.get("gimbal_roll"))
     s.ground_speed_ms = _num(v.get("ground_speed"))
-    if s.ground_speed_ms is None and "speed_x" in v and "speed_y" in v:
-        s.ground_speed_ms = float((_num(v["speed_x"]) ** 2 + _num(v["speed_y"]) ** 2) ** 0.5)
+    speed_x, speed_y = _num(v.get("speed_x")), _num(v.get("speed_y"))
+    if s.ground_speed_ms is None and speed_x is not None and speed_y is not None:  # either may be a word ("NA")
+        s.ground_speed_ms = float((speed_x ** 2 + speed_y ** 2) ** 0.5)
     s.vertical_speed_ms = _num(v.get("vertical_speed"))
     iso = _num(v.get("iso"))
     s.iso = int(iso) if iso is not None else None
@@ -296,13 +298,18 @@ def parse_dji_srt(data: bytes, path: Path) -> FlightLog:
     if raws[0].t is None:
         log.warnings.append("no timecodes; sample times taken from the subtitle dates")
     for raw in raws:
-        t = raw.t if raw.t is not None else (raw.when - t0_when).total_seconds()
+        if raw.t is None:  # then every subtitle has a date (a missing one ended `raws` above)
+            assert raw.when is not None and t0_when is not None
+            t = (raw.when - t0_when).total_seconds()
+        else:
+            t = raw.t
         log.samples.append(_sample(raw, t, lon_first, variant))
     home = raws[0].tuples.get("home")
     if home and len(home) >= 2:
         a, b = _num(home[0]), _num(home[1])
         lon, lat = (a, b) if lon_first else (b, a)
-        log.home = (lat, lon, _num(home[2]) if len(home) >= 3 else None)
+        if lat is not None and lon is not None:
+            log.home = (lat, lon, _num(home[2]) if len(home) >= 3 else None)
     if not log.has_positions:
         log.warnings.append("no GPS position in this SRT (camera settings only)")
     return log

@@ -35,9 +35,10 @@ def parse_gpx(data: bytes, path: Path) -> FlightLog:
                 continue
             children = {_local(c.tag): c for c in elem.iter()}
             when = _time(children["time"].text) if "time" in children else None
-            s = TelemetrySample(t_s=0.0, time_utc=when, lat=float(elem.get("lat")), lon=float(elem.get("lon")))
-            if not (-90 <= s.lat <= 90 and -180 <= s.lon <= 180):
-                raise ValueError(f"coordinates out of range ({s.lat}, {s.lon})")
+            lat, lon = float(elem.get("lat")), float(elem.get("lon"))  # a missing one: TypeError, caught below
+            if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+                raise ValueError(f"coordinates out of range ({lat}, {lon})")
+            s = TelemetrySample(t_s=0.0, time_utc=when, lat=lat, lon=lon)
             if "ele" in children and children["ele"].text:
                 s.abs_alt_m = float(children["ele"].text)
             if "speed" in children and children["speed"].text:
@@ -58,8 +59,10 @@ def parse_gpx(data: bytes, path: Path) -> FlightLog:
     if len(timed) < len(points):
         log.warnings.append(f"{len(points) - len(timed)} track points without <time> dropped")
     t0 = timed[0].time_utc
+    assert t0 is not None  # timed has only points with a time
     first_ele = next((p.abs_alt_m for p in timed if p.abs_alt_m is not None), None)
     for p in timed:
+        assert p.time_utc is not None
         p.t_s = (p.time_utc - t0).total_seconds()
         if first_ele is not None and p.abs_alt_m is not None:
             p.rel_alt_m = p.abs_alt_m - first_ele

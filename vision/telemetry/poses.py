@@ -105,11 +105,10 @@ class PoseTrack:
                 f"(telemetry covers {self.start_s:.1f}..{self.end_s:.1f} s)"
             )
         v = {name: self._value(name, t) for name in _LINEAR + _CIRCULAR}
-        if v["lon"] is not None:
-            v["lon"] = (v["lon"] + 180.0) % 360.0 - 180.0
-        for name in ("gimbal_yaw_deg", "gimbal_pitch_deg", "gimbal_roll_deg"):
-            if v[name] is not None:
-                v[name] = (v[name] + 180.0) % 360.0 - 180.0
+        for name in ("lon", "gimbal_yaw_deg", "gimbal_pitch_deg", "gimbal_roll_deg"):
+            value = v[name]
+            if value is not None:
+                v[name] = (value + 180.0) % 360.0 - 180.0
         yaw = v["gimbal_yaw_deg"] if v["gimbal_yaw_deg"] is not None else v["heading_deg"]
         return CameraPose(
             t=t_video_s,

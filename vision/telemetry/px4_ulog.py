@@ -152,7 +152,7 @@ def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
         log.home = (float(home["lat"][-1]), float(home["lon"][-1]), _f(home["alt"][-1]))
     else:
         first = next((s for s in samples if s.has_position), None)
-        if first:
+        if first and first.lat is not None and first.lon is not None:  # has_position: both are set
             log.home = (first.lat, first.lon, first.abs_alt_m)
     if ulog.file_corruption:
         log.complete = False

@@ -5,6 +5,8 @@ after an interruption ``HEAD /api/uploads/{id}`` tells the offset to go on from 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
 from sqlalchemy import select
 from starlette.requests import ClientDisconnect
@@ -67,7 +69,7 @@ def get_upload(upload_id: str, _: Reader, ctx: ContextDep, session: SessionDep):
         raise _http(exc) from None
 
 
-_CHUNK_BODY = {"requestBody": {"content": {"application/offset+octet-stream": {}}}}
+_CHUNK_BODY: dict[str, Any] = {"requestBody": {"content": {"application/offset+octet-stream": {}}}}
 
 
 @router.put("/{upload_id}", status_code=204, operation_id="put_upload_chunk", openapi_extra=_CHUNK_BODY)

@@ -1,6 +1,8 @@
 """Batched detection gives the same results as frame by frame: within a video, across streams, through the runner."""
 from __future__ import annotations
 
+from typing import Any
+
 import cv2
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from edge.batch.decode import DecodeThread
 from edge.runner import process_video
 from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
+from vision.detection import VehicleDetector
 from vision.source import FrameSource, SourceError, open_source
 from vision.types import Frame
 
@@ -68,6 +71,7 @@ def test_batch_step_equals_frame_by_frame(lean_config, frames, detector, road, t
 def spy_on_model(pipeline: Pipeline) -> list[int]:
     """Count the detector's model calls (images per call) below any cache: a subclass with a counting _predict."""
     calls: list[int] = []
+    assert isinstance(pipeline.detector, VehicleDetector)
     base = type(pipeline.detector)
 
     def _predict(self, images):
@@ -121,7 +125,7 @@ def test_streams_share_one_model_call(lean_config, frames):
 def test_runner_with_batches_writes_the_same_tracks(lean_config, detector_video, tmp_path):
     cfg = sensitive(lean_config)
     pipe = Pipeline(cfg)
-    run = dict(pipeline=pipe, write_video=False, progress=False, max_frames=N_FRAMES)
+    run: dict[str, Any] = dict(pipeline=pipe, write_video=False, progress=False, max_frames=N_FRAMES)
     a = process_video(detector_video, tmp_path / "b1", cfg, **run)
     b = process_video(detector_video, tmp_path / "b4", cfg, batch_size=4, **run)
     assert a.summary["counts"] == b.summary["counts"]

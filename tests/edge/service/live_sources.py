@@ -70,14 +70,14 @@ class RtspCamera:
         self.port, self.udp_port = free_port(), free_port()
         self.url = f"rtsp://127.0.0.1:{self.port}/cam"
         self.procs: list[subprocess.Popen] = []
-        self.server = None
+        self.server: subprocess.Popen | None = None
 
     def start(self) -> "RtspCamera":
-        self.server = subprocess.Popen([GST_PYTHON, str(RTSP_CAMERA), "--port", str(self.port), "--udp-port",
+        self.server = server = subprocess.Popen([GST_PYTHON, str(RTSP_CAMERA), "--port", str(self.port), "--udp-port",
                                         str(self.udp_port), "--codec", self.codec],
                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.server.stdout.readline().strip() == "ready", self.server.stderr.read()
-        self.procs = [self.server, live_encoder(self.long_gop, self.codec, f"udp://127.0.0.1:{self.udp_port}?pkt_size=1316")]
+        assert server.stdout.readline().strip() == "ready", server.stderr.read()
+        self.procs = [server, live_encoder(self.long_gop, self.codec, f"udp://127.0.0.1:{self.udp_port}?pkt_size=1316")]
         return self
 
     def watcher(self) -> None:

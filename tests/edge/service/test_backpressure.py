@@ -12,7 +12,7 @@ from service_helpers import wait_for
 
 
 def test_queue_drops_oldest_first():
-    q = DropOldestQueue(4)
+    q: DropOldestQueue[int] = DropOldestQueue(4)
     dropped = [q.put(i) for i in range(10)]
     assert dropped == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1] and q.dropped == 6 and len(q) == 4
     assert [q.get(0.01) for _ in range(4)] == [6, 7, 8, 9]  # the newest survive, in order

@@ -28,7 +28,7 @@ def serve_clip(clip, port: int) -> subprocess.Popen:
 
 
 def read_results(ws, n: int, timeout: float = 30.0, after_frame: int = -1) -> list[dict]:
-    out = []
+    out: list[dict] = []
     while len(out) < n:
         msg = json.loads(ws.recv(timeout=timeout))
         if msg["type"] == "result" and msg["frame"] > after_frame:

@@ -55,7 +55,8 @@ class Feed(threading.Thread):
 
     def __init__(self, url: str, headers: dict):
         super().__init__(daemon=True)
-        self.url, self.headers, self.results, self.running = url, headers, [], True
+        self.url, self.headers, self.running = url, headers, True
+        self.results: list[dict] = []
 
     def run(self):
         while self.running:

@@ -29,7 +29,8 @@ def test_push_client_streams_frames_with_telemetry(server):
     assert r.status_code == 201, r.text
     stream = r.json()
     assert stream["state"] == "waiting" and stream["device_id"] is not None
-    results, acks = [], []
+    results: list[dict] = []
+    acks: list[dict] = []
     with connect(f"ws://{addr}{stream['feed_url']}", additional_headers=creds["viewer"]) as feed, \
             connect(f"ws://{addr}{stream['push_url']}", additional_headers=creds.device) as push:
         push.send(json.dumps({"type": "hello", "fps": 25}))

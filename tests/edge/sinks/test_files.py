@@ -4,7 +4,7 @@ import json
 import numpy as np
 
 from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
-from tracking.types import FrameResult, RunInfo, TrackState
+from tracking.types import FrameResult, RunInfo, Sink, TrackState
 from vision.types import Frame
 
 INFO = RunInfo("clip.mp4", 100, 80, 10.0, 30, {}, "w.pt", "dual_layer", "cpu")
@@ -31,7 +31,8 @@ def _run(sinks):
 
 
 def test_file_sinks(tmp_path):
-    sinks = [MOTSink(tmp_path), TrackCSVSink(tmp_path), TrackSummarySink(tmp_path, gap_frames=5), GeoJSONSink(tmp_path, gap_frames=5)]
+    summary_sink = TrackSummarySink(tmp_path, gap_frames=5)
+    sinks: list[Sink] = [MOTSink(tmp_path), TrackCSVSink(tmp_path), summary_sink, GeoJSONSink(tmp_path, gap_frames=5)]
     _run(sinks)
     mot = np.loadtxt(tmp_path / "tracks_mot.txt", delimiter=",")
     assert mot.shape == (50, 10) and mot[0, 0] == 1 and set(mot[:, 1]) == {1, 2}
@@ -41,7 +42,7 @@ def test_file_sinks(tmp_path):
     summ = {r["track_id"]: r for r in csv.DictReader(open(tmp_path / "tracks_summary.csv"))}
     assert summ["1"]["moving"] == "True" and summ["2"]["moving"] == "False" and summ["2"]["class"] == "truck"
     assert float(summ["1"]["median_speed_kmh"]) == np.median([36 + k * 0.1 for k in range(30)]).round(2)
-    assert sinks[2].counts == {"tracks": 2, "moving": 1, "stationary": 1, "vehicles": 2}
+    assert summary_sink.counts == {"tracks": 2, "moving": 1, "stationary": 1, "vehicles": 2}
     gj = json.loads((tmp_path / "trajectories.geojson").read_text())
     feats = {f["properties"]["track_id"]: f for f in gj["features"]}
     assert gj["properties"]["coordinate_system"] == "wgs84"

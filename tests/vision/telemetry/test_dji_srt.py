@@ -255,3 +255,13 @@ def test_shared_details_read_by_eye():
     assert p4p.samples[3].ground_speed_ms == 2.62
     pro = load_flight_log(SRT_DIR / "mavic_pro.SRT")
     assert pro.home == (-20.2532, 149.0251, None)
+
+
+def test_word_for_a_speed_component_leaves_the_speed_unset(tmp_path):
+    # found by mypy: "drone_speedx : NA" used to end in a TypeError (None ** 2)
+    text = BRACKETED_SPACED.replace("[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : NA] [drone_speedy : 1.0]")
+    assert "drone_speedx : NA" in text
+    log = load_flight_log(write(tmp_path, text))
+    assert log.samples[0].ground_speed_ms is None
+    both = BRACKETED_SPACED.replace("[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : 3.0] [drone_speedy : 4.0]")
+    assert load_flight_log(write(tmp_path, both)).samples[0].ground_speed_ms == 5.0

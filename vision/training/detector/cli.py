@@ -36,7 +36,7 @@ def cli_train_detector(
     from vision.training.detector.training import train_detector  # torch: only when the command runs
 
     try:
-        path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,
+        path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,  # type: ignore[arg-type]  # init: one of the two, checked above
                               extra_dirs=extra or (), seed=seed, freeze=freeze,
                               resume=resume, wise_alpha=wise_alpha)
     except ValueError as exc:  # TrainingError, OnnxWeightsError: bad options or data, one line, no traceback

@@ -303,7 +303,7 @@ def _build(shared_detection: Path, out_dir: Path, cfg: TilingConfig, sources: Se
         entry["frames"] += 1
         for suffix, sample, sample_labels in _samples(image, labels, cfg):
             name = f"{source.name}__{path.stem}{suffix}"
-            if teacher_model is not None and source.incomplete and split == "train":
+            if teacher is not None and teacher_model is not None and source.incomplete and split == "train":
                 extra = teacher.missing_labels(teacher_model, sample, sample_labels)
                 sample_labels = np.concatenate([sample_labels, extra])
                 entry["teacher_boxes"] += len(extra)

@@ -91,6 +91,7 @@ def build_float_model(onnx_path: Path, cfg: str = "yolov8n.yaml"):
             if module.bias is not None:  # the plain 1x1 output convs of the Detect head
                 new_state[f"{name}.bias"] = take(f"{name}.bias", module.bias)
         elif isinstance(module, torch.nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None  # YOLOv8's BNs track them
             # Identity BN that adds the fused bias: y = (x - 0) / sqrt((1 - eps) + eps) * 1 + bias
             new_state[f"{name}.weight"] = torch.ones_like(module.weight)
             new_state[f"{name}.bias"] = take(f"{name[: -len('.bn')]}.conv.bias", module.bias)
@@ -112,7 +113,7 @@ def calibrate_batchnorm(model, batches) -> None:
     while taking the real statistics (mean ``m``, std ``s`` of its input over ``batches``) as running statistics:
     ``g = g0 * s / s0`` and ``b = b0 + g0 * (m - m0) / s0``. ``batches``: iterable of (B, 3, H, W) float tensors in 0-1.
     """
-    sums: dict[str, list[torch.Tensor]] = {}
+    sums: dict[str, list] = {}  # name -> [sum, sum of squares (tensors), count]
     hooks = []
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.BatchNorm2d):
@@ -137,6 +138,7 @@ def calibrate_batchnorm(model, batches) -> None:
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.BatchNorm2d):
             total, total_sq, count = sums[name]
+            assert module.running_mean is not None and module.running_var is not None  # YOLOv8's BNs track them
             mean = total / count
             var = (total_sq / count - mean * mean).clamp_min(0)
             s0 = (module.running_var.double() + module.eps).sqrt()

@@ -78,7 +78,7 @@ def uavdt_frames(source: Path, gt_whole: Path, frames: tuple[int, int], out_dir:
 
 def low_light(image: np.ndarray, boxes_xyxy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A night-like version of a day image (uint8 BGR); ``boxes_xyxy`` (pixels) place headlights and tail lights."""
-    img = image.astype(np.float32) / 255.0
+    img: np.ndarray = image.astype(np.float32) / 255.0
     h, w = img.shape[:2]
     gamma = rng.uniform(2.2, 3.8)
     img = img ** gamma * rng.uniform(0.35, 0.8)
@@ -107,7 +107,7 @@ def low_light(image: np.ndarray, boxes_xyxy: np.ndarray, rng: np.random.Generato
         img += (lights + bloom)[..., None] * np.array([0.85, 0.95, 1.0], np.float32)
     if rng.random() < 0.5:  # motion blur along a random direction (moving drone, long exposure)
         k = int(rng.integers(3, 8))
-        kernel = np.zeros((k, k), np.float32)
+        kernel: np.ndarray = np.zeros((k, k), np.float32)
         kernel[k // 2, :] = 1.0 / k
         M = cv2.getRotationMatrix2D((k / 2 - 0.5, k / 2 - 0.5), float(rng.uniform(0, 180)), 1.0)
         kernel = cv2.warpAffine(kernel, M, (k, k))

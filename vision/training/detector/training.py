@@ -47,6 +47,7 @@ def vehicle_head_from_coco(coco_model):
     for branch in detect.cv3:
         old = branch[-1]
         new = torch.nn.Conv2d(old.in_channels, len(rows), 1)
+        assert new.bias is not None and old.bias is not None  # 1x1 output convs with a bias
         with torch.no_grad():
             new.weight.copy_(old.weight[rows])
             new.bias.copy_(old.bias[rows])
@@ -87,7 +88,8 @@ def calibration_batches(image_dir: Path, count: int = 64, batch: int = 8, imgsz:
         raise TrainingError(f"{image_dir}: no images to calibrate BatchNorm with")
     picked = [paths[i] for i in np.linspace(0, len(paths) - 1, min(count, len(paths))).round().astype(int)]
     letterbox = LetterBox((imgsz, imgsz), auto=False)
-    images = [letterbox(image=cv2.imread(str(p)))[:, :, ::-1].transpose(2, 0, 1) for p in picked]
+    # given only image=, LetterBox returns the image (a dict only when given labels)
+    images = [letterbox(image=cv2.imread(str(p)))[:, :, ::-1].transpose(2, 0, 1) for p in picked]  # type: ignore[index]
     stacked = torch.from_numpy(np.ascontiguousarray(np.stack(images))).float() / 255
     return list(stacked.split(batch))
 

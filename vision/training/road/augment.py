@@ -26,7 +26,7 @@ def random_crop(sample: Sample, size: int, rng: np.random.Generator, scale_range
     # Nadir imagery has no "up"; oblique views keep the horizon roughly level.
     angle = rng.uniform(0, 360) if sample.view == "nadir" else rng.uniform(-10, 10)
     m = cv2.getRotationMatrix2D((cx, cy), angle, zoom)
-    m[:, 2] += (size / 2 - cx, size / 2 - cy)
+    m[:, 2] += np.array([size / 2 - cx, size / 2 - cy])
     if rng.random() < 0.5:  # horizontal flip, folded into the same warp
         m[0] = -m[0]
         m[0, 2] += size
@@ -42,7 +42,7 @@ def photometric(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     hsv[..., 0] = (hsv[..., 0] + rng.uniform(-8, 8)) % 180
     hsv[..., 1] *= rng.uniform(0.6, 1.4)
     hsv[..., 2] *= rng.uniform(0.7, 1.3)
-    out = cv2.cvtColor(np.clip(hsv, 0, 255).astype(np.uint8), cv2.COLOR_HSV2BGR).astype(np.float32)
+    out: np.ndarray = cv2.cvtColor(np.clip(hsv, 0, 255).astype(np.uint8), cv2.COLOR_HSV2BGR).astype(np.float32)
     mean = out.mean()
     out = (out - mean) * rng.uniform(0.7, 1.3) + mean
     out = 255.0 * (np.clip(out, 0, 255) / 255.0) ** rng.uniform(0.7, 1.4)
@@ -55,7 +55,8 @@ def photometric(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         out = cv2.cvtColor(cv2.cvtColor(out, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
     if rng.random() < 0.3:
         ok, buf = cv2.imencode(".jpg", out, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(25, 90))])
-        out = cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else out
+        decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else None
+        out = decoded if decoded is not None else out
     return out
 
 

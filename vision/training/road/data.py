@@ -52,7 +52,7 @@ def _read_pair(image_path: Path, mask_path: Path) -> tuple[np.ndarray, np.ndarra
     return image, (mask > 127).astype(np.uint8)
 
 
-def epfl_split(folder: Path, val_every: int = 5) -> tuple[list[Path], list[Path]]:
+def epfl_split(folder: Path, val_every: int = 5) -> tuple[list[tuple[Path, Path]], list[tuple[Path, Path]]]:
     """Deterministic hold-out: every ``val_every``-th tile (sorted by name) is validation."""
     pairs = _pairs(folder)
     val = [p for i, p in enumerate(pairs) if i % val_every == val_every - 1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,8 @@ def masked_loss(logits: torch.Tensor, road: torch.Tensor, valid: torch.Tensor) -
 def evaluate(model: RoadUNet, samples: list[Sample], long_side: int, device: str = "cpu", threshold: float = 0.5) -> dict[str, float]:
     """IoU of the thresholded road map, pooled over the valid pixels of each group ("epfl", "drone", "drone/<site>")."""
     model.eval()
-    inter, union = defaultdict(int), defaultdict(int)
+    inter: defaultdict[str, int] = defaultdict(int)
+    union: defaultdict[str, int] = defaultdict(int)
     for s in samples:
         # The whole stored image goes through the same resize as a video frame would.
         pred = predict_proba(model, s.image, long_side, device) >= threshold
@@ -52,7 +54,7 @@ def evaluate(model: RoadUNet, samples: list[Sample], long_side: int, device: str
 
 
 def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None, labels: Path | None = DRONE_LABELS,
-               extra_dirs: list[Path] = (), epochs: int = 40, steps_per_epoch: int = 100, batch_size: int = 8,
+               extra_dirs: Sequence[Path] = (), epochs: int = 40, steps_per_epoch: int = 100, batch_size: int = 8,
                crop: int = 160, lr: float = 5e-3, width: int = 16, long_side: int = DEFAULT_LONG_SIDE, seed: int = 0,
                threads: int = 1, device: str = "cpu", bf16: bool = True, epfl_share: float = 0.3) -> dict:
     """Train on EPFL-style folders (``images/`` + ``masks/``; every 5th tile held out), the hand-labelled drone
@@ -79,7 +81,7 @@ def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None,
         train += load_extra(Path(d), long_side)
     # Each source gets a fixed share of the crops whatever its image count: the few drone frames are the target domain.
     share = {"epfl": epfl_share, "drone": 1.0 - epfl_share, "extra": 0.25}  # relative; absent sources drop out
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for s in train:
         counts[s.source] += 1
     weights = np.array([share[s.source] / counts[s.source] for s in train])

@@ -29,7 +29,7 @@ def test_vehicle_head_reproduces_the_coco_vehicle_scores():
     assert out.shape == (1, 4 + len(CLASS_NAMES), ref.shape[2])
     torch.testing.assert_close(out[:, :4], ref[:, :4])  # boxes untouched
     torch.testing.assert_close(out[:, 4:], ref[:, 4 + torch.tensor(COCO_ROWS_FOR_OURS)])
-    assert ours.names == dict(enumerate(CLASS_NAMES)) and coco.model[-1].nc == 80  # the source is not modified
+    assert ours.names == dict(enumerate(CLASS_NAMES)) and coco.model[-1].nc == 80  # type: ignore[index, union-attr]  # the source is not modified
 
 
 def test_unknown_init_is_rejected(tmp_path):
@@ -56,7 +56,7 @@ def test_weight_averaging_mixes_every_float_tensor(tmp_path):
     save_checkpoint(start, tmp_path / "start.pt")
     save_checkpoint(tuned, tmp_path / "tuned.pt")
     out = interpolate_weights(tmp_path / "start.pt", tmp_path / "tuned.pt", 0.25, tmp_path / "mix.pt")
-    mixed = YOLO(str(out)).model.float().state_dict()
+    mixed = YOLO(str(out)).model.float().state_dict()  # type: ignore[attr-defined]  # loaded: the nn.Module
     a, b = start.state_dict(), tuned.state_dict()
     for key in ("model.0.conv.weight", "model.22.cv3.0.2.bias", "model.4.m.0.cv1.bn.running_mean"):
         torch.testing.assert_close(mixed[key], (0.75 * a[key] + 0.25 * b[key]).half().float())

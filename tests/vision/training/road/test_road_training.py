@@ -43,7 +43,7 @@ def test_synth_scene_folder_gives_frames_paired_with_their_masks(tmp_path: Path)
 
     scene = tmp_path / "scene"
     (scene / "road_mask").mkdir(parents=True)
-    writer = cv2.VideoWriter(str(scene / "video.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 10, (64, 48))
+    writer = cv2.VideoWriter(str(scene / "video.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), 10, (64, 48))
     for i in range(6):  # frame i shows a bright band at row 5 + 5*i; its mask is road_mask/{i+1:06d}.png
         img = np.zeros((48, 64, 3), np.uint8)
         img[5 + 5 * i : 10 + 5 * i] = 255
