@@ -108,7 +108,8 @@ def _track_state(row: dict) -> TrackState:
 def _frame_results(csv_path: Path, fps: float, total_frames: int):
     """FrameResults in frame order, including the frames without any vehicle (the sink counts frames)."""
     next_index = 0
-    current, tracks, t, source = None, [], 0.0, None
+    current, t, source = None, 0.0, None
+    tracks: list[TrackState] = []
     with open(csv_path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = {"frame", "t", "track_id", "class", "x1", "y1", "x2", "y2", "score", "moving", "speed_kmh"} - set(

@@ -9,7 +9,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
@@ -21,6 +21,12 @@ from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
 from vision.source import SourceInfo, open_source
+
+
+class HasStats(Protocol):
+    """What the summary reads from a run: one pipeline's stage statistics, or a segmented run's merged ones."""
+
+    def stats(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -102,7 +108,7 @@ def process_video(
     return RunOutcome(final, summary)
 
 
-def _summary(run: RunInfo, info: SourceInfo, pipeline: Pipeline, sinks: list[Sink], loop_s: float, wall_s: float,
+def _summary(run: RunInfo, info: SourceInfo, pipeline: HasStats, sinks: list[Sink], loop_s: float, wall_s: float,
              telemetry: Path | None) -> dict[str, Any]:
     import statistics
 

@@ -75,6 +75,7 @@ class SeekingVideoSource(FrameSource):
             t0 = head.time or 0.0  # VideoFileSource's time origin: the first frame
             if self.first > 0:
                 target = t0 + (self.first - 0.5) / fps
+                assert stream.time_base is not None  # a decodable video stream has one
                 self._container.seek(int(target / stream.time_base), stream=stream, backward=True, any_frame=False)
                 decoded = self._container.decode(stream)
             else:
@@ -155,8 +156,8 @@ def match_tracks(earlier: list[FrameResult], later: list[FrameResult]) -> dict[i
         return {}
     ids_b, ids_a = sorted({p[0] for p in pairs}), sorted({p[1] for p in pairs})
     cost = np.ones((len(ids_b), len(ids_a)))
-    for b, a, m in pairs:
-        cost[ids_b.index(b), ids_a.index(a)] = 1.0 - m
+    for id_b, id_a, m in pairs:
+        cost[ids_b.index(id_b), ids_a.index(id_a)] = 1.0 - m
     rows, cols = linear_sum_assignment(cost)
     return {ids_b[r]: ids_a[c] for r, c in zip(rows, cols) if cost[r, c] < 1.0}
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from tracking.types import FrameResult, RunInfo, Sink
 class RunSinks:
     """``with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks: sinks.feed(results); sinks.finish(...)``."""
 
-    def __init__(self, run: RunInfo, file_sinks: list[Sink], extra_sinks: list[Sink] | None = None,
+    def __init__(self, run: RunInfo, file_sinks: Sequence[Sink], extra_sinks: Sequence[Sink] | None = None,
                  rundir: RunDirectory | None = None):
         self.run = run
         self.file_sinks, self.extra_sinks = list(file_sinks), list(extra_sinks or [])
