@@ -103,3 +103,19 @@ def test_service_batcher_threads_equal_each_stream_alone(dual_config, feeds):
         t.join(120)
     assert sum(same_results(o, s) for o, s in zip(out, separate)) > 0
     assert batcher.shared.images > batcher.shared.passes  # some passes were shared
+
+
+def test_batched_video_prefetches_native_passes(lean_config, feeds):
+    """Within one video (``BatchedPipeline``): the native-resolution passes of a batch's frames run as one call,
+    not one by one as cache misses, and the tracks equal stepping frame by frame."""
+    from edge.batch.batched import BatchedPipeline
+
+    cfg = lean_config.model_copy(update={"detector": lean_config.detector.model_copy(
+        update={"conf": 0.01, "tiling": "on", "every_n_frames": 1})})
+    alone = Pipeline(cfg)
+    expected = [alone.step(f) for f in feeds[0]]
+    pipe = Pipeline(cfg)
+    calls = count_passes(pipe)
+    got = list(BatchedPipeline(pipe).run(feeds[0], batch_size=3))
+    assert same_results(got, expected) > 0
+    assert [n for n, imgsz in calls] == [3, 3] and all(imgsz is not None for _, imgsz in calls)
