@@ -123,6 +123,25 @@ class VideoFileSource(FrameSource):
             stream.codec_context.name,
         )
 
+    def use_hardware_decoder(self, device_type: str = "cuda") -> str | None:
+        """Decode on ``device_type`` (FFmpeg hwaccel: 'cuda' is NVDEC) from now on; call before iterating.
+
+        Returns None when the hardware decoder opened and decoded the first frame, else why not (the software
+        decoder stays in place)."""
+        import av
+        from av.codec.hwaccel import HWAccel
+
+        try:
+            container = av.open(str(self.path), mode="r", hwaccel=HWAccel(device_type, allow_software_fallback=False))
+            next(container.decode(video=0))  # the probe: opening alone succeeds even without a usable device
+            container.close()
+            container = av.open(str(self.path), mode="r", hwaccel=HWAccel(device_type, allow_software_fallback=False))
+        except (av.error.FFmpegError, OSError, StopIteration, ValueError) as exc:
+            return _short(exc)
+        self._container.close()
+        self._container, self._stream = container, container.streams.video[0]
+        return None
+
     def __iter__(self) -> Iterator[Frame]:
         import av
 

@@ -1,5 +1,10 @@
 """One detector call for many frames: within a video (``BatchedPipeline``) and across live streams (``step_streams``).
 
+Across streams (``step_streams``, and ``StreamBatcher`` for the service's stream threads) every stream steps in its
+own thread, in parallel, and the models' calls meet in shared forward passes (``edge.batch.shared_pass``): the
+detector (whole frames, native-resolution passes, tiles) and the road U-Net. That is exact - nothing is guessed.
+
+Within one video the frames depend on each other, so the detector's work for a batch of frames is foreseen instead.
 The pipeline's stages after ego-motion depend on each other frame by frame (the tracker, the road mask, the speed
 filter), but the detector is a pure function of the pixels it is given. So a batch is run in two passes:
 
@@ -16,23 +21,32 @@ mask; they only decide what is worth prefetching, never what the result is.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import cast
 
 import numpy as np
 
+from edge.batch.shared_pass import MAX_MODEL_BATCH, SharedPasses
 from tracking.pipeline import Pipeline
 from tracking.types import FrameResult
-from vision.detection import VehicleDetector, _road_share, tile_grid
+from vision.detection import VehicleDetector, _road_share, road_bounding_box, tile_grid
 from vision.types import Detections, Frame
 
-MAX_MODEL_BATCH = 32  # images per forward pass; bounds GPU memory whatever the batch or number of streams
+NATIVE_STRIDE = 32  # YOLOv8's largest stride: a native pass's input size is the crop's long side rounded up to it
 
 
-def _key(image: np.ndarray) -> tuple:
-    return image.__array_interface__["data"][0], image.shape, image.strides
+def _key(image: np.ndarray, imgsz: int | None = None) -> tuple:
+    """The cache key of one detector input: the image buffer, and the input size it is run at (None: config.imgsz)."""
+    return image.__array_interface__["data"][0], image.shape, image.strides, imgsz
+
+
+def _native_imgsz(crop: np.ndarray) -> int:
+    return int(np.ceil(max(crop.shape[:2]) / NATIVE_STRIDE) * NATIVE_STRIDE)
 
 
 class _PredictionCache:
@@ -45,13 +59,10 @@ class _PredictionCache:
         self.hits = self.misses = 0
 
     def __call__(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
-        if imgsz is not None:  # a native-resolution pass: never prefetched (its size follows the road mask)
-            self.misses += len(images)
-            return self.real(images, imgsz=imgsz)
-        found = [self.store.pop(_key(im), None) for im in images]
+        found = [self.store.pop(_key(im, imgsz), None) for im in images]
         missing = [im for im, d in zip(images, found) if d is None]
         if missing:
-            computed = iter(self.real(missing))
+            computed = iter(self.real(missing) if imgsz is None else self.real(missing, imgsz=imgsz))
             found = [d if d is not None else next(computed) for d in found]
         self.hits += len(images) - len(missing)
         self.misses += len(missing)
@@ -65,14 +76,15 @@ def _model(pipeline: Pipeline) -> VehicleDetector:
     return det
 
 
-def _signature(det: VehicleDetector, shape: tuple) -> tuple:
+def _signature(det: VehicleDetector, shape: tuple, imgsz: int | None = None) -> tuple:
     """Detectors with equal signatures give the same answer for the same image: one forward pass serves them all."""
     c = det.config
-    return (det.weights, det.device, c.imgsz, c.conf, c.iou, c.half, tuple(sorted(det.class_map)), shape)
+    return (det.weights, det.device, c.imgsz, c.conf, c.iou, c.half, tuple(sorted(det.class_map)), shape, imgsz)
 
 
-def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]:
-    """The images ``pipeline`` will most likely give its detector for ``frames`` (in order, from its current state)."""
+def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[tuple[np.ndarray, int | None]]:
+    """The images ``pipeline`` will most likely give its detector for ``frames`` (in order, from its current state),
+    each with the input size it will be run at (None: the configured imgsz; a number: a native-resolution pass)."""
     det = _model(pipeline)
     cfg = det.config
     road = getattr(pipeline.road, "mask", None) if pipeline.road is not None else None  # the last frame's
@@ -80,7 +92,7 @@ def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]
     dual = not pipeline.config.baseline
     coast = getattr(pipeline, "_until_detect", 0) if dual else 0  # frames the detector skips (detector.every_n_frames)
     stride = pipeline._detector_stride() if dual and hasattr(pipeline, "_fed_by") else 1
-    out: list[np.ndarray] = []
+    out: list[tuple[np.ndarray, int | None]] = []
     detector_calls = 0
     for frame in frames:
         if coast > 0:
@@ -96,12 +108,22 @@ def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[np.ndarray]
         whole = fixed is False or probe or (fixed is None and not tiling_now)
         tiled = fixed is True or probe or (fixed is None and tiling_now)
         if whole:
-            out.append(img)
-        if tiled and max(h, w) > cfg.single_pass_max:  # a native single pass has its own input size: not prefetched, it runs on its own
-            for x1, y1, x2, y2 in tile_grid(w, h, cfg.imgsz, cfg.tile_overlap):
-                # the road mask of the frame is not known yet: the last one is a good guess (misses just run late)
-                if road is None or road.shape[:2] != (h, w) or _road_share(road, (x1, y1, x2, y2)) > 0.01:
-                    out.append(img[y1:y2, x1:x2])
+            out.append((img, None))
+        if not tiled:
+            continue
+        known_road = road is not None and road.shape[:2] == (h, w)
+        if max(h, w) <= cfg.single_pass_max:  # one native pass over the frame, or over the road's bounding box
+            x1, y1, x2, y2 = (0, 0, w, h)
+            if cfg.crop_to_road and known_road and road is not None:  # this frame's road is not known yet: the last one is a good guess
+                x1, y1, x2, y2 = road_bounding_box(road, cfg.road_margin_px)
+            if x2 > x1 and y2 > y1:
+                crop = img[y1:y2, x1:x2]
+                out.append((crop, _native_imgsz(crop)))
+            continue
+        for x1, y1, x2, y2 in tile_grid(w, h, cfg.imgsz, cfg.tile_overlap):
+            # the road mask of the frame is not known yet: the last one is a good guess (misses just run late)
+            if not known_road or road is None or _road_share(road, (x1, y1, x2, y2)) > 0.01:
+                out.append((img[y1:y2, x1:x2], None))
     return out
 
 
@@ -112,16 +134,17 @@ def _prefetch(work: list[tuple[Pipeline, list[Frame]]], max_batch: int) -> dict[
     for pipeline, frames in work:
         det = _model(pipeline)
         cache = caches.setdefault(id(det), _PredictionCache(det))
-        for im in _planned_images(pipeline, frames):
-            groups[_signature(det, im.shape)].append((cache, im))
+        for im, imgsz in _planned_images(pipeline, frames):
+            groups[_signature(det, im.shape, imgsz)].append((cache, im))
             share[id(pipeline)] += 1
     t0 = time.perf_counter()
-    for members in groups.values():
-        run = members[0][0].real  # any detector of the group: same model, same settings
+    for sig, members in groups.items():
+        run, imgsz = members[0][0].real, sig[-1]  # any detector of the group: same model, same settings
         for i in range(0, len(members), max_batch):
             chunk = members[i:i + max_batch]
-            for (cache, im), dets in zip(chunk, run([im for _, im in chunk])):
-                cache.store[_key(im)] = dets
+            images = [im for _, im in chunk]
+            for (cache, im), dets in zip(chunk, run(images) if imgsz is None else run(images, imgsz=imgsz)):
+                cache.store[_key(im, imgsz)] = dets
     ms = (time.perf_counter() - t0) * 1000
     total = sum(share.values()) or 1
     for pipeline, _ in work:  # the stage timings of the summary keep counting detection where it happened
@@ -171,15 +194,147 @@ class BatchedPipeline:
             yield from self.batch_step(batch)
 
 
-def step_streams(pipelines: list[Pipeline], frames: list[Frame], max_model_batch: int = MAX_MODEL_BATCH) -> list[FrameResult]:
+# -- across streams: parallel steps, shared forward passes -------------------------------------------------------
+
+class _RoutedUNet:
+    """Stands in for a road segmenter's U-Net during a step: its forward call goes through the shared passes."""
+
+    def __init__(self, model, key: tuple, device: str, shared: SharedPasses):
+        self.model, self.key, self.device, self.shared = model, key, device, shared
+
+    def __call__(self, x):
+        return self.shared.run([(self.key + (tuple(x.shape),), self._forward, x)])[0]
+
+    def _forward(self, xs: list) -> list:
+        import torch
+
+        with torch.inference_mode():  # grad mode is per thread: the pass may run in another stream's thread
+            if not self.device.startswith("cuda"):
+                return [self.model(x) for x in xs]  # one by one: no faster batched on a CPU, and bit-identical
+            with torch.autocast("cuda", dtype=torch.float16):
+                out = self.model(torch.cat(xs))
+            return list(out.float().split(1))
+
+
+def _detector_pass(det: VehicleDetector, imgsz: int | None):
+    real = type(det)._predict.__get__(det)  # the class's method, whatever stands in for it on the instance
+
+    def run(images: list[np.ndarray]) -> list[Detections]:
+        return real(images) if imgsz is None else real(images, imgsz=imgsz)
+    return run
+
+
+@contextmanager
+def routed_through(pipeline: Pipeline, shared: SharedPasses) -> Iterator[None]:
+    """While inside, ``pipeline``'s detector and road U-Net calls go through ``shared`` (instance attributes that
+    shadow the method / the model for this step only)."""
+    det = _model(pipeline)
+    runners: dict[int | None, Callable[[list[np.ndarray]], list[Detections]]] = {}
+
+    def predict(images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
+        run = runners.get(imgsz) or runners.setdefault(imgsz, _detector_pass(det, imgsz))
+        return shared.run([(_signature(det, im.shape, imgsz), run, im) for im in images])
+
+    road = pipeline.road
+    unet = getattr(road, "_model", None) if road is not None else None
+    det._predict = predict  # type: ignore[method-assign]  # shadows the class's method on this instance only
+    if unet is not None and road is not None:
+        road._model = _RoutedUNet(unet, ("road-unet", str(road.config.weights), road.device, road._long_side),
+                                  road.device, shared)  # type: ignore[assignment]  # a stand-in with its call
+    try:
+        yield
+    finally:
+        det.__dict__.pop("_predict", None)
+        if unet is not None and road is not None:
+            road._model = unet
+
+
+def _units(pipelines: list[Pipeline]) -> list[list[int]]:
+    """Pipelines that share a detector or road object cannot step at the same time: one unit of work each group."""
+    owner: dict[int, int] = {}
+    units: dict[int, list[int]] = {}
+    for i, p in enumerate(pipelines):
+        objs = [id(p.detector)] + ([id(p.road)] if p.road is not None else [])
+        unit = next((owner[o] for o in objs if o in owner), i)
+        for o in objs:
+            owner[o] = unit
+        units.setdefault(unit, []).append(i)
+    return list(units.values())
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def _executor(n: int) -> ThreadPoolExecutor:
+    """One pool for the process, as wide as the most streams ever stepped together (they all wait on each other
+    in the shared passes, so each needs a thread of its own)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(max_workers=n, thread_name_prefix="airpatrol-stream"), n
+        return _pool
+
+
+def step_streams(pipelines: list[Pipeline], frames: list[Frame], max_model_batch: int = MAX_MODEL_BATCH,
+                 parallel: bool = True) -> list[FrameResult]:
     """One step of several live streams: ``frames[i]`` is the next frame of ``pipelines[i]``.
 
-    For the edge service: collect the newest frame of every stream, call this, hand each result to its stream's
-    sinks. Pipelines with the same weights and detector settings share each forward pass, even if every stream
-    loaded its own copy of the model; frames of different sizes go in separate passes (letterboxing must not change).
+    Every stream steps in its own thread (``parallel=False``: one after another, the same results); the detector
+    and road U-Net calls of all streams meet in shared forward passes. Pipelines with the same weights and settings
+    share each pass, even if every stream loaded its own copy of the model; inputs of different sizes go in separate
+    passes (letterboxing must not change).
     """
     if len(pipelines) != len(frames):
         raise ValueError(f"step_streams: {len(pipelines)} pipelines but {len(frames)} frames")
     if len({id(p) for p in pipelines}) != len(pipelines):
         raise ValueError("step_streams: a pipeline appears twice; use BatchedPipeline for frames of one stream")
-    return _step_with_caches(list(zip(pipelines, frames)), max_model_batch)
+    if not pipelines:
+        return []
+    shared = SharedPasses(window_s=None, max_batch=max_model_batch)
+    units = _units(pipelines)
+    results: list[FrameResult | None] = [None] * len(pipelines)
+
+    def step_unit(indices: list[int]) -> None:
+        try:
+            for i in indices:
+                with routed_through(pipelines[i], shared):
+                    results[i] = pipelines[i].step(frames[i])
+        finally:
+            shared.leave()  # the others stop waiting for this unit
+
+    if not parallel:
+        for unit in units:  # one at a time: each shared pass holds one stream's images
+            shared.enter()
+            step_unit(unit)
+        return results  # type: ignore[return-value]
+    shared.enter(len(units))  # all at once: a pass waits until every unit is waiting or done
+    if len(units) == 1:
+        step_unit(units[0])
+        return results  # type: ignore[return-value]
+    futures = [_executor(len(units)).submit(step_unit, unit) for unit in units]
+    errors = [f.exception() for f in futures]
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results  # type: ignore[return-value]
+
+
+class StreamBatcher:
+    """The service's stepper (``WorkerDeps.step``): each stream steps in its own worker thread, as before, and the
+    model calls of the streams stepping at the same moment meet in shared forward passes. A stream waits at most
+    ``window_s`` for the others before its pass runs without them."""
+
+    def __init__(self, window_s: float = 0.010, max_model_batch: int = MAX_MODEL_BATCH):
+        self.shared = SharedPasses(window_s=window_s, max_batch=max_model_batch)
+
+    def step(self, pipeline: Pipeline, frame: Frame) -> FrameResult:
+        with routed_through(pipeline, self.shared):
+            self.shared.enter()
+            try:
+                return pipeline.step(frame)
+            finally:
+                self.shared.leave()

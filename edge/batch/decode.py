@@ -1,11 +1,15 @@
 """Decoding off the critical path: a thread reads frames into a bounded queue while the pipeline works.
 
+On a CUDA pipeline the file is decoded by the GPU's video decoder (NVDEC through FFmpeg/PyAV) when this machine's
+FFmpeg and GPU can; otherwise in software, and a log line says why.
+
 FFmpeg (PyAV) releases the GIL while it decodes and converts to BGR, so on a machine with a spare core the next
 frames are ready when the pipeline asks for them. The queue is bounded: memory stays at ``maxsize`` frames however
 fast the decoder is. Errors of the source (a damaged file) are raised in the consumer, as the same exception.
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Iterator
@@ -13,10 +17,24 @@ from contextlib import contextmanager
 
 from tracking.pipeline import Pipeline
 from tracking.types import FrameResult
-from vision.source import FrameSource
+from vision.source import FrameSource, VideoFileSource
 from vision.types import Frame
 
+log = logging.getLogger("airpatrol.decode")
+
 _DONE = object()
+
+
+def use_hardware_decode(source: FrameSource, device: str) -> bool:
+    """Switch ``source`` to the GPU's decoder when ``device`` is CUDA and it works here; True if it did."""
+    if not device.startswith("cuda") or not isinstance(source, VideoFileSource):
+        return False
+    why_not = source.use_hardware_decoder("cuda")
+    if why_not is None:
+        log.info("%s: decoding on the GPU (NVDEC)", source.path)
+        return True
+    log.info("%s: hardware decoding unavailable (%s); decoding in software", source.path, why_not)
+    return False
 
 
 class DecodeThread:
@@ -78,6 +96,7 @@ def frame_results(pipeline: Pipeline, source: FrameSource, batch_size: int = 1, 
     """Pipeline results for every frame of ``source``: decoded in a thread, detected ``batch_size`` frames at a time."""
     if batch_size < 1:
         raise ValueError(f"--batch-size {batch_size}: must be at least 1")
+    use_hardware_decode(source, pipeline.device)
     with DecodeThread(source, queue_frames or max(4, 2 * batch_size)) as frames:
         if batch_size == 1:
             yield (pipeline.step(f) for f in frames)

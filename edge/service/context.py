@@ -37,6 +37,7 @@ from tracking.pipeline import Pipeline
 if TYPE_CHECKING:  # for the annotations; the publish servers load only when their port is configured
     import ctypes
 
+    from edge.batch.batched import StreamBatcher
     from edge.service.rtmp import RtmpRelay
     from edge.service.srt_publish import SrtPublishServer
 
@@ -116,6 +117,7 @@ class ServiceContext:
         self.job_workers: list[JobWorker] = []
         self._spare: Pipeline | None = None
         self._spare_lock = threading.Lock()
+        self._batcher: StreamBatcher | None = None  # the GPU's shared forward passes for all streams (created with the first stream)
         self.accepting = False
         self.rtmp: RtmpRelay | None = None
         self._publish_lock = threading.Lock()
@@ -183,6 +185,22 @@ class ServiceContext:
         with self._spare_lock:
             spare, self._spare = self._spare, None
         return spare or self.pipeline_factory(self.settings.pipeline)
+
+    def _stream_batcher(self) -> StreamBatcher | None:
+        """On a GPU, the streams' detector and road U-Net calls meet in shared forward passes; on a CPU each stream's
+        thread runs its own (a batch is no faster there, and waiting for the others would only add latency)."""
+        if self._batcher is None:
+            from vision.detection import resolve_device
+
+            try:
+                on_gpu = resolve_device(self.settings.pipeline.device).startswith("cuda")
+            except ValueError:  # --device cuda without a GPU: the stream's pipeline reports it, in its worker
+                on_gpu = False
+            if on_gpu:
+                from edge.batch.batched import StreamBatcher
+
+                self._batcher = StreamBatcher()
+        return self._batcher
 
     def start(self) -> None:
         cfg = self.config
@@ -254,6 +272,9 @@ class ServiceContext:
                           stream_calibration.describe(calibration))
         deps = WorkerDeps(self.config, functools.partial(self._stream_pipeline, calibration), self.sessions,
                           self.metrics, on_ended=self._stream_ended)
+        batcher = self._stream_batcher()
+        if batcher is not None:
+            deps.step = batcher.step
         worker = StreamWorker(spec, deps)
         with self._streams_lock:
             finished = [k for k, w in self.streams.items() if w.finished]

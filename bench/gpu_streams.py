@@ -1,0 +1,394 @@
+"""Many live 1080p streams on one machine: throughput, latency, GPU use.
+
+For each N in ``--streams`` (default 1 2 4 8 16) N copies of ``--video`` (default the 1080p nadir clip of the shared
+data) are processed with the default dual-layer pipeline (road U-Net on), two ways:
+
+* ``step``: in this process through ``edge.batch.batched.step_streams`` - every stream steps in its own thread, the
+  detector and U-Net calls of all streams in shared forward passes. ``--frames`` frames per stream, decoded
+  beforehand (decoding is not what this mode measures). Latency = the time from handing a frame in to its result.
+* ``serve``: a real ``airpatrol serve`` subprocess with N live streams: N FFmpeg processes each send the clip looped
+  at its real rate (MPEG-TS over TCP, as a ground station or encoder would), the service pulls, decodes, processes
+  and publishes; results are read from each stream's live feed (``/api/streams/{id}/feed``) for ``--frames`` frames'
+  worth of time (at the clip's rate) after a warm-up. Latency = the service's own measure in every result message
+  (frame arrival to result published), so decode and queueing are included; frames the service dropped because it
+  fell behind count against its fps, not its latency.
+
+Printed per N and mode: frames per second per stream and in total, p95 latency, mean GPU utilisation and peak GPU
+memory while it ran (NVML via ``pynvml``/``nvidia-ml-py`` or ``nvidia-smi``; "n/a" where neither sees a GPU).
+
+    python3 bench/gpu_streams.py --device cuda                      # the full table (H100: see docs/deployment.md)
+    python3 bench/gpu_streams.py --device cpu --streams 1 2 --frames 20
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+SHARED = Path(os.environ.get("AIRPATROL_SHARED", ROOT.parent / "shared"))
+DEFAULT_VIDEO = SHARED / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
+
+
+# -- GPU utilisation and memory ----------------------------------------------------------------------------------
+
+class GpuSampler:
+    """Samples utilisation (%) and memory used (MiB) of GPU 0 every ``every`` s while running; None without a GPU."""
+
+    def __init__(self, every: float = 0.2):
+        self.every = every
+        self.util: list[float] = []
+        self.mem: list[float] = []
+        self._stop = threading.Event()
+        self._read = self._nvml() or self._smi()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _nvml():
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # not installed, no driver, no GPU
+            return None
+
+        def read():
+            return float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu), pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**20
+        return read
+
+    @staticmethod
+    def _smi():
+        if shutil.which("nvidia-smi") is None:
+            return None
+
+        def read():
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits",
+                                  "-i", "0"], capture_output=True, text=True, timeout=5).stdout
+            util, mem = out.strip().split(",")[:2]
+            return float(util), float(mem)
+        try:
+            read()
+        except Exception:
+            return None
+        return read
+
+    def _loop(self):
+        while not self._stop.wait(self.every):
+            try:
+                u, m = self._read()
+            except Exception:
+                continue
+            self.util.append(u)
+            self.mem.append(m)
+
+    def __enter__(self):
+        if self._read is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(2)
+
+    def summary(self) -> tuple[str, str]:
+        if self._read is None or not self.util:
+            return "n/a", "n/a"
+        return f"{np.mean(self.util):.0f} %", f"{max(self.mem) / 1024:.1f} GiB"
+
+
+# -- mode step: step_streams in this process ---------------------------------------------------------------------
+
+def load_frames(video: Path, n: int) -> list:
+    from vision.source import open_source
+
+    with open_source(video, max_frames=n) as src:
+        frames = list(src)
+    if not frames:
+        raise SystemExit(f"{video}: no frames decoded")
+    return frames
+
+
+def pipeline_config(device: str, config: Path | None):
+    from edge.config import load_settings
+
+    settings = load_settings(config, {})
+    return settings.pipeline.model_copy(update={"device": device})
+
+
+def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> dict:
+    from edge.batch.batched import step_streams
+    from tracking.pipeline import Pipeline
+    from vision.types import Frame
+
+    pipes = [Pipeline(cfg) for _ in range(n)]
+    h, w = frames[0].image.shape[:2]
+    for p in pipes:
+        p.reset(w, h, 25.0)
+
+    def feed(f):
+        return [Frame(f.index, f.t, f.image) for _ in range(n)]  # the same pixels for every stream: read-only
+
+    for f in frames[:warmup]:  # model warm-up (cuDNN autotuning, first allocations): not counted
+        step_streams(pipes, feed(f), parallel=not serial)
+    latencies = []
+    with GpuSampler() as gpu:
+        t0 = time.perf_counter()
+        for f in frames[warmup:]:
+            t = time.perf_counter()
+            step_streams(pipes, feed(f), parallel=not serial)
+            latencies.append(time.perf_counter() - t)
+        wall = time.perf_counter() - t0
+    counted = len(frames) - warmup
+    util, mem = gpu.summary()
+    return {"mode": "serial" if serial else "step", "streams": n, "frames": counted, "fps_stream": counted / wall,
+            "fps_total": n * counted / wall, "p95_ms": 1000 * float(np.percentile(latencies, 95)), "gpu_util": util,
+            "gpu_mem": mem}
+
+
+# -- mode processes: one process per stream, each with its own models (no shared passes) -----------------------------
+
+def _stream_process(video: str, n_frames: int, warmup: int, cfg_json: str, out) -> None:
+    from tracking.config import PipelineConfig
+    from tracking.pipeline import Pipeline
+
+    frames = load_frames(Path(video), n_frames)
+    pipe = Pipeline(PipelineConfig.model_validate_json(cfg_json))
+    for f in frames[:warmup]:
+        pipe.step(f)
+    lat, start = [], time.time()
+    for f in frames[warmup:]:
+        t = time.perf_counter()
+        pipe.step(f)
+        lat.append(time.perf_counter() - t)
+    out.put((start, time.time(), lat))
+
+
+def run_processes(n: int, video: Path, n_frames: int, cfg, warmup: int) -> dict:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_stream_process, args=(str(video), n_frames, warmup, cfg.model_dump_json(), out))
+             for _ in range(n)]
+    with GpuSampler() as gpu:
+        for p in procs:
+            p.start()
+        got = [out.get() for _ in procs]
+        for p in procs:
+            p.join()
+    wall = max(e for _, e, _ in got) - min(s for s, _, _ in got)  # from the first stream's start to the last's end
+    counted = n_frames - warmup
+    util, mem = gpu.summary()
+    return {"mode": "procs", "streams": n, "frames": counted, "fps_stream": counted / wall,
+            "fps_total": n * counted / wall, "p95_ms": 1000 * float(np.percentile([x for *_, lat in got for x in lat], 95)),
+            "gpu_util": util, "gpu_mem": mem}
+
+
+# -- mode serve: airpatrol serve with N live streams ---------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(folder: Path, device: str, config: Path | None):
+    import httpx
+    import yaml
+
+    db = f"sqlite:///{folder / 'bench.db'}"
+    base_cfg = yaml.safe_load(config.read_text()) if config else {}
+    cfg = {**base_cfg, "database_url": db, "data_dir": str(folder / "data"),
+           "pipeline": {**base_cfg.get("pipeline", {}), "device": device}}
+    (folder / "serve.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "AIRPATROL_USER_PASSWORD": "bench-password"}
+    port = free_port()
+    log = open(folder / "serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(folder / "serve.yaml"),
+                             "--port", str(port), "--log-level", "warning"], env=env, cwd=folder,
+                            stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"airpatrol serve exited: {(folder / 'serve.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("airpatrol serve did not become ready in 180 s")
+            time.sleep(0.3)
+        subprocess.run([sys.executable, "-m", "edge.cli", "user", "add", "bench", "--role", "operator",
+                        "--database-url", db], env=env, check=True, capture_output=True)
+        r = httpx.post(f"{base}/api/auth/login", json={"username": "bench", "password": "bench-password"})
+        r.raise_for_status()
+        yield base, {"Authorization": f"Bearer {r.json()['access_token']}"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def live_source(video: Path, port: int) -> subprocess.Popen:
+    """FFmpeg as a live encoder: the clip looped at its real rate, MPEG-TS over TCP, waiting for the service."""
+    return subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i",
+                             str(video), "-c", "copy", "-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup_s: float) -> dict:
+    import httpx
+    from websockets.sync.client import connect
+
+    sources, ids = [], []
+    results: list[list[float]] = [[] for _ in range(n)]
+    counting = threading.Event()
+    done = threading.Event()
+    try:
+        for _ in range(n):
+            port = free_port()
+            sources.append(live_source(video, port))
+            r = httpx.post(f"{base}/api/streams", headers=auth, timeout=60,
+                           json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}", "name": f"bench-{port}"})
+            r.raise_for_status()
+            ids.append(r.json())
+
+        def listen(i: int, feed: str):
+            with connect(feed, additional_headers=auth) as ws:
+                while not done.is_set():
+                    try:
+                        msg = json.loads(ws.recv(timeout=1.0))
+                    except TimeoutError:
+                        continue
+                    if msg.get("type") == "result" and counting.is_set():
+                        results[i].append(float(msg["latency_ms"]))
+
+        ws_base = base.replace("http://", "ws://")
+        threads = [threading.Thread(target=listen, args=(i, ws_base + s["feed_url"]), daemon=True)
+                   for i, s in enumerate(ids)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 120  # every stream connected and processing
+        while time.monotonic() < deadline:
+            states = [httpx.get(f"{base}/api/streams/{s['id']}", headers=auth).json() for s in ids]
+            if all(st.get("processed", 0) > 0 for st in states):
+                break
+            time.sleep(0.5)
+        time.sleep(warmup_s)
+        with GpuSampler() as gpu:
+            counting.set()
+            t0 = time.perf_counter()
+            time.sleep(seconds)
+            counting.clear()
+            wall = time.perf_counter() - t0
+        done.set()
+        for t in threads:
+            t.join(5)
+        util, mem = gpu.summary()
+    finally:
+        done.set()
+        for s in ids:
+            try:
+                httpx.delete(f"{base}/api/streams/{s['id']}", headers=auth, timeout=60)
+            except httpx.HTTPError:
+                pass
+        for p in sources:
+            p.kill()
+            p.wait()
+    per = [len(r) / wall for r in results]
+    lat = [x for r in results for x in r]
+    return {"mode": "serve", "streams": n, "frames": sum(len(r) for r in results), "fps_stream": float(np.mean(per)),
+            "fps_total": float(np.sum(per)), "p95_ms": float(np.percentile(lat, 95)) if lat else float("nan"),
+            "gpu_util": util, "gpu_mem": mem}
+
+
+# -- the table ------------------------------------------------------------------------------------------------------
+
+def print_row(r: dict) -> None:
+    print(f"| {r['mode']:6} | {r['streams']:3d} | {r['frames']:6d} | {r['fps_stream']:8.2f} | {r['fps_total']:8.2f} | "
+          f"{r['p95_ms']:8.0f} | {r['gpu_util']:>8} | {r['gpu_mem']:>8} |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--video", type=Path, default=DEFAULT_VIDEO, help="the stream's clip (default: 1080p nadir clip)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("--frames", type=int, default=150, help="frames per stream (serve: that many frames' time)")
+    ap.add_argument("--warmup", type=int, default=2, help="step: frames per stream run before timing")
+    ap.add_argument("--modes", nargs="+", default=["step", "serve"], choices=["step", "serial", "procs", "serve"],
+                    help="step: step_streams (threads, shared passes); serial: step_streams one stream after another; "
+                         "procs: one process per stream, own models; serve: airpatrol serve with live streams")
+    ap.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
+    ap.add_argument("--json", type=Path, help="also write the rows here")
+    args = ap.parse_args(argv)
+    if not args.video.is_file():
+        raise SystemExit(f"{args.video}: no such video (set --video, or AIRPATROL_SHARED to the shared data)")
+    from vision.detection import resolve_device
+
+    device = resolve_device(args.device)
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") else "none (CPU)"
+    print(f"video {args.video.name}, device {device}, GPU {gpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}")
+    print("| mode   |   N | frames | fps/strm | fps tot. | p95 ms   | GPU util | GPU mem  |")
+    print("|--------|----:|-------:|---------:|---------:|---------:|---------:|---------:|")
+    rows = []
+    cfg = pipeline_config(device, args.config)
+    if {"step", "serial"} & set(args.modes):
+        frames = load_frames(args.video, args.frames + args.warmup)
+        warmup = min(args.warmup, len(frames) - 1)
+        for n in args.streams:
+            for mode in [m for m in ("step", "serial") if m in args.modes]:  # alternately: a loaded machine drifts
+                rows.append(run_step(n, frames, cfg, warmup, serial=mode == "serial"))
+                print_row(rows[-1])
+        del frames
+    if "procs" in args.modes:
+        for n in args.streams:
+            rows.append(run_processes(n, args.video, args.frames + args.warmup, cfg, args.warmup))
+            print_row(rows[-1])
+    if "serve" in args.modes:
+        if shutil.which("ffmpeg") is None:
+            raise SystemExit("serve mode needs ffmpeg (the live sources)")
+        from vision.source import open_source
+
+        with open_source(args.video) as src:
+            fps = src.info.fps
+        seconds = args.frames / fps
+        with tempfile.TemporaryDirectory(prefix="airpatrol-gpu-streams-") as tmp, \
+                serve(Path(tmp), device, args.config) as (base, auth):
+            for n in args.streams:
+                rows.append(run_serve(n, args.video, base, auth, seconds, warmup_s=2.0))
+                print_row(rows[-1])
+    if args.json:
+        args.json.write_text(json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
