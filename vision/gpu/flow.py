@@ -10,7 +10,7 @@ import kornia
 import torch
 import torch.nn.functional as F
 
-LK_ITERATIONS = 10  # per pyramid level (OpenCV's default stops at 30 or a 0.01 px step; 10 reach that on drone footage)
+LK_ITERATIONS = 10  # per pyramid level (OpenCV stops at 30 or a 0.01 px step; 20 changed nothing measurable on M1303)
 LK_MIN_EIGEN = 0.1  # (grey levels / px)^2: OpenCV's minEigThreshold 1e-4 in its units (Scharr x32, / 2^20); a patch
 # without texture in both directions cannot be followed
 
@@ -23,25 +23,51 @@ def pyramid(images: torch.Tensor, levels: int) -> list[torch.Tensor]:
     return out
 
 
+def min_eigen_response(grey: torch.Tensor, block: int = 7) -> torch.Tensor:
+    """Shi-Tomasi response: the smaller eigenvalue of the structure tensor summed over a ``block`` square, as
+    ``cv2.cornerMinEigenVal(blockSize=7)`` (kornia's ``gftt_response`` sums over a sigma-1 Gaussian: a smaller
+    window, whose corners measured noisier to follow on real footage)."""
+    g = kornia.filters.spatial_gradient(grey, mode="sobel", normalized=False)[:, 0]
+    dx, dy = g[:, 0:1], g[:, 1:2]
+    s = kornia.filters.box_blur(torch.cat([dx * dx, dy * dy, dx * dy], 1), (block, block), border_type="reflect")
+    xx, yy, xy = s[:, 0:1], s[:, 1:2], s[:, 2:3]
+    return 0.5 * (xx + yy - ((xx - yy) ** 2 + 4 * xy * xy).clamp(min=0).sqrt())
+
+
 def select_corners(grey: torch.Tensor, max_corners: int, min_distance: int, quality: float = 0.01,
                    exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Shi-Tomasi corners spread over the image, like ``cv2.goodFeaturesToTrack``.
 
     ``grey``: (B, 1, h, w) in [0, 255]; ``exclude``: (B, 1, h, w) bool, True where no corner may be taken (vehicles).
     Returns points (B, max_corners, 2) as x, y and a validity mask (B, max_corners). At most one corner per
-    ``min_distance`` cell (OpenCV enforces the distance exactly; a grid is the parallel equivalent), local maxima
+    ``min_distance`` cell and none closer than that to a stronger one in a neighbouring cell (OpenCV's greedy
+strongest-first rule, done in parallel; it can keep slightly fewer), local maxima
     of the response above ``quality`` times the image's best.
     """
     b, _, h, w = grey.shape
-    resp = kornia.feature.gftt_response(grey / 255.0, grads_mode="sobel")
+    resp = min_eigen_response(grey / 255.0)
     local_max = resp == F.max_pool2d(resp, 3, 1, 1)
+    if exclude is not None:  # before the quality floor, as OpenCV: a vehicle's strong corners must not raise it
+        resp = resp.masked_fill(exclude, 0.0)
     floor = quality * resp.flatten(1).amax(1).view(b, 1, 1, 1)
     keep = local_max & (resp > floor) & (resp > 0)
-    if exclude is not None:
-        keep &= ~exclude
     resp = torch.where(keep, resp, torch.zeros_like(resp))
     cell = max(1, int(min_distance))
-    best, idx = F.max_pool2d(resp, cell, cell, return_indices=True, ceil_mode=True)
+    best, idx = F.max_pool2d(resp, cell, cell, return_indices=True, ceil_mode=True)  # (B, 1, gh, gw)
+    # the best corner of each cell, dropped where a stronger one in a neighbouring cell is closer than min_distance
+    x, y = (idx % w).to(grey.dtype), (idx // w).to(grey.dtype)
+    pad = (1, 1, 1, 1)
+    nb_best, nb_x, nb_y = F.pad(best, pad), F.pad(x, pad, value=-1e9), F.pad(y, pad, value=-1e9)
+    gh, gw = best.shape[-2:]
+    beaten = torch.zeros_like(best, dtype=torch.bool)
+    for dy in range(3):
+        for dx in range(3):
+            if dy == 1 and dx == 1:
+                continue
+            nb = nb_best[..., dy:dy + gh, dx:dx + gw]
+            dist2 = (nb_x[..., dy:dy + gh, dx:dx + gw] - x) ** 2 + (nb_y[..., dy:dy + gh, dx:dx + gw] - y) ** 2
+            beaten |= (nb > best) & (dist2 < min_distance ** 2)
+    best = best.masked_fill(beaten, 0.0)
     best, idx = best.flatten(1), idx.flatten(1)
     k = min(max_corners, best.shape[1])
     top, order = best.topk(k, dim=1)
