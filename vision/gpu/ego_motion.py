@@ -36,12 +36,13 @@ def to_grey_tensor(images: np.ndarray | torch.Tensor, device: torch.device | str
     if t.ndim == 3:  # a stack of grey frames
         t = t[..., None]
     t = t.permute(0, 3, 1, 2).float()
+    # rounded after each step as OpenCV's uint8 images are: the motion layer's thresholds were tuned on those
     if t.shape[1] == 3:  # BGR, ITU-R 601 weights as cv2.COLOR_BGR2GRAY
-        t = 0.114 * t[:, 0:1] + 0.587 * t[:, 1:2] + 0.299 * t[:, 2:3]
+        t = (0.114 * t[:, 0:1] + 0.587 * t[:, 1:2] + 0.299 * t[:, 2:3]).round()
     h, w = t.shape[-2:]
     scale = min(1.0, downscale_to / max(h, w))
     if scale < 1.0:
-        t = F.interpolate(t, size=(int(round(h * scale)), int(round(w * scale))), mode="area")
+        t = F.interpolate(t, size=(int(round(h * scale)), int(round(w * scale))), mode="area").round()
     return t.contiguous(), scale
 
 

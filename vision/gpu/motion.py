@@ -118,8 +118,9 @@ class TorchMotionDetector:
         self._prev: torch.Tensor | None = None
 
     def _blur(self, grey: torch.Tensor) -> torch.Tensor:
-        k = _BLUR.to(grey.device, grey.dtype)
-        return kornia.filters.filter2d(grey.float(), (k[:, None] * k[None, :])[None], border_type="reflect")
+        k = _BLUR.to(grey.device, torch.float32)
+        # rounded as OpenCV rounds its uint8 blur: the thresholds below were tuned on those values
+        return kornia.filters.filter2d(grey.float(), (k[:, None] * k[None, :])[None], border_type="reflect").round()
 
     def update(self, grey_small, H_prev_to_cur_small: np.ndarray | None, scale: float,
                road_mask_small: np.ndarray | None = None, frames_elapsed: int = 1) -> TorchMotionField:
