@@ -82,11 +82,14 @@ def _patch_offsets(win: int, device, dtype) -> torch.Tensor:
     return torch.stack([xx.reshape(-1), yy.reshape(-1)], 1)  # (win*win, 2)
 
 
-def _sample(img: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
-    """Bilinear samples of img (B, C, h, w) at pixel coordinates xy (B, N, P, 2) -> (B, C, N, P)."""
-    h, w = img.shape[-2:]
-    g = torch.stack([xy[..., 0] * (2.0 / max(w - 1, 1)) - 1, xy[..., 1] * (2.0 / max(h - 1, 1)) - 1], -1)
-    return F.grid_sample(img, g, mode="bilinear", padding_mode="border", align_corners=True)
+def _to_grid(xy: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """Pixel coordinates -> grid_sample's [-1, 1] (align_corners=True)."""
+    return xy * torch.tensor([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1)], device=xy.device, dtype=xy.dtype) - 1
+
+
+def _sample(img: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Bilinear samples of img (B, C, h, w) at normalised coordinates (B, N, P, 2) -> (B, C, N, P)."""
+    return F.grid_sample(img, grid, mode="bilinear", padding_mode="border", align_corners=True)
 
 
 def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts: torch.Tensor, win: int,
@@ -94,7 +97,7 @@ def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts:
     """Follow ``pts`` (B, N, 2; finest-level pixels) from the previous frames to the current ones.
 
     Returns the new positions (B, N, 2) and a status mask (B, N): False where the patch had no texture or the point
-    left the image.
+    left the image. Iterations stop early once no point moves by more than 0.01 px (OpenCV's criterion).
     """
     offsets = _patch_offsets(win, pts.device, pts.dtype)
     guess = torch.zeros_like(pts)
@@ -102,8 +105,9 @@ def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts:
     for level in range(len(prev_pyr) - 1, -1, -1):
         scale = 0.5 ** level
         prev, cur = prev_pyr[level], cur_pyr[level]
-        p = pts * scale
-        patch = p[:, :, None, :] + offsets  # (B, N, P, 2)
+        h, w = prev.shape[-2:]
+        to_unit = torch.tensor([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1)], device=pts.device, dtype=pts.dtype)
+        patch = _to_grid(pts[:, :, None, :] * scale + offsets, h, w)  # (B, N, P, 2) normalised
         grads = kornia.filters.spatial_gradient(prev, mode="sobel", normalized=True)[:, 0]  # (B, 2, h, w)
         sampled = _sample(torch.cat([prev, grads], 1), patch)  # (B, 3, N, P)
         tmpl, ix, iy = sampled[:, 0], sampled[:, 1], sampled[:, 2]
@@ -117,11 +121,14 @@ def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts:
             status &= min_eig >= LK_MIN_EIGEN
         inv_det = torch.where(det.abs() > 1e-9, 1.0 / det, torch.zeros_like(det))
         d = torch.zeros_like(pts)
-        for _ in range(iterations):
-            moved = _sample(cur, patch + (guess + d)[:, :, None, :])[:, 0]
+        for it in range(iterations):
+            moved = _sample(cur, patch + ((guess + d) * to_unit)[:, :, None, :])[:, 0]
             err = tmpl - moved
             bx, by = (err * ix).sum(-1), (err * iy).sum(-1)
-            d = d + torch.stack([(gyy * bx - gxy * by) * inv_det, (gxx * by - gxy * bx) * inv_det], -1)
+            step = torch.stack([(gyy * bx - gxy * by) * inv_det, (gxx * by - gxy * bx) * inv_det], -1)
+            d = d + step
+            if it % 3 == 2 and float(step.abs().max()) < 0.01:
+                break
         guess = guess + d
         if level > 0:
             guess = guess * 2

@@ -10,12 +10,14 @@ them.
 
 Connected components run on the device too: every foreground pixel takes the largest pixel index among its
 8-neighbours and then the label its label points to (pointer jumping), until nothing changes; the number of rounds
-grows with the logarithm of a blob's size rather than its size.
+grows with the logarithm of a blob's size rather than its size. (On a CPU device the labels come from OpenCV, which is
+an order of magnitude faster there; the partition is the same, tests/vision/gpu.)
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import cv2
 import kornia
 import numpy as np
 import torch
@@ -209,7 +211,11 @@ def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
     masks = torch.cat([f.mask_t for f in fields])  # (B, h, w)
     b, h, w = masks.shape
     closed = kornia.morphology.closing(masks[:, None].float(), _CLOSE.to(masks.device))[:, 0] > 0.5
-    labels = connected_components(closed)
+    if closed.device.type == "cpu":  # OpenCV's labelling is an order of magnitude faster on a CPU; same partition
+        labels = torch.stack([torch.from_numpy(cv2.connectedComponents(c.numpy().astype(np.uint8), connectivity=8)[1])
+                              for c in closed]).long()
+    else:
+        labels = connected_components(closed)
     fg = labels > 0
     if not bool(fg.any()):
         return [empty for _ in fields]
