@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     t_ego.reset()
     times: dict[str, list[float]] = {k: [] for k in ("ego opencv", "ego torch", "motion opencv", "motion torch")}
     corner, ious, blobs = [], [], []
+    failures = [0, 0]
     for k, img in enumerate(frames):
         t0 = time.perf_counter()
         g = cv_ego.prepare(img)
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for name, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             times[name].append(1000 * dt)
+        failures[0] += not e.ok
+        failures[1] += not et.ok
         if e.ok and et.ok:
             corner.append(_corner_error(e.H, et.H, w, h))
         m, mt = f.mask > 0, ft.mask > 0
@@ -123,9 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     print("stage                  median ms   mean ms")
     for name, v in times.items():
         print(f"{name:<22} {statistics.median(v):9.1f} {statistics.mean(v):9.1f}")
-    print(f"agreement: homography frame-corner error median {np.median(corner):.3f} px, max {np.max(corner):.3f} px "
-          f"({len(corner)} pairs); motion-mask IoU median {np.median(ious):.3f}, min {np.min(ious):.3f}; blobs per "
-          f"frame opencv {np.mean([x for x, _ in blobs]):.1f}, torch {np.mean([y for _, y in blobs]):.1f}")
+    def stat(v: list, f: str) -> str:
+        return f"median {np.median(v):{f}}, min {np.min(v):{f}}, max {np.max(v):{f}}" if v else "n/a"
+
+    print(f"registration failures: opencv {failures[0]}, torch {failures[1]} of {len(frames) - 1} pairs")
+    print(f"agreement: homography frame-corner error (px) {stat(corner, '.3f')} ({len(corner)} pairs registered by "
+          f"both); motion-mask IoU {stat(ious, '.3f')}; blobs per frame opencv "
+          f"{np.mean([x for x, _ in blobs]) if blobs else 0:.1f}, torch {np.mean([y for _, y in blobs]) if blobs else 0:.1f}")
     if a.batch and len(frames) > a.batch:
         est = TorchEgoMotionEstimator(ecfg, a.device)
         stack = np.stack(frames[:a.batch + 1])
