@@ -202,21 +202,20 @@ def update_streams(estimators: Sequence[TorchEgoMotionEstimator], greys: Sequenc
     exclude_xyxy = exclude_xyxy if exclude_xyxy is not None else [None] * len(greys)
     results: list[EgoMotion | None] = [None] * len(greys)
     groups: dict[tuple, list[int]] = {}
+    prevs: dict[int, torch.Tensor] = {}
     for i, (est, g) in enumerate(zip(estimators, greys)):
         prev, est._prev = est._prev, g
         if prev is None or prev.shape != g.shape:
             results[i] = EgoMotion.identity()
             est._pyramid(g)
             continue
+        prevs[i] = prev
         groups.setdefault((tuple(g.shape), est.scale, g.device), []).append(i)
-        est._pending_prev = prev  # type: ignore[attr-defined]
     for (_, scale, _), idx in groups.items():
-        lead = estimators[idx[0]]
-        prev_pyr = [torch.cat(level) for level in zip(*(estimators[i]._pyramid(estimators[i]._pending_prev)
-                                                        for i in idx))]
+        prev_pyr = [torch.cat(level) for level in zip(*(estimators[i]._pyramid(prevs[i]) for i in idx))]
         cur_pyr = [torch.cat(level) for level in zip(*(estimators[i]._pyramid(greys[i]) for i in idx))]
-        out = lead.register(prev_pyr[0], cur_pyr[0], [exclude_xyxy[i] for i in idx], scale, prev_pyr, cur_pyr)
+        out = estimators[idx[0]].register(prev_pyr[0], cur_pyr[0], [exclude_xyxy[i] for i in idx], scale, prev_pyr,
+                                          cur_pyr)
         for i, r in zip(idx, out):
             results[i] = r
-            del estimators[i]._pending_prev  # type: ignore[attr-defined]
     return results  # type: ignore[return-value]
