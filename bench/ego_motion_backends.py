@@ -35,7 +35,7 @@ DEFAULT_VIDEO = Path(__file__).resolve().parents[1].parent / "shared" / "data" /
 
 def _read(video: Path, n: int) -> list[np.ndarray]:
     cap = cv2.VideoCapture(str(video))
-    frames = []
+    frames: list[np.ndarray] = []
     while len(frames) < n:
         ok, img = cap.read()
         if not ok:
@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             res = ego_streams(egos, greys)
             fields = motion_streams(mots, greys, [_small(r.H, egos[0].scale) if r.ok else None for r in res],
                                     [egos[0].scale] * a.streams)
-            for m, fl in zip(mots, fields):
-                m.blobs(fl)
+            for det, fl in zip(mots, fields):
+                det.blobs(fl)
             _sync(a.device)
             if k >= 2:
                 t_total += time.perf_counter() - t0

@@ -10,7 +10,7 @@ from tests.conftest import textured_image
 def test_prints_both_backends_and_their_agreement(tmp_path, capsys):
     ground = textured_image(480, 200, seed=2)
     video = tmp_path / "pan.avi"
-    out = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 25, (320, 180))
+    out = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 25, (320, 180))
     for k in range(6):
         frame = ground[10:190, 4 * k:4 * k + 320].copy()
         cv2.rectangle(frame, (40 + 9 * k, 80), (58 + 9 * k, 88), (90, 90, 90), -1)  # a car (not so bright that its

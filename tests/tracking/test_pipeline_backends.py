@@ -54,7 +54,8 @@ def test_torch_backend_tracks_like_opencv_on_a_panning_drone():
     runs = {}
     for backend in ("opencv", "torch"):
         p = _pipeline(backend)
-        ids, speeds = set(), {}
+        ids: set[int] = set()
+        speeds: dict[int, list[float]] = {}
         for i in range(60):
             pan = 2 * i
             frame = ground[:, pan:pan + W].copy()

@@ -128,8 +128,8 @@ class TorchEgoMotionEstimator:
         dist = torch.linalg.norm(proj - nxt.to(H_small.dtype), dim=-1)
         residual = torch.nanquantile(torch.where(inl, dist, torch.full_like(dist, float("nan"))), 0.9, dim=1)
         # one transfer to the host for the whole batch
-        H_small, n_inl, n_good, residual = (H_small.cpu().numpy(), inl.sum(1).cpu().numpy(),
-                                            good.sum(1).cpu().numpy(), residual.cpu().numpy())
+        H_np, n_inl, n_good, res_np = (H_small.cpu().numpy(), inl.sum(1).cpu().numpy(), good.sum(1).cpu().numpy(),
+                                       residual.cpu().numpy())
         S = np.diag([s, s, 1.0])
         out = []
         for i in range(b):
@@ -140,8 +140,8 @@ class TorchEgoMotionEstimator:
             if inliers < max(8, 0.25 * tracked):
                 out.append(EgoMotion(np.eye(3), inliers, tracked, False))
                 continue
-            H = np.linalg.inv(S) @ H_small[i].astype(np.float64) @ S
-            out.append(EgoMotion(H / H[2, 2], inliers, tracked, True, float(residual[i]) / s))
+            H = np.linalg.inv(S) @ H_np[i].astype(np.float64) @ S
+            out.append(EgoMotion(H / H[2, 2], inliers, tracked, True, float(res_np[i]) / s))
         return out
 
     def register_sequence(self, greys: torch.Tensor) -> list[EgoMotion]:
@@ -173,9 +173,9 @@ class TorchEgoMotionEstimator:
         fx, fy = np.meshgrid(g, g)
         grid = np.column_stack([fx.ravel(), fy.ravel()])  # 9 points in the inner half of the box
         pts = np.concatenate([bx[:2] + grid * (bx[2:] - bx[:2]) for bx in boxes]).astype(np.float32)
-        back, status = lucas_kanade(self._pyramid(cur_small), self._pyramid(prev_small),
-                                    torch.as_tensor(pts, device=cur_small.device)[None], VELOCITY_WINDOW)
-        back, ok = back[0].cpu().numpy().astype(np.float64), status[0].cpu().numpy()
+        back_t, status = lucas_kanade(self._pyramid(cur_small), self._pyramid(prev_small),
+                                      torch.as_tensor(pts, device=cur_small.device)[None], VELOCITY_WINDOW)
+        back, ok = back_t[0].cpu().numpy().astype(np.float64), status[0].cpu().numpy()
         if H_prev_to_cur is not None:
             Hs = np.diag([s, s, 1.0]) @ H_prev_to_cur @ np.diag([1 / s, 1 / s, 1.0])
             p = np.column_stack([back, np.ones(len(back))]) @ Hs.T

@@ -166,9 +166,9 @@ def update_streams(detectors: Sequence[TorchMotionDetector], greys: Sequence, Hs
         groups.setdefault((tuple(cur.shape), cur.device, det.config.min_contrast), []).append(i)
     for (_, device, min_contrast), idx in groups.items():
         cur = torch.cat([curs[i] for i in idx])
-        bg = torch.cat([detectors[i]._bg for i in idx])
-        prev = torch.cat([detectors[i]._prev for i in idx])
-        H = torch.as_tensor(np.stack([Hs[i] for i in idx]), device=device, dtype=torch.float32)
+        bg = torch.cat([t for i in idx if (t := detectors[i]._bg) is not None])
+        prev = torch.cat([t for i in idx if (t := detectors[i]._prev) is not None])
+        H = torch.as_tensor(np.stack([np.asarray(Hs[i]) for i in idx]), device=device, dtype=torch.float32)
         elapsed = torch.as_tensor([frames_elapsed[i] for i in idx], device=device)
         fg, changed, new_bg = _state_update(cur, bg, prev, H, min_contrast, elapsed)
         for j, i in enumerate(idx):
@@ -231,14 +231,13 @@ def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
     x1, x2, y1, y2 = reduce(xs, "amin"), reduce(xs, "amax"), reduce(ys, "amin"), reduce(ys, "amax")
     first = reduce(ys * w + xs, "amin")  # raster order of each component's first pixel: OpenCV's label order
     area = torch.bincount(comp, minlength=m)
-    changed_masks = [f.changed_t if f.changed_t is not None else None for f in fields]
-    use_changed = all(c is not None for c in changed_masks)
+    changed_masks = [f.changed_t for f in fields if f.changed_t is not None]
+    use_changed = len(changed_masks) == len(fields)
     if use_changed:
         changed = torch.cat(changed_masks)[bi, ys, xs]
         n_changed = torch.bincount(comp, weights=changed.float(), minlength=m)
     owner = comps // (h * w + 1)
-    rows = torch.stack([owner, first, x1, y1, x2 + 1, y2 + 1, area], 1)
-    rows = rows.cpu().numpy()
+    rows = torch.stack([owner, first, x1, y1, x2 + 1, y2 + 1, area], 1).cpu().numpy()
     n_changed_np = n_changed.cpu().numpy() if use_changed else None
     out = []
     for i, f in enumerate(fields):

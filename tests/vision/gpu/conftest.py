@@ -26,7 +26,8 @@ def one_torch_thread():
 def nadir_frames(indices: list[int]) -> list[np.ndarray]:
     """Frames of the real 1080p nadir clip (skips when ../shared is absent)."""
     cap = cv2.VideoCapture(str(shared_path("data", "real_video", "nadir_interchange", "drone.mp4")))
-    out, k = [], 0
+    out: list[np.ndarray] = []
+    k = 0
     while len(out) < len(indices):
         ok, img = cap.read()
         if not ok:

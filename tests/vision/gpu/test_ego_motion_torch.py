@@ -111,11 +111,9 @@ def test_ground_velocities_agree_with_opencv():
     H = np.array([[1, 0, -3.0], [0, 1, 0], [0, 0, 1]])
     boxes = np.array([[303, 200, 363, 230], [50, 50, 110, 80]], np.float32)
     cfg = EgoMotionConfig(downscale_to=640)
-    out = []
-    for est in (EgoMotionEstimator(cfg), TorchEgoMotionEstimator(cfg)):
-        p, c = est.prepare(prev), est.prepare(cur)
-        out.append(est.ground_velocities(p, c, boxes, H))
-    cv_v, t_v = out
+    cv_est, t_est = EgoMotionEstimator(cfg), TorchEgoMotionEstimator(cfg)
+    cv_v = cv_est.ground_velocities(cv_est.prepare(prev), cv_est.prepare(cur), boxes, H)
+    t_v = t_est.ground_velocities(t_est.prepare(prev), t_est.prepare(cur), boxes, H)
     assert np.allclose(t_v[0], [6.0, 0.0], atol=0.5), t_v
     assert np.allclose(t_v[1], [0.0, 0.0], atol=0.5), t_v  # ground: no own motion
     assert np.allclose(cv_v, t_v, atol=0.5)
