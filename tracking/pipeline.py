@@ -19,8 +19,8 @@ from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
 from vision.detection import Detector, VehicleDetector, resolve_device
-from vision.ego_motion import EgoMotionEstimator, warp_boxes
-from vision.motion import MotionDetector
+from vision.ego_motion import warp_boxes
+from vision.gpu.backend import build_motion_stages
 from vision.motion_gate import MovingBlobGate
 from vision.types import CameraPose, Detections, DetectionSource, Frame
 
@@ -56,8 +56,9 @@ class Pipeline:
             from vision.road.segmenter import RoadSegmenter
 
             self.road = RoadSegmenter(self.config.road, self.device)
-        self.ego = EgoMotionEstimator(self.config.ego_motion)
-        self.motion = MotionDetector(self.config.motion)
+        # OpenCV on the CPU or torch on the device (ego_motion.backend): same interface, grey frames as numpy
+        # arrays or as device tensors
+        self.ego, self.motion = build_motion_stages(self.config.ego_motion, self.config.motion, self.device)
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
 
@@ -240,10 +241,11 @@ class Pipeline:
         self._tick("speed", t)
         return result
 
-    def _motion_field(self, grey: np.ndarray, H: np.ndarray | None, road: np.ndarray | None, elapsed: int):
+    def _motion_field(self, grey, H: np.ndarray | None, road: np.ndarray | None, elapsed: int):
         s = self.ego.scale
         H_small = None if H is None else np.diag([s, s, 1.0]) @ H @ np.diag([1 / s, 1 / s, 1.0])
-        road_small = None if road is None else cv2.resize(road, grey.shape[::-1], interpolation=cv2.INTER_NEAREST)
+        small_wh = tuple(grey.shape[-2:])[::-1]  # (h, w) array or (1, 1, h, w) tensor
+        road_small = None if road is None else cv2.resize(road, small_wh, interpolation=cv2.INTER_NEAREST)
         return self.motion.update(grey, H_small, s, road_small, elapsed)
 
     def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,

@@ -72,6 +72,10 @@ class RoadConfig(BaseModel):
 
 
 class EgoMotionConfig(BaseModel):
+    backend: Literal["auto", "opencv", "torch"] = Field(
+        "auto", description="ego-motion and motion layer implementation: 'opencv' (CPU), 'torch' (kornia, on the "
+                            "pipeline's device, batched over streams), 'auto': torch on CUDA, OpenCV on CPU (on CPU "
+                            "the OpenCV path measured faster at equal accuracy, docs/gpu.md)")
     max_features: int = Field(600, ge=20)
     ransac_px: float = Field(2.5, gt=0)
     downscale_to: int = Field(960, ge=160, description="long side of the image the flow is computed on")

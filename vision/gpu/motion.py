@@ -1,0 +1,254 @@
+"""The motion layer in torch: ego-motion compensated background differencing and blob extraction, on any torch
+device, batched over streams.
+
+Same model and thresholds as ``vision.motion`` (read that module for why): the background and the previous frame
+are warped by the ego-motion homography (``kornia.geometry.warp_perspective``), compared with the current frame,
+thresholded against the footage's own noise, cleaned with kornia's morphology, and the foreground's connected
+components become boxes. The background is a recursion over time, so the frames of one stream are processed one
+after another; what batches is the streams (``update_streams``, ``blobs_batch``): one call per frame for all of
+them.
+
+Connected components run on the device too: every foreground pixel takes the largest pixel index among its
+8-neighbours and then the label its label points to (pointer jumping), until nothing changes; the number of rounds
+grows with the logarithm of a blob's size rather than its size. (On a CPU device the labels come from OpenCV, which is
+an order of magnitude faster there; the partition is the same, tests/vision/gpu.)
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import kornia
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vision.config import MotionConfig
+from vision.motion import ALPHA, ALPHA_FOREGROUND
+
+_BLUR = torch.tensor([0.25, 0.5, 0.25])  # cv2.GaussianBlur((3, 3), 0)'s kernel
+_OPEN, _CLOSE = torch.ones(2, 2), torch.ones(3, 3)
+
+
+def _median_per_image(a: torch.Tensor) -> torch.Tensor:
+    """(B, 1, h, w) -> (B,): median of a strided sample, as ``vision.motion._fast_median``."""
+    return torch.quantile(a[:, 0, ::4, ::4].flatten(1), 0.5, dim=1)
+
+
+class TorchMotionField:
+    """Foreground (restricted to the road when given), two-frame change and unrestricted foreground as (1, h, w)
+    bool tensors on the device; ``mask`` / ``changed`` / ``unrestricted`` give the uint8 arrays of
+    ``vision.motion.MotionField`` (copied to the host on first use)."""
+
+    def __init__(self, mask: torch.Tensor, scale: float, changed: torch.Tensor | None,
+                 unrestricted: torch.Tensor | None):
+        self.mask_t, self.changed_t, self.unrestricted_t, self.scale = mask, changed, unrestricted, scale
+        self._host: dict[str, np.ndarray | None] = {}
+
+    def _np(self, name: str) -> np.ndarray | None:
+        if name not in self._host:
+            t = getattr(self, name + "_t")
+            self._host[name] = None if t is None else (t[0].to(torch.uint8) * 255).cpu().numpy()
+        return self._host[name]
+
+    mask = property(lambda self: self._np("mask"))
+    changed = property(lambda self: self._np("changed"))
+    unrestricted = property(lambda self: self._np("unrestricted"))
+
+    def moving_fraction(self, xyxy: np.ndarray, on_road_only: bool = True) -> np.ndarray:
+        """Share of foreground pixels inside each full-resolution box, from an integral image on the device."""
+        out = np.zeros(len(xyxy), np.float32)
+        m = self.mask_t if on_road_only or self.unrestricted_t is None else self.unrestricted_t
+        if m is None or not len(xyxy):
+            return out
+        h, w = m.shape[-2:]
+        integral = F.pad(m[0].to(torch.float64).cumsum(0).cumsum(1), (1, 0, 1, 0))
+        b = np.round(np.asarray(xyxy, np.float64) * self.scale).astype(np.int64)
+        b[:, [0, 2]] = b[:, [0, 2]].clip(0, w)
+        b[:, [1, 3]] = b[:, [1, 3]].clip(0, h)
+        bt = torch.as_tensor(b, device=m.device)
+        x1, y1, x2, y2 = bt.T
+        s = integral[y2, x2] - integral[y1, x2] - integral[y2, x1] + integral[y1, x1]
+        area = ((x2 - x1) * (y2 - y1)).to(torch.float64)
+        frac = torch.where(area > 0, s / area.clamp(min=1), torch.zeros_like(s))
+        return frac.cpu().numpy().astype(np.float32)
+
+
+def _state_update(cur: torch.Tensor, bg: torch.Tensor, prev: torch.Tensor, H: torch.Tensor,
+                  min_contrast: float, frames_elapsed: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of the compensated background for a batch. ``cur`` already blurred, (B, 1, h, w); ``H`` (B, 3, 3)
+    maps the previous frame onto this one (downscaled pixels). Returns (foreground, changed, new background)."""
+    h, w = cur.shape[-2:]
+    stack = torch.cat([bg, prev, torch.ones_like(bg)], 1)
+    warped = kornia.geometry.transform.warp_perspective(stack, H.to(cur.dtype), (h, w), mode="bilinear",
+                                                       padding_mode="zeros", align_corners=True)
+    # OpenCV's path warps with a constant border of -1: a pixel whose interpolation reached past the frame edge
+    # mixes that in. Zero padding plus a warped ones-channel gives the identical value, (inside part) - (outside
+    # share), so the two backends agree at the edges as well.
+    outside = 1.0 - warped[:, 2:3]
+    bg_w, prev_w = warped[:, 0:1] - outside, warped[:, 1:2] - outside
+    fresh = (bg_w < 0) | (prev_w < 0)  # uncovered by the drone's motion: no history yet
+    bg_w = torch.where(fresh, cur, bg_w)
+    prev_w = torch.where(fresh, cur, prev_w)
+    diff_bg, diff_prev = (cur - bg_w).abs(), (cur - prev_w).abs()
+    # thresholds relative to the footage's own noise (compression, texture, warp interpolation)
+    thr = torch.clamp(4.0 * _median_per_image(diff_bg), min=min_contrast).view(-1, 1, 1, 1)
+    fg = diff_bg > thr
+    thr_prev = torch.clamp(4.0 * _median_per_image(diff_prev), min=0.75 * min_contrast).view(-1, 1, 1, 1)
+    changed = diff_prev > thr_prev
+    k = frames_elapsed.clamp(min=1).to(cur.dtype).view(-1, 1, 1, 1)
+    alpha = torch.where(fg, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k)
+    new_bg = bg_w + alpha * (cur - bg_w)
+    # opening with a 2x2 square, anchored as OpenCV anchors it (erode towards the top left, dilate likewise)
+    kernel = _OPEN.to(cur.device)
+    fg = kornia.morphology.dilation(kornia.morphology.erosion(fg.to(cur.dtype), kernel, origin=[1, 1]), kernel,
+                                   origin=[0, 0]) > 0.5
+    return fg, changed, new_bg
+
+
+class TorchMotionDetector:
+    """Drop-in for ``vision.motion.MotionDetector`` taking the torch backend's (1, 1, h, w) grey tensors."""
+
+    def __init__(self, config: MotionConfig | None = None, device: torch.device | str = "cpu"):
+        self.config = config or MotionConfig()
+        self.device = torch.device(device)
+        self.reset()
+
+    def reset(self) -> None:
+        self._bg: torch.Tensor | None = None
+        self._prev: torch.Tensor | None = None
+
+    def _blur(self, grey: torch.Tensor) -> torch.Tensor:
+        k = _BLUR.to(grey.device, torch.float32)
+        # rounded as OpenCV rounds its uint8 blur: the thresholds below were tuned on those values
+        return kornia.filters.filter2d(grey.float(), (k[:, None] * k[None, :])[None], border_type="reflect").round()
+
+    def update(self, grey_small, H_prev_to_cur_small: np.ndarray | None, scale: float,
+               road_mask_small: np.ndarray | None = None, frames_elapsed: int = 1) -> TorchMotionField:
+        return update_streams([self], [grey_small], [H_prev_to_cur_small], [scale], [road_mask_small],
+                              [frames_elapsed])[0]
+
+    def blobs(self, field: TorchMotionField, min_area_px: int | None = None) -> np.ndarray:
+        """Bounding boxes (full resolution xyxy) of foreground blobs that are moving now."""
+        return blobs_batch([field], self.config, min_area_px)[0]
+
+
+def _as_grey(g, device: torch.device) -> torch.Tensor:
+    t = torch.as_tensor(g, device=device)
+    while t.ndim < 4:
+        t = t[None]
+    return t.float()
+
+
+def update_streams(detectors: Sequence[TorchMotionDetector], greys: Sequence, Hs: Sequence[np.ndarray | None],
+                   scales: Sequence[float], roads: Sequence[np.ndarray | None] | None = None,
+                   frames_elapsed: Sequence[int] | None = None) -> list[TorchMotionField]:
+    """One motion-layer step for several streams, each with its own detector (background): the streams whose frame
+    sizes match go through one batched warp / difference / morphology pass. Same results as each detector's
+    ``update``."""
+    n = len(detectors)
+    roads = roads if roads is not None else [None] * n
+    frames_elapsed = frames_elapsed if frames_elapsed is not None else [1] * n
+    out: list[TorchMotionField | None] = [None] * n
+    groups: dict[tuple, list[int]] = {}
+    curs = []
+    for i, det in enumerate(detectors):
+        cur = det._blur(_as_grey(greys[i], det.device))
+        curs.append(cur)
+        h, w = cur.shape[-2:]
+        if det._bg is None or det._bg.shape != cur.shape or Hs[i] is None:
+            # no usable ego-motion: start the background afresh rather than compare misaligned frames
+            det._bg, det._prev = cur.clone(), cur
+            empty = torch.zeros((1, h, w), dtype=torch.bool, device=cur.device)
+            out[i] = TorchMotionField(empty, scales[i], empty, empty)
+            continue
+        groups.setdefault((tuple(cur.shape), cur.device, det.config.min_contrast), []).append(i)
+    for (_, device, min_contrast), idx in groups.items():
+        cur = torch.cat([curs[i] for i in idx])
+        bg = torch.cat([t for i in idx if (t := detectors[i]._bg) is not None])
+        prev = torch.cat([t for i in idx if (t := detectors[i]._prev) is not None])
+        H = torch.as_tensor(np.stack([np.asarray(Hs[i]) for i in idx]), device=device, dtype=torch.float32)
+        elapsed = torch.as_tensor([frames_elapsed[i] for i in idx], device=device)
+        fg, changed, new_bg = _state_update(cur, bg, prev, H, min_contrast, elapsed)
+        for j, i in enumerate(idx):
+            det = detectors[i]
+            det._bg, det._prev = new_bg[j:j + 1], cur[j:j + 1]
+            on_road = fg[j]
+            if roads[i] is not None:
+                on_road = on_road & (torch.as_tensor(roads[i], device=device) > 0)[None]
+            out[i] = TorchMotionField(on_road, scales[i], changed[j], unrestricted=fg[j])
+    return out  # type: ignore[return-value]
+
+
+def connected_components(mask: torch.Tensor, max_rounds: int = 10_000) -> torch.Tensor:
+    """8-connected components of a (B, h, w) bool mask: each foreground pixel gets the 1-based raster index of its
+    component's last pixel (0 = background). Label propagation with pointer jumping, all on the device."""
+    b, h, w = mask.shape
+    idx = torch.arange(1, h * w + 1, device=mask.device, dtype=torch.float32).view(1, h, w)  # exact below 2^24
+    labels = torch.where(mask, idx, torch.zeros((), device=mask.device))
+    for _ in range(max_rounds):
+        grown = F.max_pool2d(labels[:, None], 3, 1, 1)[:, 0] * mask
+        flat = grown.flatten(1)
+        ptr = (flat.long() - 1).clamp(min=0)
+        jumped = flat.gather(1, ptr)
+        jumped = flat.gather(1, (jumped.long() - 1).clamp(min=0)) * mask.flatten(1)
+        jumped = jumped.view(b, h, w)
+        if torch.equal(jumped, labels):
+            break
+        labels = jumped
+    return labels.long()
+
+
+def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
+                min_area_px: int | None = None) -> list[np.ndarray]:
+    """Boxes (full resolution xyxy) of the moving blobs of several fields of one size at once: closing,
+    connected components, per-component box, area and changed-pixel count, the ghost test; as
+    ``MotionDetector.blobs`` (blobs in OpenCV's label order)."""
+    empty = np.zeros((0, 4), np.float32)
+    if not fields:
+        return []
+    masks = torch.cat([f.mask_t for f in fields])  # (B, h, w)
+    b, h, w = masks.shape
+    closed = kornia.morphology.closing(masks[:, None].float(), _CLOSE.to(masks.device))[:, 0] > 0.5
+    if closed.device.type == "cpu":  # OpenCV's labelling is an order of magnitude faster on a CPU; same partition
+        labels = torch.stack([torch.from_numpy(cv2.connectedComponents(c.numpy().astype(np.uint8), connectivity=8)[1])
+                              for c in closed]).long()
+    else:
+        labels = connected_components(closed)
+    fg = labels > 0
+    if not bool(fg.any()):
+        return [empty for _ in fields]
+    bi, ys, xs = fg.nonzero(as_tuple=True)
+    key = bi * (h * w + 1) + labels[bi, ys, xs]
+    comps, comp = torch.unique(key, return_inverse=True)
+    m = len(comps)
+
+    def reduce(values: torch.Tensor, how: str) -> torch.Tensor:
+        init = torch.full((m,), h * w if how == "amin" else -1, device=masks.device, dtype=torch.long)
+        return init.scatter_reduce(0, comp, values, reduce=how, include_self=False)
+
+    x1, x2, y1, y2 = reduce(xs, "amin"), reduce(xs, "amax"), reduce(ys, "amin"), reduce(ys, "amax")
+    first = reduce(ys * w + xs, "amin")  # raster order of each component's first pixel: OpenCV's label order
+    area = torch.bincount(comp, minlength=m)
+    changed_masks = [f.changed_t for f in fields if f.changed_t is not None]
+    use_changed = len(changed_masks) == len(fields)
+    if use_changed:
+        changed = torch.cat(changed_masks)[bi, ys, xs]
+        n_changed = torch.bincount(comp, weights=changed.float(), minlength=m)
+    owner = comps // (h * w + 1)
+    rows = torch.stack([owner, first, x1, y1, x2 + 1, y2 + 1, area], 1).cpu().numpy()
+    n_changed_np = n_changed.cpu().numpy() if use_changed else None
+    out = []
+    for i, f in enumerate(fields):
+        min_area = max(2.0, (min_area_px or config.min_area_px) * f.scale ** 2)
+        sel = rows[:, 0] == i
+        r = rows[sel]
+        keep = r[:, 6] >= min_area
+        if n_changed_np is not None:
+            # differs from the background but did not move since the last frame: a ghost
+            keep &= n_changed_np[sel] >= np.maximum(2, 0.03 * r[:, 6])
+        r = r[keep]
+        r = r[np.argsort(r[:, 1], kind="stable")]
+        out.append((r[:, 2:6].astype(np.float32) / f.scale).astype(np.float32) if len(r) else empty)
+    return out
