@@ -32,6 +32,7 @@ import cv2
 import numpy as np
 
 from tracking.config import SpeedConfig
+from tracking.horizon import estimate_horizon
 
 # (length, width) metres by class (VEHICLE_CLASSES order: car, truck, bus, van). European fleet means; a truck's
 # length (7-18 m) is too variable to measure anything by, so trucks count by their width only.
@@ -43,6 +44,11 @@ MIN_CONTRAST = 14.0  # grey levels a vehicle pixel differs from the road at leas
 MEASURE_EVERY, MEASURE_EVERY_SETTLED, SETTLED_OBS = 3, 12, 10
 OBS_PER_TRACK = 40
 REFIT_EVERY = 5  # frames
+# observed frames between two looks for the horizon (vanishing point of the road's lines, ~0.1-0.3 s of CPU each)
+HORIZON_EVERY = 15
+HORIZONS_KEPT = 20
+# a detector box at least this wide (pixels) measures its vehicle's lateral extent (oblique views): loose by a pixel
+LATERAL_BOX_MIN_PX = 12.0
 # A detector box this long (pixels) measures its vehicle to a few per cent: the detector is trained to box the body
 # without its shadow, which the pixel measurement of a dark vehicle cannot leave out. Smaller boxes (and motion
 # blobs) are several pixels loose: those vehicles are measured by their pixels.
@@ -187,6 +193,7 @@ class SizeModel:
     segment: int
     cov: np.ndarray | None = None  # covariance of (alpha, beta) of the oblique fit
     systematic: float = 0.0
+    horizon_from: str | None = None  # oblique: "lines" (vanishing point of the road's lines) or "vehicles"
 
     @property
     def oblique(self) -> bool:
@@ -228,8 +235,9 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        # (t, x, y, k_lw, k_x, bright, k_box): anchor pixels; pixels per metre from its pixels (k_lw: length and
-        # width, k_x: lateral extent) and from its detector box (k_box)
+        # (t, x, y, k_lw, k_x, bright, k_box, k_xbox): anchor pixels; pixels per metre from its pixels (k_lw: length
+        # and width, k_x: lateral extent) and from its detector box (k_box: 3-D outline from above, k_xbox: lateral
+        # extent, for oblique views)
         self.obs: deque = deque(maxlen=OBS_PER_TRACK)
         self.detector_obs = 0
         self.last_measured = -10**9
@@ -260,6 +268,20 @@ def _zoom(H: np.ndarray, x: float, y: float) -> float:
     return math.sqrt(abs(np.linalg.det(J)))
 
 
+def _zoom_x(H: np.ndarray, x: float, y: float) -> float:
+    """Magnification of homography H along the image rows at (x, y): what lateral extents scale by. (For a camera
+    without roll moving and pitching, rows stay rows; the local zoom of an oblique view's homography differs along
+    and across them.)"""
+    p = np.array([x, y, 1.0])
+    w = H[2] @ p
+    J = (H[:2, :2] * w - np.outer(H[:2] @ p, H[2, :2])) / (w * w)
+    return float(np.hypot(J[0, 0], J[1, 0]))
+
+
+def _times(k: float | None, z: float) -> float | None:
+    return None if k is None else k * z
+
+
 def _apply(H: np.ndarray, x: float, y: float) -> tuple[float, float]:
     p = H @ np.array([x, y, 1.0])
     return float(p[0] / p[2]), float(p[1] / p[2])
@@ -279,6 +301,10 @@ class VehicleSizeScale:
         self._model: SizeModel | None = None
         self._dirty = False
         self.segment = 0
+        self._horizons: deque = deque(maxlen=HORIZONS_KEPT)  # (t, x, y) vanishing points in anchor pixels
+        self.segment_starts: list[tuple[float, int]] = [(0.0, 0)]  # (time, segment): when each segment began
+        self.models_by_segment: dict[int, SizeModel] = {}  # each segment's latest fit
+        self._lateral = np.zeros((0, 6))
 
     # -- anchor / segments ---------------------------------------------------------------------------------
     def _cur_to_anchor(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
@@ -286,7 +312,7 @@ class VehicleSizeScale:
             return np.eye(3)
         return np.linalg.inv(self._H_anchor_to_first) @ H_cur_to_first
 
-    def _maybe_new_segment(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
+    def _maybe_new_segment(self, H_cur_to_first: np.ndarray | None, t: float = 0.0) -> np.ndarray:
         """Start a new segment on the current frame when the view has moved far from the anchor."""
         H = self._cur_to_anchor(H_cur_to_first)
         cx, cy = self.width / 2, self.height / 2
@@ -298,14 +324,15 @@ class VehicleSizeScale:
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved = deque(maxlen=OBS_PER_TRACK)
-            for t, x, ya, k_lw, k_x, bright, k_box in tr.obs:
-                zz = _zoom(Hinv, x, ya)
+            for to, x, ya, k_lw, k_x, bright, k_box, k_xbox in tr.obs:
+                zz, zx = _zoom(Hinv, x, ya), _zoom_x(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((t, nx, ny, *(None if k is None else k * zz for k in (k_lw, k_x)), bright,
-                              None if k_box is None else k_box * zz))
+                moved.append((to, nx, ny, _times(k_lw, zz), _times(k_x, zx), bright, _times(k_box, zz), _times(k_xbox, zx)))
             tr.obs = moved
+        self._horizons = deque(((to, *_apply(Hinv, x, y)) for to, x, y in self._horizons), maxlen=HORIZONS_KEPT)
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
+        self.segment_starts.append((t, self.segment))
         self._dirty = True
         return np.eye(3)
 
@@ -313,9 +340,14 @@ class VehicleSizeScale:
     def observe(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray, class_ids: np.ndarray,
                 from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
         self._frames += 1
-        H = self._maybe_new_segment(H_cur_to_first)
+        H = self._maybe_new_segment(H_cur_to_first, t)
         Hinv = np.linalg.inv(H)
         keep_s = self.cfg.size_window_s
+        if self._frames % HORIZON_EVERY == 1:
+            hz = estimate_horizon(image, self.focal_px)
+            if hz is not None:
+                self._horizons.append((t, *_apply(H, *hz.vanishing_point)))
+                self._dirty = True
         for box, tid, cls, det in zip(boxes, track_ids, class_ids, from_detector):
             tid = int(tid)
             tr = self._tracks.setdefault(tid, _Track())
@@ -343,10 +375,21 @@ class VehicleSizeScale:
                 if heading is not None:
                     k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
                                       self.width / 2, self.height / 2)
-            if m is None:
+            # oblique views: the box's lateral extent against the vehicle's expected lateral metres (its footprint's
+            # extent along the rows, from its heading); shadow-free like the box route above
+            k_xbox = None
+            if det and direction is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
+                c, s = abs(direction[0]), abs(direction[1])
+                if length_m or s > 0.95:
+                    k_xbox = float(box[2] - box[0]) / ((length_m or 0.0) * c + width_m * s)
+            if m is None and k_xbox is None:
                 continue
-            z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
+            z, zx = _zoom(H, cx, cy), _zoom_x(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
+            if m is None:
+                tr.obs.append((t, ax, ay, None, None, False, None, k_xbox * zx))
+                self._dirty = True
+                continue
             if direction is not None:
                 # moving: along travel = length, across = width; both, so their biases (motion smear lengthens,
                 # blur widens) meet in the middle: k = sqrt(k_length * k_width)
@@ -358,10 +401,9 @@ class VehicleSizeScale:
                     k_x = m.x_px / lat_m
             elif length_m:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
-            if k_lw is None and k_x is None and k_box is None:
+            if k_lw is None and k_x is None and k_box is None and k_xbox is None:
                 continue
-            tr.obs.append((t, ax, ay, *(None if k is None else k * z for k in (k_lw, k_x)), m is not None and m.bright,
-                           None if k_box is None else k_box * z))
+            tr.obs.append((t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx)))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
@@ -395,19 +437,24 @@ class VehicleSizeScale:
         if self._dirty and (self._model is None or self._frames % REFIT_EVERY == 0):
             self._model = self._fit(t)
             self._dirty = False
+            if self._model is not None:
+                self.models_by_segment[self._model.segment] = self._model
         return self._model
 
     def anchor_to_first(self) -> np.ndarray:
         return self._H_anchor_to_first
 
     def _per_track(self, t: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box), all tracks with 3
-        measurements, and the rows the one-number (nadir) scale uses."""
+        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box, k from its box's
+        lateral extent), all tracks with 3 measurements (2 for the lateral box), and the rows the one-number (nadir)
+        scale uses."""
         rows = []
         window = self.cfg.size_window_s
         for tr in self._tracks.values():
             obs = [o for o in tr.obs if t is None or t - o[0] <= window]
-            if len(obs) < 3:
+            # lateral scale for the fit with a known horizon: the box where the detector boxed it, else the pixels
+            k_xbox = [o[7] for o in obs if o[7] is not None] or [o[4] for o in obs if o[4] is not None]
+            if len(obs) < 3 and len(k_xbox) < 2:
                 continue
             k_lw = [o[3] for o in obs if o[3] is not None]
             k_x = [o[4] for o in obs if o[4] is not None]
@@ -416,8 +463,10 @@ class VehicleSizeScale:
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
                          float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
                          float(np.mean([o[5] for o in obs]) >= 0.5),
-                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan))
-        per = np.array(rows, np.float64).reshape(-1, 5)
+                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan,
+                         float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan))
+        per = np.array(rows, np.float64).reshape(-1, 6)
+        self._lateral = per.copy()  # every track, for the oblique fit with a known horizon
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
         # enough of them
         bright = per[:, 3] > 0
@@ -425,7 +474,7 @@ class VehicleSizeScale:
             per = per[bright]
         # the one-number scale: a vehicle's box where it has one (shadow-free, its 3-D outline modelled), else its
         # pixels; box-measured and bright vehicles alone when there are enough of them
-        everyone = np.array(rows, np.float64).reshape(-1, 5)
+        everyone = np.array(rows, np.float64).reshape(-1, 6)
         boxed = np.isfinite(everyone[:, 4])
         if boxed.any() and self._looks_oblique(everyone, boxed):
             boxed[:] = False  # not a straight-down view, which the box model assumes: pixels only
@@ -442,11 +491,15 @@ class VehicleSizeScale:
             return None
         cx, cy = self.width / 2, self.height / 2
         sys_rel = cfg.size_systematic_rel
-        oblique = self._fit_oblique(per)
+        horizon_from = "lines"
+        oblique = self._fit_with_horizon(self._lateral, t)
+        if oblique is None:
+            horizon_from = "vehicles"
+            oblique = self._fit_oblique(per)
         if oblique is not None:
             alpha, beta, cov = oblique
             m = SizeModel(alpha, beta, self.focal_px, cx, cy, 0.0, len(per), self.segment, cov,
-                          math.hypot(sys_rel, cfg.size_focal_rel))
+                          math.hypot(sys_rel, cfg.size_focal_rel), horizon_from)
             m.rel_sigma = m.rel_sigma_at(cy)
             return m
         k = float(np.median(k_lw))
@@ -469,6 +522,41 @@ class VehicleSizeScale:
         if beta <= 0 or k_mid <= 0 or beta < 3.0 * math.sqrt(max(cov[1, 1], 0.0)):
             return False
         return beta * self.height / k_mid >= self.cfg.size_min_perspective
+
+    def horizon_row(self, t: float | None = None) -> tuple[float, float] | None:
+        """(row, 1-sigma) of the horizon in the anchor image from the road's lines (median of the recent vanishing
+        points), or None where none was found."""
+        rows = [y for to, _, y in self._horizons if t is None or t - to <= self.cfg.size_window_s]
+        if not rows:
+            return None
+        y = float(np.median(rows))
+        spread = 1.4826 * float(np.median(np.abs(np.array(rows) - y))) if len(rows) >= 3 else 0.0
+        return y, max(spread, 0.02 * self.height)  # vanishing points of one scene agree to ~2 % of the frame
+
+    def _fit_with_horizon(self, per: np.ndarray, t: float | None) -> tuple[float, float, np.ndarray] | None:
+        """k_x(y) = a (y - y_h) with the horizon y_h from the road's lines: each vehicle's lateral scale gives a
+        (median over the vehicles), so a handful of vehicles is enough. Lateral scale: its box's lateral extent
+        where the detector boxed it (shadow-free), else its pixels'. None without a horizon, with too few vehicles,
+        or where the vehicles clearly contradict it (their own sizes not growing down the frame)."""
+        hz = self.horizon_row(t)
+        if hz is None or not len(per):
+            return None
+        y_h, s_h = hz
+        lat = np.where(np.isfinite(per[:, 5]), per[:, 5], per[:, 2])
+        ok = np.isfinite(lat) & (per[:, 0] > y_h + 0.05 * self.height)
+        if ok.sum() < self.cfg.size_min_tracks:
+            return None
+        y, k = per[ok, 0], lat[ok]
+        a_i = k / (y - y_h)
+        a = float(np.median(a_i))
+        se_a = 1.25 * 1.4826 * float(np.median(np.abs(a_i - a))) / math.sqrt(len(a_i))
+        if len(y) >= max(8, self.cfg.size_min_tracks):
+            _, b_v, cov_v = _huber_line(y, k)
+            if b_v + 3.0 * math.sqrt(max(cov_v[1, 1], 0.0)) < 0.5 * a:
+                return None  # the vehicles are no bigger at the bottom than at the top: the lines are not the ground's
+        # alpha = -a y_h, beta = a: first-order covariance with the horizon's own uncertainty
+        cov = np.array([[y_h**2 * se_a**2 + a**2 * s_h**2, -y_h * se_a**2], [-y_h * se_a**2, se_a**2]])
+        return -a * y_h, a, cov
 
     def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
         """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""

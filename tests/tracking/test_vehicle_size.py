@@ -152,6 +152,50 @@ def test_oblique_view_scale_grows_with_distance():
     assert not g.valid(np.array([[W / 2, y_h - 50]]), 1.0)[0] and g.valid(np.array([[W / 2, 500]]), 1.0)[0]
 
 
+def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
+    """Five cars only (the fit from vehicle sizes alone needs eight at different rows): the lane lines converge on
+    the horizon, 300 px above the frame, so each car gives the ground plane's slope by itself. Without the lines the
+    same cars give one scale for the whole frame."""
+    a, y_h = 0.012, -300.0
+    lined = np.zeros((H, W), np.uint8)
+    for x_bottom in np.linspace(-400, W + 400, 11):  # lane markings on the ground plane, meeting at the horizon
+        p0 = np.array([x_bottom, H + 10.0])
+        p1 = p0 + 0.55 * (np.array([W / 2, y_h]) - p0)
+        cv2.line(lined, tuple(np.round(p0).astype(int)), tuple(np.round(p1).astype(int)), 255, 2, cv2.LINE_AA)
+
+    def run(with_lines: bool) -> GroundScale:
+        rng = np.random.default_rng(5)
+        gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
+        cars = []
+        for i, y in enumerate((150.0, 280.0, 400.0, 520.0, 640.0)):
+            k = float(_oblique_truth(np.array(y), a, y_h))
+            cars.append(dict(x=200.0 if i % 2 else W - 200.0, y=y, k=k, dirn=1 if i % 2 else -1,
+                             v=80 / 3.6 * k / FPS, grey=220))
+        for fr in range(50):
+            img = _road(rng)
+            if with_lines:
+                img[lined > 0] = np.maximum(img[lined > 0], 200)
+            boxes, ids = [], []
+            for i, c in enumerate(cars):
+                x = c["x"] + c["dirn"] * fr * c["v"]
+                boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(0.9 * c["k"], 2.0), 0, c["grey"]))
+                ids.append(i + 1)
+            gs.observe_vehicles(fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
+                                np.zeros(len(ids), bool), None)
+        return gs
+
+    g = run(True).frame(None, None)
+    m = g.size_model
+    assert m.oblique and m.horizon_from == "lines" and m.horizon_row == pytest.approx(y_h, abs=15)
+    assert "from lines" in g.description
+    for y in (150, 400, 650):  # lateral metres per pixel against the truth, coarser towards the horizon
+        p = g.to_ground(np.array([[W / 2, y], [W / 2 + 1, y]]))
+        assert np.linalg.norm(p[1] - p[0]) == pytest.approx(1 / float(_oblique_truth(np.array(y), a, y_h)), rel=0.12)
+    # the uncertainty grows towards the horizon (the same relative error of the horizon row weighs more there)
+    assert g.rel_sigma_at(W / 2, 150) > g.rel_sigma_at(W / 2, 650) >= 0.08
+    assert not run(False).frame(None, None).size_model.oblique
+
+
 # -- detector boxes: the vehicle's 3-D outline (roof nearer the camera, the side off the image centre) ----------------
 F_PX = max(W, H) * 24.0 / 34.6  # the lens the size prior assumes (24 mm equivalent)
 
