@@ -240,9 +240,9 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        # (t, x, y, k_lw, k_x, bright, k_box, k_xbox): anchor pixels; pixels per metre from its pixels (k_lw: length
+        # (t, x, y, k_lw, k_x, bright, k_box, k_xbox, focal): anchor pixels; pixels per metre from its pixels (k_lw: length
         # and width, k_x: lateral extent) and from its detector box (k_box: 3-D outline from above, k_xbox: lateral
-        # extent, for oblique views)
+        # extent, for oblique views), and the focal length its box implies (oblique views with a horizon)
         self.obs: deque = deque(maxlen=OBS_PER_TRACK)
         self.detector_obs = 0
         self.last_measured = -10**9
@@ -324,7 +324,7 @@ class VehicleSizeScale:
         self._horizons: deque = deque(maxlen=HORIZONS_KEPT)  # (t, x, y) vanishing points in anchor pixels
         self.segment_starts: list[tuple[float, int]] = [(0.0, 0)]  # (time, segment): when each segment began
         self.models_by_segment: dict[int, SizeModel] = {}  # each segment's latest fit
-        self._lateral = np.zeros((0, 6))
+        self._lateral = np.zeros((0, 7))
 
     # -- anchor / segments ---------------------------------------------------------------------------------
     def _cur_to_anchor(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
@@ -344,12 +344,14 @@ class VehicleSizeScale:
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved = deque(maxlen=OBS_PER_TRACK)
-            for to, x, ya, k_lw, k_x, bright, k_box, k_xbox in tr.obs:
+            for to, x, ya, k_lw, k_x, bright, k_box, k_xbox, focal in tr.obs:
                 zz, zx = _zoom(Hinv, x, ya), _zoom_x(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((to, nx, ny, _times(k_lw, zz), _times(k_x, zx), bright, _times(k_box, zz), _times(k_xbox, zx)))
+                moved.append((to, nx, ny, _times(k_lw, zz), _times(k_x, zx), bright, _times(k_box, zz), _times(k_xbox, zx),
+                              focal))
             tr.obs = moved
-        self._horizons = deque(((to, *_apply(Hinv, x, y)) for to, x, y in self._horizons), maxlen=HORIZONS_KEPT)
+        self._horizons = deque(((to, *_apply(Hinv, x, y)) if x is not None else (to, None, None)
+                                for to, x, y in self._horizons), maxlen=HORIZONS_KEPT)
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
         self.segment_starts.append((t, self.segment))
@@ -363,11 +365,15 @@ class VehicleSizeScale:
         H = self._maybe_new_segment(H_cur_to_first, t)
         Hinv = np.linalg.inv(H)
         keep_s = self.cfg.size_window_s
-        if self._frames % HORIZON_EVERY == 1:
+        # looked for often at first (the first speeds need it), then now and then
+        if self._frames % HORIZON_EVERY == 1 or (len(self._horizons) < 3 and self._frames % 3 == 1):
             hz = estimate_horizon(image, self.focal_px)
-            if hz is not None:
-                self._horizons.append((t, *_apply(H, *hz.vanishing_point)))
-                self._dirty = True
+            # misses are kept too: a horizon counts only where most looks find it (a nadir view's odd crossing lines
+            # meet somewhere once in a while)
+            self._horizons.append((t, *_apply(H, *hz.vanishing_point)) if hz is not None else (t, None, None))
+            self._dirty = True
+        vp = self.horizon_point(t)
+        vp_cur = None if vp is None else _apply(Hinv, vp[0], vp[1])  # the horizon's vanishing point, this image
         for box, tid, cls, det in zip(boxes, track_ids, class_ids, from_detector):
             tid = int(tid)
             tr = self._tracks.setdefault(tid, _Track())
@@ -398,16 +404,20 @@ class VehicleSizeScale:
             # oblique views: the box's lateral extent against the vehicle's expected lateral metres (its footprint's
             # extent along the rows, from its heading); shadow-free like the box route above
             k_xbox = None
-            if det and direction is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
-                c, s = abs(direction[0]), abs(direction[1])
+            c_lat = None if direction is None else self._lateral_share(direction, cx, cy, vp_cur)
+            if det and c_lat is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
+                c, s = c_lat, math.sqrt(max(1.0 - c_lat**2, 0.0))
                 if length_m or s > 0.95:
                     k_xbox = float(box[2] - box[0]) / ((length_m or 0.0) * c + width_m * s)
+            focal = None
+            if k_xbox is not None and length_m and c_lat < 0.25 and vp_cur is not None:
+                focal = self._focal_from_box(box, vp_cur[1], length_m, width_m, CLASS_HEIGHT_M[cls_now])
             if m is None and k_xbox is None:
                 continue
             z, zx = _zoom(H, cx, cy), _zoom_x(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
             if m is None:
-                tr.obs.append((t, ax, ay, None, None, False, None, k_xbox * zx))
+                tr.obs.append((t, ax, ay, None, None, None, None, k_xbox * zx, focal))  # brightness unknown
                 self._dirty = True
                 continue
             if direction is not None:
@@ -415,7 +425,7 @@ class VehicleSizeScale:
                 # blur widens) meet in the middle: k = sqrt(k_length * k_width)
                 k_w = m.across_px / width_m
                 k_lw = math.sqrt(m.along_px / length_m * k_w) if length_m else k_w
-                c, s = abs(direction[0]), abs(direction[1])
+                c, s = c_lat, math.sqrt(max(1.0 - c_lat**2, 0.0))
                 if length_m or s > 0.95:  # lateral extent expected of a rectangle seen at this angle
                     lat_m = math.hypot((length_m or 0.0) * c, width_m * s)
                     k_x = m.x_px / lat_m
@@ -423,10 +433,79 @@ class VehicleSizeScale:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
             if k_lw is None and k_x is None and k_box is None and k_xbox is None:
                 continue
-            tr.obs.append((t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx)))
+            tr.obs.append((t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx),
+                           focal))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
+
+    def _lateral_share(self, direction: np.ndarray, x: float, y: float,
+                       vp: tuple[float, float] | None) -> float:
+        """|sin| of the vehicle's heading against the camera's forward direction on the ground: the share of its
+        length that lies across the view. Without a horizon, the image direction's (a nadir view's). With one, from
+        where the vehicle's line of travel meets the horizon: on an oblique view a car driving straight away from
+        the camera but off to one side runs diagonally in the image, towards the vanishing point, while on the
+        ground it shows only its width across the view (taking the image direction there made the width of such
+        cars 2-3x too large)."""
+        dx, dy = float(direction[0]), float(direction[1])
+        if vp is None or y <= vp[1] + 1.0:
+            return abs(dx)
+        if abs(dy) < 1e-3:
+            return 1.0  # along the rows: across the view
+        u = x + (vp[1] - y) * dx / dy  # where its line of travel meets the horizon
+        cos_pitch = self.focal_px / math.hypot(self.focal_px, self.height / 2 - vp[1])
+        r = (u - self.width / 2) * cos_pitch / self.focal_px  # lateral over forward, on the ground
+        return abs(r) / math.hypot(1.0, r)
+
+    def _focal_from_box(self, box: np.ndarray, horizon_row: float, length_m: float, width_m: float,
+                        height_m: float) -> float | None:
+        """The focal length (pixels) a vehicle driving along the view implies. On an oblique view its box is about
+        its width across and L sin(d) + h cos(d) down (footprint foreshortened, its back or front seen, d: depression
+        below the horizon), so the box's aspect says d, and the horizon lies f tan(d)-ish above its row. Solved
+        exactly: for a candidate f (pitch from the horizon), the class-size box placed on the ground under the box's
+        bottom centre, at the distance where its projected width is the box's, projects to some height; f is where
+        that height is the box's. (The lens is otherwise an assumption, and on an oblique view the scale along the
+        view is proportional to it: a zoomed or cropped video with the 24 mm guess gives speeds along the view 2x
+        too low.)"""
+        bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+        u, y_top, y_bot = float(box[0] + box[2]) / 2, float(box[1]), float(box[3])
+        cx, cy = self.width / 2, self.height / 2
+        if (y_top + y_bot) / 2 - horizon_row < 0.05 * self.height or bw <= 0:
+            return None
+
+        def aspect_error(f: float) -> float | None:
+            t = math.atan((cy - horizon_row) / f)  # pitch
+            o = np.array([0.0, math.cos(t), -math.sin(t)])  # optical axis (x right, y forward, z up)
+            dn = np.array([0.0, -math.sin(t), -math.cos(t)])  # image down
+            ray = o * f + dn * (y_bot - cy) + np.array([u - cx, 0.0, 0.0])
+            if ray[2] >= 0:
+                return None
+            g = ray / -ray[2]  # the ground under the box's bottom centre, camera 1 up (z = 0 plane at -1)
+            inv_h = 0.05  # the car's size in camera heights, fitted to the box's width
+            for _ in range(6):
+                pts = np.array([[g[0] + a * width_m / 2 * inv_h, g[1] + b * length_m * inv_h, -1.0 + z * height_m * inv_h]
+                                for a in (-1, 1) for b in (0, 1) for z in (0, 1)])
+                depth = pts @ o
+                if (depth <= 0).any():
+                    return None
+                xs, ys = f * pts[:, 0] / depth, f * (pts @ dn) / depth
+                inv_h *= bw / max(float(xs.max() - xs.min()), 1e-9)
+            return float(ys.max() - ys.min()) - bh
+
+        lo, hi = 0.25 * self.focal_px, 8.0 * self.focal_px
+        e_lo, e_hi = aspect_error(lo), aspect_error(hi)
+        if e_lo is None or e_hi is None or (e_lo > 0) == (e_hi > 0):
+            return None
+        for _ in range(40):
+            mid = math.sqrt(lo * hi)
+            e = aspect_error(mid)
+            if e is None:
+                return None
+            if (e > 0) == (e_lo > 0):
+                lo, e_lo = mid, e
+            else:
+                hi = mid
+        return math.sqrt(lo * hi)
 
     def _class_of(self, tr: _Track) -> int:
         """The detector's class when it saw the vehicle; a motion blob alone counts as a car (most traffic)."""
@@ -474,6 +553,7 @@ class VehicleSizeScale:
             obs = [o for o in tr.obs if t is None or t - o[0] <= window]
             # lateral scale for the fit with a known horizon: the box where the detector boxed it, else the pixels
             k_xbox = [o[7] for o in obs if o[7] is not None] or [o[4] for o in obs if o[4] is not None]
+            focal = [o[8] for o in obs if o[8] is not None]
             if len(obs) < 3 and len(k_xbox) < 2:
                 continue
             k_lw = [o[3] for o in obs if o[3] is not None]
@@ -482,10 +562,11 @@ class VehicleSizeScale:
             rows.append((float(np.median([o[2] for o in obs])),
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
                          float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
-                         float(np.mean([o[5] for o in obs]) >= 0.5),
+                         float(np.mean([o[5] for o in obs if o[5] is not None] or [0.0]) >= 0.5),
                          float(np.median(k_box)) if len(k_box) >= 3 else np.nan,
-                         float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan))
-        per = np.array(rows, np.float64).reshape(-1, 6)
+                         float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan,
+                         float(np.median(focal)) if focal else np.nan))
+        per = np.array(rows, np.float64).reshape(-1, 7)
         self._lateral = per.copy()  # every track, for the oblique fit with a known horizon
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
         # enough of them
@@ -494,7 +575,7 @@ class VehicleSizeScale:
             per = per[bright]
         # the one-number scale: a vehicle's box where it has one (shadow-free, its 3-D outline modelled), else its
         # pixels; box-measured and bright vehicles alone when there are enough of them
-        everyone = np.array(rows, np.float64).reshape(-1, 6)
+        everyone = np.array(rows, np.float64).reshape(-1, 7)
         boxed = np.isfinite(everyone[:, 4])
         if boxed.any() and self._looks_oblique(everyone, boxed):
             boxed[:] = False  # not a straight-down view, which the box model assumes: pixels only
@@ -518,11 +599,14 @@ class VehicleSizeScale:
             oblique = self._fit_oblique(per)
         if oblique is not None:
             alpha, beta, cov = oblique
-            m = SizeModel(alpha, beta, self.focal_px, cx, cy, 0.0, len(per), self.segment, cov,
-                          math.hypot(sys_rel, cfg.size_focal_rel), horizon_from)
+            focal, focal_rel = self.focal_px, cfg.size_focal_rel
+            if horizon_from == "lines":
+                focal, focal_rel = self._fit_focal(focal, focal_rel)
+            m = SizeModel(alpha, beta, focal, cx, cy, 0.0, len(per), self.segment, cov,
+                          math.hypot(sys_rel, focal_rel), horizon_from)
             m.rel_sigma = m.rel_sigma_at(cy)
             return m
-        k = fleet_mode(k_lw)
+        k = float(np.median(k_lw))
         mad = 1.4826 * float(np.median(np.abs(k_lw - k)))
         se = 1.25 * mad / math.sqrt(len(k_lw))  # standard error of a median
         return SizeModel(k, 0.0, self.focal_px, cx, cy, math.hypot(se / k, sys_rel), len(k_lw), self.segment)
@@ -543,12 +627,21 @@ class VehicleSizeScale:
             return False
         return beta * self.height / k_mid >= self.cfg.size_min_perspective
 
+    def horizon_point(self, t: float | None = None) -> tuple[float, float] | None:
+        """A point of the horizon (median vanishing point of the road's lines) in the anchor image; None unless
+        found by at least two looks and half of them."""
+        looks = [(x, y) for to, x, y in self._horizons if t is None or t - to <= self.cfg.size_window_s]
+        pts = [p for p in looks if p[0] is not None]
+        if len(pts) < 2 or len(pts) < 0.5 * len(looks):
+            return None
+        return float(np.median([p[0] for p in pts])), float(np.median([p[1] for p in pts]))
+
     def horizon_row(self, t: float | None = None) -> tuple[float, float] | None:
         """(row, 1-sigma) of the horizon in the anchor image from the road's lines (median of the recent vanishing
         points), or None where none was found."""
-        rows = [y for to, _, y in self._horizons if t is None or t - to <= self.cfg.size_window_s]
-        if not rows:
+        if self.horizon_point(t) is None:
             return None
+        rows = [y for to, x, y in self._horizons if x is not None and (t is None or t - to <= self.cfg.size_window_s)]
         y = float(np.median(rows))
         spread = 1.4826 * float(np.median(np.abs(np.array(rows) - y))) if len(rows) >= 3 else 0.0
         return y, max(spread, 0.02 * self.height)  # vanishing points of one scene agree to ~2 % of the frame
@@ -564,8 +657,8 @@ class VehicleSizeScale:
         y_h, s_h = hz
         lat = np.where(np.isfinite(per[:, 5]), per[:, 5], per[:, 2])
         ok = np.isfinite(lat) & (per[:, 0] > y_h + 0.05 * self.height)
-        if ok.sum() < self.cfg.size_min_tracks:
-            return None
+        if ok.sum() < min(3, self.cfg.size_min_tracks):
+            return None  # one parameter: three vehicles give it (their spread is in its uncertainty)
         y, k = per[ok, 0], lat[ok]
         a_i = k / (y - y_h)
         a = fleet_mode(a_i)  # where most vehicles agree: trucks the detector calls cars are 40 % wider
@@ -577,6 +670,17 @@ class VehicleSizeScale:
         # alpha = -a y_h, beta = a: first-order covariance with the horizon's own uncertainty
         cov = np.array([[y_h**2 * se_a**2 + a**2 * s_h**2, -y_h * se_a**2], [-y_h * se_a**2, se_a**2]])
         return -a * y_h, a, cov
+
+    def _fit_focal(self, assumed: float, assumed_rel: float) -> tuple[float, float]:
+        """(focal length in pixels, its relative 1-sigma error): from the boxes of cars driving along the view
+        (``_focal_from_box``, where most agree) when 3 or more give one, else the assumed lens."""
+        f = self._lateral[:, 6] if len(self._lateral) else np.zeros(0)
+        f = f[np.isfinite(f)]
+        if len(f) < 3:
+            return assumed, assumed_rel
+        est = min(max(fleet_mode(f), 0.5 * assumed), 4.0 * assumed)
+        se = 1.25 * 1.4826 * float(np.median(np.abs(f - est))) / math.sqrt(len(f))
+        return est, max(se / est, assumed_rel)
 
     def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
         """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""

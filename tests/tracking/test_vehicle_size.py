@@ -295,3 +295,39 @@ def test_fleet_mode_stays_with_the_cars_when_vans_are_called_cars():
         err_cars.append(abs(fleet_mode(cars) / np.median(cars) - 1))
     assert np.mean(err_mode) < 0.85 * np.mean(err_median)  # measured: 3.2 % against 4.0 %
     assert np.mean(err_cars) < 0.02
+
+
+def _oblique_camera(f: float, pitch_deg: float, cam_h: float):
+    """Pinhole camera ``cam_h`` m above the road looking forward, ``pitch_deg`` below the horizon, no roll: world
+    (x right, y forward, z up) metres -> pixels; and its horizon row."""
+    t = math.radians(pitch_deg)
+    o, dn = np.array([0, math.cos(t), -math.sin(t)]), np.array([0, -math.sin(t), -math.cos(t)])
+
+    def project(pts):
+        p = np.asarray(pts, float) - np.array([0, 0, cam_h])
+        return np.column_stack([W / 2 + f * p[:, 0] / (p @ o), H / 2 + f * (p @ dn) / (p @ o)])
+
+    return project, H / 2 - f * math.tan(t)
+
+
+@pytest.mark.parametrize("f, pitch_deg", [(2000.0, 20.0), (888.0, 35.0), (1500.0, 15.0)])
+def test_lens_from_the_boxes_of_cars_driving_along_an_oblique_view(f, pitch_deg):
+    """A 4.5 x 1.8 x 1.5 m car driving away from the camera, centred or off to the side: its box's aspect (footprint
+    foreshortened, its back seen) and the horizon give the focal length, whatever lens the size prior assumed
+    (888 px); its line of travel runs diagonally in the image towards the vanishing point, yet across the view it
+    shows only its width."""
+    from tracking.vehicle_size import VehicleSizeScale
+
+    project, y_h = _oblique_camera(f, pitch_deg, 60.0)
+    sizes = VehicleSizeScale(SpeedConfig(), W, H)
+    for x, y in ((-5.0, 120.0), (8.0, 200.0), (0.0, 250.0)):
+        car = _cuboid(x, y + 2.25, math.pi / 2, 4.5, 1.8, 1.5)  # heading along +y (forward)
+        uv = project(car)
+        box = np.array([uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max(), uv[:, 1].max()])
+        if box[3] > H or box[1] < 0:
+            continue
+        assert sizes._focal_from_box(box, y_h, 4.5, 1.8, 1.5) == pytest.approx(f, rel=0.02)
+        a, b = project(np.array([[x, y, 0.0], [x, y + 10, 0.0]]))
+        d = (b - a) / np.linalg.norm(b - a)
+        assert sizes._lateral_share(d, a[0], a[1], (W / 2, y_h)) < 0.02
+        assert sizes._lateral_share(d, a[0], a[1], None) == pytest.approx(abs(d[0]))  # no horizon: the image's
