@@ -404,13 +404,13 @@ class VehicleSizeScale:
                                       self.width / 2, self.height / 2)
             # oblique views: the box's lateral extent against the vehicle's expected lateral metres (its footprint's
             # extent along the rows, from its heading); shadow-free like the box route above
-            k_xbox = None
-            c_lat = None if direction is None else self._lateral_share(direction, cx, cy, vp_cur)
-            if det and c_lat is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
+            k_xbox: float | None = None
+            c_lat = 0.0 if direction is None else self._lateral_share(direction, cx, cy, vp_cur)
+            if det and direction is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
                 c, s = c_lat, math.sqrt(max(1.0 - c_lat**2, 0.0))
                 if length_m or s > 0.95:
                     k_xbox = float(box[2] - box[0]) / ((length_m or 0.0) * c + width_m * s)
-            focal = None
+            focal: float | None = None
             if k_xbox is not None and length_m and c_lat < 0.25 and vp_cur is not None:
                 focal = self._focal_from_box(box, vp_cur[1], length_m, width_m, CLASS_HEIGHT_M[cls_now])
             if m is None and k_xbox is None:
@@ -418,7 +418,7 @@ class VehicleSizeScale:
             z, zx = _zoom(H, cx, cy), _zoom_x(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
             if m is None:
-                tr.obs.append((t, ax, ay, None, None, None, None, k_xbox * zx, focal))  # brightness unknown
+                tr.obs.append((t, ax, ay, None, None, None, None, _times(k_xbox, zx), focal))  # brightness unknown
                 self._dirty = True
                 continue
             if direction is not None:
