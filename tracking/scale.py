@@ -50,7 +50,9 @@ class GroundFrame:
         m = self.size_model
         if m is None:
             return self.source
-        view = f"oblique, horizon at row {m.horizon_row:.0f}" if m.oblique else "nadir"
+        view = "nadir"
+        if m.oblique:
+            view = f"oblique, horizon at row {m.horizon_row:.0f}" + (f" from {m.horizon_from}" if m.horizon_from else "")
         return f"{self.source} ({view}, {m.n_tracks} vehicles, segment {m.segment}, +-{100 * m.rel_sigma:.0f} %)"
 
     def valid(self, pts: np.ndarray, max_m_per_px: float) -> np.ndarray:

@@ -9,13 +9,16 @@ variance (n^2 - 1) / 12): along the direction of travel the vehicle's length, ac
 always darker than the road, so a vehicle brighter than the road is measured by its bright pixels alone and, when
 there are enough of them, only such vehicles count. Compared with class priors (car 4.5 x 1.8 m, van, truck, bus)
 each vehicle gives pixels per metre, sqrt(k_length * k_width) so the length's motion smear and the width's blur meet
-in the middle; one vote per track, robust statistics over the tracks (median, MAD).
+in the middle; one vote per track, robust statistics over the tracks (where most agree: ``fleet_mode``; MAD).
 
 Nadir view: one pixels-per-metre number. Oblique view: on a flat ground plane seen by a camera without roll, the
 lateral magnification (pixels per metre along image rows) is linear in the image row and zero at the horizon,
 k(y) = a (y - y_horizon). A robust line fit of each vehicle's lateral extent against its row gives a and the
 horizon; with an assumed focal length (24 mm-equivalent, the common drone lens) that is a full camera (height,
-pitch) and a ground homography, so the scale varies with position.
+pitch) and a ground homography, so the scale varies with position. Where the road's lines meet in a vanishing point
+(``tracking.horizon``), that gives the horizon, and each vehicle's lateral size gives the slope a by itself: a few
+vehicles suffice (the fit of both from vehicles alone needs many at different rows, which a toll plaza or a quiet
+road does not have).
 
 Observations live in the image of an anchor frame (the first of the segment), carried there by the ego-motion
 chain, so a moving or zooming drone keeps its scale; when the view has changed too much from the anchor (zoom
@@ -32,21 +35,30 @@ import cv2
 import numpy as np
 
 from tracking.config import SpeedConfig
+from tracking.horizon import estimate_horizon
 
 # (length, width) metres by class (VEHICLE_CLASSES order: car, truck, bus, van). European fleet means; a truck's
 # length (7-18 m) is too variable to measure anything by, so trucks count by their width only.
 CAR, TRUCK, BUS, VAN = 0, 1, 2, 3
 RING_PX = 2  # background ring around the measuring window
 MIN_CONTRAST = 14.0  # grey levels a vehicle pixel differs from the road at least
-# frames between two measurements of one track: neighbouring frames show nearly the same image, and once a track
-# has a few measurements more only cost time (~0.1-0.3 ms each; 50-100 vehicles in view)
-MEASURE_EVERY, MEASURE_EVERY_SETTLED, SETTLED_OBS = 3, 12, 10
+# time between two measurements of one track: neighbouring frames show nearly the same image, and once a track has
+# a few measurements more only cost time (~0.1-0.3 ms each; 50-100 vehicles in view). In seconds, not calls: the pipeline hands vehicles over on detector frames only, every 1-3 frames (adaptive), and
+# counting calls measured a track every 9 frames, so on a 7-s clip only a quarter of the vehicles got 3 measurements.
+MEASURE_EVERY_S, MEASURE_EVERY_SETTLED_S, SETTLED_OBS = 0.1, 0.45, 10
 OBS_PER_TRACK = 40
 REFIT_EVERY = 5  # frames
+# observed frames between two looks for the horizon (vanishing point of the road's lines, ~0.1-0.3 s of CPU each)
+HORIZON_EVERY = 15
+HORIZONS_KEPT = 20
+# a detector box at least this wide (pixels) measures its vehicle's lateral extent (oblique views): loose by a pixel
+LATERAL_BOX_MIN_PX = 12.0
 # A detector box this long (pixels) measures its vehicle to a few per cent: the detector is trained to box the body
 # without its shadow, which the pixel measurement of a dark vehicle cannot leave out. Smaller boxes (and motion
 # blobs) are several pixels loose: those vehicles are measured by their pixels.
 BOX_MIN_PX = 16.0
+# relative spread (1 sigma, in log k) of one class's sizes: cars 3.8-4.9 m long, 1.7-1.9 m wide give ~6 % in sqrt(L W)
+FLEET_SPREAD = 0.06
 # heights (m) by class: the roof is nearer the camera than the road, and off the image centre a vehicle's side shows
 CLASS_HEIGHT_M = {0: 1.5, 1: 3.5, 2: 3.1, 3: 2.1}
 
@@ -187,6 +199,7 @@ class SizeModel:
     segment: int
     cov: np.ndarray | None = None  # covariance of (alpha, beta) of the oblique fit
     systematic: float = 0.0
+    horizon_from: str | None = None  # oblique: "lines" (vanishing point of the road's lines) or "vehicles"
 
     @property
     def oblique(self) -> bool:
@@ -228,12 +241,28 @@ class _Track:
 
     def __init__(self) -> None:
         self.path: deque = deque()  # (t, x, y) centre in anchor pixels
-        # (t, x, y, k_lw, k_x, bright, k_box): anchor pixels; pixels per metre from its pixels (k_lw: length and
-        # width, k_x: lateral extent) and from its detector box (k_box)
+        # (t, x, y, k_lw, k_x, bright, k_box, k_xbox, focal): anchor pixels; pixels per metre from its pixels (k_lw: length
+        # and width, k_x: lateral extent) and from its detector box (k_box: 3-D outline from above, k_xbox: lateral
+        # extent, for oblique views), and the focal length its box implies (oblique views with a horizon)
         self.obs: deque = deque(maxlen=OBS_PER_TRACK)
         self.detector_obs = 0
-        self.last_measured = -10**9
+        self.last_measured = -1e9  # time (s)
         self.cls: dict[int, int] = {}
+
+
+def fleet_mode(k: np.ndarray, spread: float = FLEET_SPREAD) -> float:
+    """Where most vehicles agree: the density peak of log k nearest the median (mean shift, Gaussian kernel as wide
+    as the spread of car sizes). Vehicles the detector calls cars but are bigger (vans, small trucks: +15-40 % in
+    k) pull a median of ten vehicles up by a few per cent; the peak stays with the cars when they are the most."""
+    x = np.log(np.asarray(k, np.float64))
+    m = float(np.median(x))
+    for _ in range(30):
+        w = np.exp(-0.5 * ((x - m) / spread) ** 2)
+        new = float((w * x).sum() / w.sum())
+        if abs(new - m) < 1e-6:
+            break
+        m = new
+    return math.exp(m)
 
 
 def _huber_line(y: np.ndarray, k: np.ndarray) -> tuple[float, float, np.ndarray]:
@@ -260,6 +289,20 @@ def _zoom(H: np.ndarray, x: float, y: float) -> float:
     return math.sqrt(abs(np.linalg.det(J)))
 
 
+def _zoom_x(H: np.ndarray, x: float, y: float) -> float:
+    """Magnification of homography H along the image rows at (x, y): what lateral extents scale by. (For a camera
+    without roll moving and pitching, rows stay rows; the local zoom of an oblique view's homography differs along
+    and across them.)"""
+    p = np.array([x, y, 1.0])
+    w = H[2] @ p
+    J = (H[:2, :2] * w - np.outer(H[:2] @ p, H[2, :2])) / (w * w)
+    return float(np.hypot(J[0, 0], J[1, 0]))
+
+
+def _times(k: float | None, z: float) -> float | None:
+    return None if k is None else k * z
+
+
 def _apply(H: np.ndarray, x: float, y: float) -> tuple[float, float]:
     p = H @ np.array([x, y, 1.0])
     return float(p[0] / p[2]), float(p[1] / p[2])
@@ -279,6 +322,10 @@ class VehicleSizeScale:
         self._model: SizeModel | None = None
         self._dirty = False
         self.segment = 0
+        self._horizons: deque = deque(maxlen=HORIZONS_KEPT)  # (t, x, y) vanishing points in anchor pixels
+        self.segment_starts: list[tuple[float, int]] = [(0.0, 0)]  # (time, segment): when each segment began
+        self.models_by_segment: dict[int, SizeModel] = {}  # each segment's latest fit
+        self._lateral = np.zeros((0, 7))
 
     # -- anchor / segments ---------------------------------------------------------------------------------
     def _cur_to_anchor(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
@@ -286,7 +333,7 @@ class VehicleSizeScale:
             return np.eye(3)
         return np.linalg.inv(self._H_anchor_to_first) @ H_cur_to_first
 
-    def _maybe_new_segment(self, H_cur_to_first: np.ndarray | None) -> np.ndarray:
+    def _maybe_new_segment(self, H_cur_to_first: np.ndarray | None, t: float = 0.0) -> np.ndarray:
         """Start a new segment on the current frame when the view has moved far from the anchor."""
         H = self._cur_to_anchor(H_cur_to_first)
         cx, cy = self.width / 2, self.height / 2
@@ -298,15 +345,18 @@ class VehicleSizeScale:
         for tr in self._tracks.values():
             tr.path = deque((t, *_apply(Hinv, x, y)) for t, x, y in tr.path)
             moved: deque = deque(maxlen=OBS_PER_TRACK)
-            for t, x, ya, k_lw, k_x, bright, k_box in tr.obs:
-                zz = _zoom(Hinv, x, ya)
+            for to, x, ya, k_lw, k_x, bright, k_box, k_xbox, focal in tr.obs:
+                zz, zx = _zoom(Hinv, x, ya), _zoom_x(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((t, nx, ny, *(None if k is None else k * zz for k in (k_lw, k_x)), bright,
-                              None if k_box is None else k_box * zz))
+                moved.append((to, nx, ny, _times(k_lw, zz), _times(k_x, zx), bright, _times(k_box, zz), _times(k_xbox, zx),
+                              focal))
             tr.obs = moved
+        self._horizons = deque(((to, *_apply(Hinv, x, y)) if x is not None else (to, None, None)
+                                for to, x, y in self._horizons), maxlen=HORIZONS_KEPT)
         assert H_cur_to_first is not None  # None is the identity, returned above
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
+        self.segment_starts.append((t, self.segment))
         self._dirty = True
         return np.eye(3)
 
@@ -314,9 +364,18 @@ class VehicleSizeScale:
     def observe(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray, class_ids: np.ndarray,
                 from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
         self._frames += 1
-        H = self._maybe_new_segment(H_cur_to_first)
+        H = self._maybe_new_segment(H_cur_to_first, t)
         Hinv = np.linalg.inv(H)
         keep_s = self.cfg.size_window_s
+        # looked for often at first (the first speeds need it), then now and then
+        if self._frames % HORIZON_EVERY == 1 or (len(self._horizons) < 3 and self._frames % 3 == 1):
+            hz = estimate_horizon(image, self.focal_px)
+            # misses are kept too: a horizon counts only where most looks find it (a nadir view's odd crossing lines
+            # meet somewhere once in a while)
+            self._horizons.append((t, *_apply(H, *hz.vanishing_point)) if hz is not None else (t, None, None))
+            self._dirty = True
+        vp = self.horizon_point(t)
+        vp_cur = None if vp is None else _apply(Hinv, vp[0], vp[1])  # the horizon's vanishing point, this image
         for box, tid, cls, det in zip(boxes, track_ids, class_ids, from_detector):
             tid = int(tid)
             tr = self._tracks.setdefault(tid, _Track())
@@ -328,9 +387,9 @@ class VehicleSizeScale:
             if det:
                 tr.detector_obs += 1
                 tr.cls[int(cls)] = tr.cls.get(int(cls), 0) + 1
-            if self._frames - tr.last_measured < (MEASURE_EVERY if len(tr.obs) < SETTLED_OBS else MEASURE_EVERY_SETTLED):
+            if t - tr.last_measured < (MEASURE_EVERY_S if len(tr.obs) < SETTLED_OBS else MEASURE_EVERY_SETTLED_S) - 1e-6:
                 continue
-            tr.last_measured = self._frames
+            tr.last_measured = t
             direction = self._direction(tr, box, Hinv)
             m = measure_vehicle(image, box, direction)
             cls_now = self._class_of(tr)
@@ -344,28 +403,111 @@ class VehicleSizeScale:
                 if heading is not None:
                     k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
                                       self.width / 2, self.height / 2)
-            if m is None:
+            # oblique views: the box's lateral extent against the vehicle's expected lateral metres (its footprint's
+            # extent along the rows, from its heading); shadow-free like the box route above
+            k_xbox: float | None = None
+            c_lat = 0.0 if direction is None else self._lateral_share(direction, cx, cy, vp_cur)
+            if det and direction is not None and float(box[2] - box[0]) >= LATERAL_BOX_MIN_PX:
+                c, s = c_lat, math.sqrt(max(1.0 - c_lat**2, 0.0))
+                if length_m or s > 0.95:
+                    k_xbox = float(box[2] - box[0]) / ((length_m or 0.0) * c + width_m * s)
+            focal: float | None = None
+            if k_xbox is not None and length_m and c_lat < 0.25 and vp_cur is not None:
+                focal = self._focal_from_box(box, vp_cur[1], length_m, width_m, CLASS_HEIGHT_M[cls_now])
+            if m is None and k_xbox is None:
                 continue
-            z = _zoom(H, cx, cy)  # current pixels -> anchor pixels
+            z, zx = _zoom(H, cx, cy), _zoom_x(H, cx, cy)  # current pixels -> anchor pixels
             k_lw = k_x = None
+            if m is None:
+                tr.obs.append((t, ax, ay, None, None, None, None, _times(k_xbox, zx), focal))  # brightness unknown
+                self._dirty = True
+                continue
             if direction is not None:
                 # moving: along travel = length, across = width; both, so their biases (motion smear lengthens,
                 # blur widens) meet in the middle: k = sqrt(k_length * k_width)
                 k_w = m.across_px / width_m
                 k_lw = math.sqrt(m.along_px / length_m * k_w) if length_m else k_w
-                c, s = abs(direction[0]), abs(direction[1])
+                c, s = c_lat, math.sqrt(max(1.0 - c_lat**2, 0.0))
                 if length_m or s > 0.95:  # lateral extent expected of a rectangle seen at this angle
                     lat_m = math.hypot((length_m or 0.0) * c, width_m * s)
                     k_x = m.x_px / lat_m
             elif length_m:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
-            if k_lw is None and k_x is None and k_box is None:
+            if k_lw is None and k_x is None and k_box is None and k_xbox is None:
                 continue
-            tr.obs.append((t, ax, ay, *(None if k is None else k * z for k in (k_lw, k_x)), m is not None and m.bright,
-                           None if k_box is None else k_box * z))
+            tr.obs.append((t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx),
+                           focal))
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
+
+    def _lateral_share(self, direction: np.ndarray, x: float, y: float,
+                       vp: tuple[float, float] | None) -> float:
+        """|sin| of the vehicle's heading against the camera's forward direction on the ground: the share of its
+        length that lies across the view. Without a horizon, the image direction's (a nadir view's). With one, from
+        where the vehicle's line of travel meets the horizon: on an oblique view a car driving straight away from
+        the camera but off to one side runs diagonally in the image, towards the vanishing point, while on the
+        ground it shows only its width across the view (taking the image direction there made the width of such
+        cars 2-3x too large)."""
+        dx, dy = float(direction[0]), float(direction[1])
+        if vp is None or y <= vp[1] + 1.0:
+            return abs(dx)
+        if abs(dy) < 1e-3:
+            return 1.0  # along the rows: across the view
+        u = x + (vp[1] - y) * dx / dy  # where its line of travel meets the horizon
+        cos_pitch = self.focal_px / math.hypot(self.focal_px, self.height / 2 - vp[1])
+        r = (u - self.width / 2) * cos_pitch / self.focal_px  # lateral over forward, on the ground
+        return abs(r) / math.hypot(1.0, r)
+
+    def _focal_from_box(self, box: np.ndarray, horizon_row: float, length_m: float, width_m: float,
+                        height_m: float) -> float | None:
+        """The focal length (pixels) a vehicle driving along the view implies. On an oblique view its box is about
+        its width across and L sin(d) + h cos(d) down (footprint foreshortened, its back or front seen, d: depression
+        below the horizon), so the box's aspect says d, and the horizon lies f tan(d)-ish above its row. Solved
+        exactly: for a candidate f (pitch from the horizon), the class-size box placed on the ground under the box's
+        bottom centre, at the distance where its projected width is the box's, projects to some height; f is where
+        that height is the box's. (The lens is otherwise an assumption, and on an oblique view the scale along the
+        view is proportional to it: a zoomed or cropped video with the 24 mm guess gives speeds along the view 2x
+        too low.)"""
+        bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+        u, y_top, y_bot = float(box[0] + box[2]) / 2, float(box[1]), float(box[3])
+        cx, cy = self.width / 2, self.height / 2
+        if (y_top + y_bot) / 2 - horizon_row < 0.05 * self.height or bw <= 0:
+            return None
+
+        def aspect_error(f: float) -> float | None:
+            t = math.atan((cy - horizon_row) / f)  # pitch
+            o = np.array([0.0, math.cos(t), -math.sin(t)])  # optical axis (x right, y forward, z up)
+            dn = np.array([0.0, -math.sin(t), -math.cos(t)])  # image down
+            ray = o * f + dn * (y_bot - cy) + np.array([u - cx, 0.0, 0.0])
+            if ray[2] >= 0:
+                return None
+            g = ray / -ray[2]  # the ground under the box's bottom centre, camera 1 up (z = 0 plane at -1)
+            inv_h = 0.05  # the car's size in camera heights, fitted to the box's width
+            for _ in range(6):
+                pts = np.array([[g[0] + a * width_m / 2 * inv_h, g[1] + b * length_m * inv_h, -1.0 + z * height_m * inv_h]
+                                for a in (-1, 1) for b in (0, 1) for z in (0, 1)])
+                depth = pts @ o
+                if (depth <= 0).any():
+                    return None
+                xs, ys = f * pts[:, 0] / depth, f * (pts @ dn) / depth
+                inv_h *= bw / max(float(xs.max() - xs.min()), 1e-9)
+            return float(ys.max() - ys.min()) - bh
+
+        lo, hi = 0.25 * self.focal_px, 8.0 * self.focal_px
+        e_lo, e_hi = aspect_error(lo), aspect_error(hi)
+        if e_lo is None or e_hi is None or (e_lo > 0) == (e_hi > 0):
+            return None
+        for _ in range(40):
+            mid = math.sqrt(lo * hi)
+            e = aspect_error(mid)
+            if e is None:
+                return None
+            if (e > 0) == (e_lo > 0):
+                lo, e_lo = mid, e
+            else:
+                hi = mid
+        return math.sqrt(lo * hi)
 
     def _class_of(self, tr: _Track) -> int:
         """The detector's class when it saw the vehicle; a motion blob alone counts as a car (most traffic)."""
@@ -396,19 +538,25 @@ class VehicleSizeScale:
         if self._dirty and (self._model is None or self._frames % REFIT_EVERY == 0):
             self._model = self._fit(t)
             self._dirty = False
+            if self._model is not None:
+                self.models_by_segment[self._model.segment] = self._model
         return self._model
 
     def anchor_to_first(self) -> np.ndarray:
         return self._H_anchor_to_first
 
     def _per_track(self, t: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box), all tracks with 3
-        measurements, and the rows the one-number (nadir) scale uses."""
+        """Per track (one vote each): (anchor row, k from its pixels, k_x, bright, k from its box, k from its box's
+        lateral extent), all tracks with 3 measurements (2 for the lateral box), and the rows the one-number (nadir)
+        scale uses."""
         rows = []
         window = self.cfg.size_window_s
         for tr in self._tracks.values():
             obs = [o for o in tr.obs if t is None or t - o[0] <= window]
-            if len(obs) < 3:
+            # lateral scale for the fit with a known horizon: the box where the detector boxed it, else the pixels
+            k_xbox = [o[7] for o in obs if o[7] is not None] or [o[4] for o in obs if o[4] is not None]
+            focal = [o[8] for o in obs if o[8] is not None]
+            if len(obs) < 3 and len(k_xbox) < 2:
                 continue
             k_lw = [o[3] for o in obs if o[3] is not None]
             k_x = [o[4] for o in obs if o[4] is not None]
@@ -416,9 +564,12 @@ class VehicleSizeScale:
             rows.append((float(np.median([o[2] for o in obs])),
                          float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
                          float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
-                         float(np.mean([o[5] for o in obs]) >= 0.5),
-                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan))
-        per = np.array(rows, np.float64).reshape(-1, 5)
+                         float(np.mean([o[5] for o in obs if o[5] is not None] or [0.0]) >= 0.5),
+                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan,
+                         float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan,
+                         float(np.median(focal)) if focal else np.nan))
+        per = np.array(rows, np.float64).reshape(-1, 7)
+        self._lateral = per.copy()  # every track, for the oblique fit with a known horizon
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
         # enough of them
         bright = per[:, 3] > 0
@@ -426,7 +577,7 @@ class VehicleSizeScale:
             per = per[bright]
         # the one-number scale: a vehicle's box where it has one (shadow-free, its 3-D outline modelled), else its
         # pixels; box-measured and bright vehicles alone when there are enough of them
-        everyone = np.array(rows, np.float64).reshape(-1, 5)
+        everyone = np.array(rows, np.float64).reshape(-1, 7)
         boxed = np.isfinite(everyone[:, 4])
         if boxed.any() and self._looks_oblique(everyone, boxed):
             boxed[:] = False  # not a straight-down view, which the box model assumes: pixels only
@@ -443,11 +594,18 @@ class VehicleSizeScale:
             return None
         cx, cy = self.width / 2, self.height / 2
         sys_rel = cfg.size_systematic_rel
-        oblique = self._fit_oblique(per)
+        horizon_from = "lines"
+        oblique = self._fit_with_horizon(self._lateral, t)
+        if oblique is None:
+            horizon_from = "vehicles"
+            oblique = self._fit_oblique(per)
         if oblique is not None:
             alpha, beta, cov = oblique
-            m = SizeModel(alpha, beta, self.focal_px, cx, cy, 0.0, len(per), self.segment, cov,
-                          math.hypot(sys_rel, cfg.size_focal_rel))
+            focal, focal_rel = self.focal_px, cfg.size_focal_rel
+            if horizon_from == "lines":
+                focal, focal_rel = self._fit_focal(focal, focal_rel)
+            m = SizeModel(alpha, beta, focal, cx, cy, 0.0, len(per), self.segment, cov,
+                          math.hypot(sys_rel, focal_rel), horizon_from)
             m.rel_sigma = m.rel_sigma_at(cy)
             return m
         k = float(np.median(k_lw))
@@ -470,6 +628,61 @@ class VehicleSizeScale:
         if beta <= 0 or k_mid <= 0 or beta < 3.0 * math.sqrt(max(cov[1, 1], 0.0)):
             return False
         return beta * self.height / k_mid >= self.cfg.size_min_perspective
+
+    def horizon_point(self, t: float | None = None) -> tuple[float, float] | None:
+        """A point of the horizon (median vanishing point of the road's lines) in the anchor image; None unless
+        found by at least two looks and half of them."""
+        looks = [(x, y) for to, x, y in self._horizons if t is None or t - to <= self.cfg.size_window_s]
+        pts = [p for p in looks if p[0] is not None]
+        if len(pts) < 2 or len(pts) < 0.5 * len(looks):
+            return None
+        return float(np.median([p[0] for p in pts])), float(np.median([p[1] for p in pts]))
+
+    def horizon_row(self, t: float | None = None) -> tuple[float, float] | None:
+        """(row, 1-sigma) of the horizon in the anchor image from the road's lines (median of the recent vanishing
+        points), or None where none was found."""
+        if self.horizon_point(t) is None:
+            return None
+        rows = [y for to, x, y in self._horizons if x is not None and (t is None or t - to <= self.cfg.size_window_s)]
+        y = float(np.median(rows))
+        spread = 1.4826 * float(np.median(np.abs(np.array(rows) - y))) if len(rows) >= 3 else 0.0
+        return y, max(spread, 0.02 * self.height)  # vanishing points of one scene agree to ~2 % of the frame
+
+    def _fit_with_horizon(self, per: np.ndarray, t: float | None) -> tuple[float, float, np.ndarray] | None:
+        """k_x(y) = a (y - y_h) with the horizon y_h from the road's lines: each vehicle's lateral scale gives a
+        (where most of them agree, ``fleet_mode``), so a handful of vehicles is enough. Lateral scale: its box's
+        lateral extent where the detector boxed it (shadow-free), else its pixels'. None without a horizon, with too
+        few vehicles, or where the vehicles clearly contradict it (their own sizes not growing down the frame)."""
+        hz = self.horizon_row(t)
+        if hz is None or not len(per):
+            return None
+        y_h, s_h = hz
+        lat = np.where(np.isfinite(per[:, 5]), per[:, 5], per[:, 2])
+        ok = np.isfinite(lat) & (per[:, 0] > y_h + 0.05 * self.height)
+        if ok.sum() < min(3, self.cfg.size_min_tracks):
+            return None  # one parameter: three vehicles give it (their spread is in its uncertainty)
+        y, k = per[ok, 0], lat[ok]
+        a_i = k / (y - y_h)
+        a = fleet_mode(a_i)  # where most vehicles agree: trucks the detector calls cars are 40 % wider
+        se_a = 1.25 * 1.4826 * float(np.median(np.abs(a_i - a))) / math.sqrt(len(a_i))
+        if len(y) >= max(8, self.cfg.size_min_tracks):
+            _, b_v, cov_v = _huber_line(y, k)
+            if b_v + 3.0 * math.sqrt(max(cov_v[1, 1], 0.0)) < 0.5 * a:
+                return None  # the vehicles are no bigger at the bottom than at the top: the lines are not the ground's
+        # alpha = -a y_h, beta = a: first-order covariance with the horizon's own uncertainty
+        cov = np.array([[y_h**2 * se_a**2 + a**2 * s_h**2, -y_h * se_a**2], [-y_h * se_a**2, se_a**2]])
+        return -a * y_h, a, cov
+
+    def _fit_focal(self, assumed: float, assumed_rel: float) -> tuple[float, float]:
+        """(focal length in pixels, its relative 1-sigma error): from the boxes of cars driving along the view
+        (``_focal_from_box``, where most agree) when 3 or more give one, else the assumed lens."""
+        f = self._lateral[:, 6] if len(self._lateral) else np.zeros(0)
+        f = f[np.isfinite(f)]
+        if len(f) < 3:
+            return assumed, assumed_rel
+        est = min(max(fleet_mode(f), 0.5 * assumed), 4.0 * assumed)
+        se = 1.25 * 1.4826 * float(np.median(np.abs(f - est))) / math.sqrt(len(f))
+        return est, max(se / est, assumed_rel)
 
     def _fit_oblique(self, per: np.ndarray) -> tuple[float, float, np.ndarray] | None:
         """Robust line k_x(y) = alpha + beta y; kept when the scale clearly grows towards the image bottom."""

@@ -1,0 +1,117 @@
+"""The horizon of an oblique view from the road's own lines: lane markings, kerbs and road edges are parallel on the
+ground, so in the image they meet in a vanishing point on the horizon. With a camera without roll (a drone gimbal
+keeps the horizon level) the horizon is the image row of that point.
+
+Why it matters for the vehicle-size scale: on a flat ground plane the lateral magnification is linear in the row
+and zero at the horizon, k(y) = a (y - y_horizon). Fitting both a and the horizon from vehicle sizes alone needs
+many vehicles spread over the rows; with the horizon from the lines, each vehicle gives a by itself, so a handful
+of vehicles suffices (a toll plaza, a quiet road).
+
+Used only where it is a clear, single vanishing point above the image centre (a camera looking down sees the
+horizon above its principal point); a nadir view has parallel lines (no such point) and gets None.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+MIN_LINE_FRAC = 0.04  # segments at least this fraction of the image's long side
+MIN_TILT_DEG = 20.0  # near-horizontal segments are lateral lines (booth roofs, stop lines): their vanishing point is at infinity along the rows
+INLIER_DEG = 1.5  # a segment supports a point when it points at it within this angle
+MIN_SUPPORT = 10  # segments
+MIN_SPREAD_DEG = 10.0  # between the supporting segments' directions (10th to 90th percentile)
+DIRECTION_BIN_DEG = 2.0
+MIN_DIRECTIONS = 4  # distinct directions (2-degree bins) among the supporting segments
+MAX_ONE_DIRECTION = 0.6  # of the supporting length in one direction at most
+MIN_SUPPORT_FRAC = 0.25  # of the tilted segments' total length
+MAX_DEPRESSION_DEG = 75.0  # a horizon further above (a camera looking down more steeply) changes the scale by too little to matter
+TRIALS = 400
+DETECT_PX = 960
+
+
+@dataclass
+class Horizon:
+    row: float  # image row of the horizon
+    vanishing_point: tuple[float, float]
+    support: int  # segments pointing at it
+    support_frac: float  # their share of the tilted segments' length
+
+
+def _segments(grey: np.ndarray) -> np.ndarray:
+    # long lines only: found as well on a copy at most DETECT_PX on its long side, at a fraction of the cost
+    f = min(1.0, DETECT_PX / max(grey.shape))
+    small = cv2.resize(grey, None, fx=f, fy=f, interpolation=cv2.INTER_AREA) if f < 1 else grey
+    found = cv2.createLineSegmentDetector().detect(small)[0]
+    if found is None:
+        return np.zeros((0, 4))
+    seg = found.reshape(-1, 4).astype(np.float64) / f
+    length = np.hypot(seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1])
+    tilt = np.degrees(np.arctan2(np.abs(seg[:, 3] - seg[:, 1]), np.abs(seg[:, 2] - seg[:, 0])))
+    return seg[(length >= MIN_LINE_FRAC * max(grey.shape)) & (tilt >= MIN_TILT_DEG)]
+
+
+def _support(seg: np.ndarray, length: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """Per segment: whether it points at ``vp`` (x, y) within INLIER_DEG."""
+    mid = (seg[:, :2] + seg[:, 2:]) / 2
+    d = seg[:, 2:] - seg[:, :2]
+    to = vp[None, :] - mid
+    cross = np.abs(d[:, 0] * to[:, 1] - d[:, 1] * to[:, 0])
+    ang = np.degrees(np.arcsin(np.clip(cross / (length * np.maximum(np.hypot(to[:, 0], to[:, 1]), 1e-9)), 0, 1)))
+    return ang <= INLIER_DEG
+
+
+def _converging(seg: np.ndarray, length: np.ndarray, inl: np.ndarray) -> bool:
+    """The supporting segments are several lines meeting in the point, not one line (drawn in pieces, which points
+    at every point along itself) or one bundle of parallel lines with a few strays."""
+    if inl.sum() < MIN_SUPPORT:
+        return False
+    ang = np.degrees(np.arctan2(seg[inl, 3] - seg[inl, 1], seg[inl, 2] - seg[inl, 0])) % 180.0
+    if np.percentile(ang, 90) - np.percentile(ang, 10) < MIN_SPREAD_DEG:
+        return False
+    bins = np.floor(ang / DIRECTION_BIN_DEG).astype(int)
+    per_bin = np.bincount(bins - bins.min(), weights=length[inl])
+    return (per_bin > 0).sum() >= MIN_DIRECTIONS and per_bin.max() <= MAX_ONE_DIRECTION * per_bin.sum()
+
+
+def estimate_horizon(image: np.ndarray, focal_px: float, seed: int = 0) -> Horizon | None:
+    """The horizon row of ``image`` (BGR or grey) from the vanishing point of its ground lines, or None."""
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
+    h, w = grey.shape
+    seg = _segments(grey)
+    if len(seg) < MIN_SUPPORT:
+        return None
+    length = np.hypot(seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1])
+    lines = np.cross(np.column_stack([seg[:, :2], np.ones(len(seg))]), np.column_stack([seg[:, 2:], np.ones(len(seg))]))
+    rng = np.random.default_rng(seed)
+    p = length / length.sum()
+    cy = h / 2
+    lowest = cy - focal_px * math.tan(math.radians(MAX_DEPRESSION_DEG))
+    best, best_score = None, 0.0
+    for _ in range(TRIALS):
+        i, j = rng.choice(len(seg), 2, replace=False, p=p)
+        v = np.cross(lines[i], lines[j])
+        if abs(v[2]) < 1e-12:
+            continue
+        vp = v[:2] / v[2]
+        if not (lowest <= vp[1] < cy) or abs(vp[0] - w / 2) > 2 * w:
+            continue  # below the centre (vertical structures meet at the nadir) or no plausible horizon
+        inl = _support(seg, length, vp)
+        score = float(length[inl].sum())
+        if score > best_score and _converging(seg, length, inl):
+            best, best_score = vp, score
+    if best is None:
+        return None
+    inl = _support(seg, length, best)
+    # refine: least-squares point of the supporting lines (normalised line equations)
+    L = lines[inl] / np.hypot(lines[inl, 0], lines[inl, 1])[:, None]
+    sol, *_ = np.linalg.lstsq(L[:, :2], -L[:, 2], rcond=None)
+    if lowest <= sol[1] < cy:
+        best = sol
+        inl = _support(seg, length, best)
+    frac = float(length[inl].sum() / length.sum())
+    if frac < MIN_SUPPORT_FRAC or not _converging(seg, length, inl):
+        return None
+    return Horizon(float(best[1]), (float(best[0]), float(best[1])), int(inl.sum()), frac)
