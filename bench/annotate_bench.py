@@ -5,6 +5,7 @@
 Replays the run's tracks.csv over the first frames of its source video (decoding is not timed) and prints the best
 of two passes in ms/frame, with the mean number of vehicles drawn.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,17 @@ def main() -> None:
     tracks = defaultdict(list)
     with open(a.run_dir / "tracks.csv", newline="") as fh:
         for r in csv.DictReader(fh):
-            tracks[int(r["frame"]) - 1].append(TrackState(
-                int(r["track_id"]), np.array([float(r[k]) for k in ("x1", "y1", "x2", "y2")], np.float32),
-                float(r["score"]), 0, moving=r["moving"] == "1",
-                speed_kmh=float(r["speed_kmh"]) if r["speed_kmh"] else None, speed_flag=r.get("speed_flag") or None))
+            tracks[int(r["frame"]) - 1].append(
+                TrackState(
+                    int(r["track_id"]),
+                    np.array([float(r[k]) for k in ("x1", "y1", "x2", "y2")], np.float32),
+                    float(r["score"]),
+                    0,
+                    moving=r["moving"] == "1",
+                    speed_kmh=float(r["speed_kmh"]) if r["speed_kmh"] else None,
+                    speed_flag=r.get("speed_flag") or None,
+                )
+            )
     frames = []
     with av.open(summary["video"]["path"]) as c:
         for i, f in enumerate(c.decode(video=0)):
@@ -51,8 +59,10 @@ def main() -> None:
             annotate(f)
         best.append((time.perf_counter() - t0) / len(frames) * 1000)
     h, w = frames[0].frame.image.shape[:2]
-    print(f"annotate: {min(best):.1f} ms/frame ({w}x{h}, {len(frames)} frames, "
-          f"{np.mean([len(f.tracks) for f in frames]):.0f} vehicles/frame on average)")
+    print(
+        f"annotate: {min(best):.1f} ms/frame ({w}x{h}, {len(frames)} frames, "
+        f"{np.mean([len(f.tracks) for f in frames]):.0f} vehicles/frame on average)"
+    )
 
 
 if __name__ == "__main__":

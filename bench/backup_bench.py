@@ -6,6 +6,7 @@ backed up, emptied of its speed rows, restored, and the row count checked agains
     python bench/backup_bench.py                     # 200,000 rows, both back ends
     python bench/backup_bench.py --rows 1000000 --backends mariadb
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from db_bench import bench_speed_rows  # noqa: E402
 from sqlalchemy import delete, func, select  # noqa: E402
 
 from db.backup import backup, restore  # noqa: E402
@@ -25,7 +27,6 @@ from db.engine import dispose_engines, session_scope  # noqa: E402
 from db.mariadb_server import MariaDBServer  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
 from db.models import TrackSpeed  # noqa: E402
-from db_bench import bench_speed_rows  # noqa: E402
 
 
 def count(url: str) -> int:
@@ -49,8 +50,10 @@ def run(name: str, url: str, rows: int, folder: Path, suffix: str) -> None:
     t_restore = time.perf_counter() - t0
     dispose_engines()
     after = count(url)
-    print(f"{name:8s} rows={before:,} backup={t_backup:.2f} s ({file.stat().st_size / 1e6:.1f} MB{', gzip' if suffix.endswith('.gz') else ''})"
-          f" restore={t_restore:.2f} s rows_after_restore={after:,} {'OK' if after == before else 'MISMATCH'}")
+    print(
+        f"{name:8s} rows={before:,} backup={t_backup:.2f} s ({file.stat().st_size / 1e6:.1f} MB{', gzip' if suffix.endswith('.gz') else ''})"
+        f" restore={t_restore:.2f} s rows_after_restore={after:,} {'OK' if after == before else 'MISMATCH'}"
+    )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ annotated video is not compared.
 Clips (from ``../shared`` or ``AIRPATROL_SHARED``): the nadir interchange (georeferenced with its frame corners) and
 the toll plaza (oblique, constant scale from the size prior). ``--device``/extra ``process`` options pass through.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ from pathlib import Path
 
 SHARED = Path(os.environ.get("AIRPATROL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CLIPS = {  # name -> (video, extra process options)
-    "nadir_interchange": ("data/real_video/nadir_interchange/drone.mp4",
-                          ["--calibration", "{shared}/data/real_video/nadir_interchange/georef_corners.json"]),
+    "nadir_interchange": (
+        "data/real_video/nadir_interchange/drone.mp4",
+        ["--calibration", "{shared}/data/real_video/nadir_interchange/georef_corners.json"],
+    ),
     "toll_plaza": ("data/real_video/toll_plaza/247589_medium.mp4", []),
 }
 # summary.json fields that differ between two runs of the same code: how long it took.
@@ -38,8 +41,21 @@ VOLATILE = {"timings"}
 
 def run_tree(tree: Path, clip: str, out: Path, frames: int, extra: list[str]) -> float:
     video, opts = CLIPS[clip]
-    cmd = [sys.executable, "-m", "edge.cli", "process", str(SHARED / video), "--out", str(out), "--max-frames",
-           str(frames), "--no-video", "--quiet", *[o.format(shared=SHARED) for o in opts], *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edge.cli",
+        "process",
+        str(SHARED / video),
+        "--out",
+        str(out),
+        "--max-frames",
+        str(frames),
+        "--no-video",
+        "--quiet",
+        *[o.format(shared=SHARED) for o in opts],
+        *extra,
+    ]
     env = {**os.environ, "PYTHONPATH": str(tree), "YOLO_OFFLINE": "1"}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
@@ -84,7 +100,7 @@ def compare(before: Path, after: Path, show: int = 8) -> list[str]:
             la, lb = a.decode().splitlines(), b.decode().splitlines()
             rows = list(difflib.unified_diff(la, lb, f"before/{name}", f"after/{name}", n=0, lineterm=""))
             diffs.append(f"{name} differs ({len(la)} vs {len(lb)} lines):")
-            diffs += [f"    {ln}" for ln in rows[2:2 + show]]
+            diffs += [f"    {ln}" for ln in rows[2 : 2 + show]]
         else:
             diffs.append(f"{name} differs ({len(a)} vs {len(b)} bytes)")
     sa = dict(_flat(_stable(json.loads((before / "summary.json").read_text()))))
@@ -103,8 +119,10 @@ def headline(run_dir: Path) -> str:
     with open(run_dir / "tracks.csv", newline="") as fh:
         speeds = [float(r["speed_kmh"]) for r in csv.DictReader(fh) if r["speed_kmh"] not in ("", "nan")]
     med = sorted(speeds)[len(speeds) // 2] if speeds else float("nan")
-    return (f"frames {counts.get('frames')}, tracks {counts.get('tracks')}, vehicles {counts.get('vehicles')}, "
-            f"speed rows {len(speeds)}, median {med:.1f} km/h")
+    return (
+        f"frames {counts.get('frames')}, tracks {counts.get('tracks')}, vehicles {counts.get('vehicles')}, "
+        f"speed rows {len(speeds)}, median {med:.1f} km/h"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,8 +152,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         diffs = compare(dirs["before"], dirs["after"])
         same &= not diffs
-        print(f"{clip}: {'SAME' if not diffs else 'DIFFERENT'} - before: {headline(dirs['before'])}; "
-              f"after: {headline(dirs['after'])}")
+        print(
+            f"{clip}: {'SAME' if not diffs else 'DIFFERENT'} - before: {headline(dirs['before'])}; "
+            f"after: {headline(dirs['after'])}"
+        )
         for line in diffs:
             print(f"  {line}")
     return 0 if same else 1

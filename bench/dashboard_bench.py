@@ -6,6 +6,7 @@ The run folder is written by the pipeline's own file sinks (vehicles on parallel
 into a fresh SQLite database with :func:`db.run_import.import_run_dir`, then the map API's layers are built
 the way ``GET /dashboard/api/map`` builds them. Prints one line per measurement.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def synthetic_run(folder: Path, tracks: int, seconds: float, fps: float, lat0: float = 48.137,
-                  lon0: float = 11.575) -> Path:
+def synthetic_run(
+    folder: Path, tracks: int, seconds: float, fps: float, lat0: float = 48.137, lon0: float = 11.575
+) -> Path:
     import numpy as np
 
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
@@ -44,17 +46,39 @@ def synthetic_run(folder: Path, tracks: int, seconds: float, fps: float, lat0: f
         states = []
         for k, v in enumerate(speeds):
             east, north = -500 + v / 3.6 * t, 3.5 * k
-            states.append(TrackState(k + 1, np.array([i, k, i + 20, k + 10], np.float32), 0.9, 0, True, float(v), 1.0,
-                                     None, (east, north), lat0 + north / 111_320.0, lon0 + east / m_per_deg_lon))
+            states.append(
+                TrackState(
+                    k + 1,
+                    np.array([i, k, i + 20, k + 10], np.float32),
+                    0.9,
+                    0,
+                    True,
+                    float(v),
+                    1.0,
+                    None,
+                    (east, north),
+                    lat0 + north / 111_320.0,
+                    lon0 + east / m_per_deg_lon,
+                )
+            )
         result = FrameResult(Frame(i, t, image), states)
         for s in sinks:
             s.write(result)
     for s in sinks:
         s.close({"source": info.source, "mode": info.mode})
-    (folder / "summary.json").write_text(json.dumps({
-        "source": info.source, "mode": "dual_layer", "config": {}, "weights": "bench", "device": "cpu",
-        "video": {"width": 3840, "height": 2160, "fps": fps, "frame_count": frames},
-        "counts": {"frames": frames, "tracks": tracks}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "source": info.source,
+                "mode": "dual_layer",
+                "config": {},
+                "weights": "bench",
+                "device": "cpu",
+                "video": {"width": 3840, "height": 2160, "fps": fps, "frame_count": frames},
+                "counts": {"frames": frames, "tracks": tracks},
+            }
+        )
+    )
     return folder
 
 
@@ -66,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args(argv)
 
+    from dashboard.mapdata import MapFilter, map_layers
     from db.engine import session_factory
     from db.migrate import upgrade
-    from dashboard.mapdata import MapFilter, map_layers
     from db.run_import import import_run_dir
 
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -76,8 +100,10 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         run_dir = synthetic_run(tmp / "run", a.tracks, a.seconds, a.fps)
         rows = a.tracks * int(a.seconds * a.fps)
-        print(f"run folder: {a.tracks} tracks x {int(a.seconds * a.fps)} frames = {rows} rows "
-              f"({time.perf_counter() - t0:.1f} s to write)")
+        print(
+            f"run folder: {a.tracks} tracks x {int(a.seconds * a.fps)} frames = {rows} rows "
+            f"({time.perf_counter() - t0:.1f} s to write)"
+        )
         url = f"sqlite:///{tmp / 'bench.db'}"
         upgrade(url)
         t0 = time.perf_counter()
@@ -94,8 +120,10 @@ def main(argv: list[str] | None = None) -> None:
                 size = len(body)
         n = len(layers["trajectories"]["features"])
         vertices = sum(len(f["geometry"]["coordinates"]) for f in layers["trajectories"]["features"])
-        print(f"map layers: best {min(times) * 1000:.0f} ms of {a.repeat} (query + JSON), {n} trajectories, "
-              f"{vertices} vertices, {size / 1024:.0f} KiB")
+        print(
+            f"map layers: best {min(times) * 1000:.0f} ms of {a.repeat} (query + JSON), {n} trajectories, "
+            f"{vertices} vertices, {size / 1024:.0f} KiB"
+        )
 
 
 if __name__ == "__main__":

@@ -1,17 +1,18 @@
 """Database benchmarks on a throw-away MariaDB server (and SQLite for comparison). Prints the numbers.
 
-  (a) import of real flight logs: the 2.4 MB DJI SRT (mavic_2pro_new.SRT) and the largest PX4 ULog (sample.ulg),
-      parse and database insert timed separately;
-  (b) 1,000,000 per-frame speed rows written through ``DatabaseSink`` (20,000 frames x 50 tracks, 5,000-row
-      batches, one transaction each), target <= 60 s on MariaDB;
-  (c) the dashboard's main queries (db/queries.py) on that database after adding 100,000 flights and 1,000,000
-      violations: flights in a one-week range, the tracks of a run, violations in a lat/lon box (with and without
-      a 30-day window), the speed rows of one track. Median and max of 20 runs each, target <= 100 ms; each
-      also server-side only (COUNT over the same query): the database's work without the driver's row decoding.
+(a) import of real flight logs: the 2.4 MB DJI SRT (mavic_2pro_new.SRT) and the largest PX4 ULog (sample.ulg),
+    parse and database insert timed separately;
+(b) 1,000,000 per-frame speed rows written through ``DatabaseSink`` (20,000 frames x 50 tracks, 5,000-row
+    batches, one transaction each), target <= 60 s on MariaDB;
+(c) the dashboard's main queries (db/queries.py) on that database after adding 100,000 flights and 1,000,000
+    violations: flights in a one-week range, the tracks of a run, violations in a lat/lon box (with and without
+    a 30-day window), the speed rows of one track. Median and max of 20 runs each, target <= 100 ms; each
+    also server-side only (COUNT over the same query): the database's work without the driver's row decoding.
 
-    python bench/db_bench.py                      # MariaDB + SQLite, 1M rows
-    python bench/db_bench.py --backends mariadb --rows 200000
+  python bench/db_bench.py                      # MariaDB + SQLite, 1M rows
+  python bench/db_bench.py --backends mariadb --rows 200000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,12 +33,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared"))
 
+from db import queries  # noqa: E402
 from db.engine import dispose_engines, session_factory, session_scope  # noqa: E402
 from db.importer import import_flight_log  # noqa: E402
 from db.mariadb_server import MariaDBServer  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
 from db.models import Device, Flight, ProcessingRun, TrackRow, TrackSpeed, Violation, grid_cell  # noqa: E402
-from db import queries  # noqa: E402
 from db.queries import flights_in_range, speeds_of_track, tracks_of_run, violations_in_bbox  # noqa: E402
 from db.sink import DatabaseSink  # noqa: E402
 from tracking.types import FrameResult, RunInfo, TrackState  # noqa: E402
@@ -59,8 +60,16 @@ def bench_import(url: str) -> list[dict]:
         with session_scope(url) as s:
             r = import_flight_log(s, path, device_serial=f"BENCH-{i}", create_device=True, progress=False, log=log)
         t2 = time.perf_counter()
-        out.append({"file": path.name, "bytes": path.stat().st_size, "samples": r.samples,
-                    "parse_s": round(t1 - t0, 3), "insert_s": round(t2 - t1, 3), "total_s": round(t2 - t0, 3)})
+        out.append(
+            {
+                "file": path.name,
+                "bytes": path.stat().st_size,
+                "samples": r.samples,
+                "parse_s": round(t1 - t0, 3),
+                "insert_s": round(t2 - t1, 3),
+                "total_s": round(t2 - t0, 3),
+            }
+        )
     return out
 
 
@@ -76,14 +85,17 @@ def synthetic_frames(n_rows: int):
             # stagger births so about TRACKS_PER_FRAME tracks are alive at any time
             tid = (i + k * TRACK_LIFE // TRACKS_PER_FRAME) // TRACK_LIFE * TRACKS_PER_FRAME + k
             speed = 40 + 60 * rng.random()
-            tracks.append(TrackState(tid, box, 0.9, k % 4, True, speed, 2.0, None, None,
-                                     46.9 + 1e-5 * i, 7.0 + 1e-5 * k))
+            tracks.append(
+                TrackState(tid, box, 0.9, k % 4, True, speed, 2.0, None, None, 46.9 + 1e-5 * i, 7.0 + 1e-5 * k)
+            )
         yield FrameResult(Frame(i, i / 25.0, image), tracks)
 
 
 def bench_speed_rows(url: str, n_rows: int) -> dict:
     sink = DatabaseSink(url)
-    info = RunInfo("/bench/video.mp4", 3840, 2160, 25.0, n_rows // TRACKS_PER_FRAME, {}, "bench.pt", "dual_layer", "cpu")
+    info = RunInfo(
+        "/bench/video.mp4", 3840, 2160, 25.0, n_rows // TRACKS_PER_FRAME, {}, "bench.pt", "dual_layer", "cpu"
+    )
     spent = 0.0
     t = time.perf_counter()
     sink.open(info)
@@ -115,18 +127,36 @@ def fill_for_queries(url: str, run_id: int, n_flights: int, n_violations: int) -
         rows = []
         for _ in range(min(batch, n_flights - i)):
             start = base + timedelta(seconds=rng.uniform(0, 2 * 365 * 86400))
-            rows.append({"device_id": dev_id, "start_time": start, "end_time": start + timedelta(minutes=25),
-                         "status": "complete", "sample_count": 0, "created_at": base})
+            rows.append(
+                {
+                    "device_id": dev_id,
+                    "start_time": start,
+                    "end_time": start + timedelta(minutes=25),
+                    "status": "complete",
+                    "sample_count": 0,
+                    "created_at": base,
+                }
+            )
         with session_scope(url) as s:
             s.execute(insert(Flight), rows)
     for i in range(0, n_violations, batch):
         rows = []
         for _ in range(min(batch, n_violations - i)):
             lat, lon = rng.uniform(AREA[0], AREA[2]), rng.uniform(AREA[1], AREA[3])
-            rows.append({"run_id": run_id, "track_id": rng.choice(track_ids), "speed_kmh": rng.uniform(60, 140),
-                         "limit_kmh": 50.0, "t_s": rng.uniform(0, 800), "time_is_estimate": False,
-                         "occurred_at": base + timedelta(seconds=rng.uniform(0, 365 * 86400)),
-                         "lat": lat, "lon": lon, "cell": grid_cell(lat, lon)})
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "track_id": rng.choice(track_ids),
+                    "speed_kmh": rng.uniform(60, 140),
+                    "limit_kmh": 50.0,
+                    "t_s": rng.uniform(0, 800),
+                    "time_is_estimate": False,
+                    "occurred_at": base + timedelta(seconds=rng.uniform(0, 365 * 86400)),
+                    "lat": lat,
+                    "lon": lon,
+                    "cell": grid_cell(lat, lon),
+                }
+            )
         with session_scope(url) as s:
             s.execute(insert(Violation), rows)
 
@@ -155,11 +185,13 @@ def bench_queries(url: str, run_id: int) -> dict:
         "violations_in_box": (lambda s: violations_in_bbox(s, *box), queries.violations_in_bbox_stmt(*box)),
         "violations_in_box_30_days": (
             lambda s: violations_in_bbox(s, *box, datetime(2023, 3, 1), datetime(2023, 3, 31)),
-            queries.violations_in_bbox_stmt(*box, datetime(2023, 3, 1), datetime(2023, 3, 31))),
+            queries.violations_in_bbox_stmt(*box, datetime(2023, 3, 1), datetime(2023, 3, 31)),
+        ),
         "speeds_of_track": (lambda s: speeds_of_track(s, track_id), queries.speeds_of_track_stmt(track_id)),
     }
     out = {}
     for name, (call, stmt) in cases.items():
+
         def full(call=call):
             with maker() as s:
                 return len(call(s))
@@ -178,7 +210,11 @@ def bench_queries(url: str, run_id: int) -> dict:
 def run_backend(name: str, url: str, rows: int, flights: int, violations: int) -> dict:
     print(f"[{name}] migrating", flush=True)
     upgrade(url)
-    result: dict = {"backend": name, "load_avg_at_start": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+    result: dict = {
+        "backend": name,
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+    }
     if all(p.exists() for p in LOGS):
         result["import"] = bench_import(url)
         print(f"[{name}] import: {result['import']}", flush=True)
@@ -211,12 +247,14 @@ def main() -> None:
     for backend in args.backends.split(","):
         if backend == "mariadb":
             with MariaDBServer(buffer_pool="256M", durable=True) as server:  # default durability: flush at commit
-                results.append(run_backend("mariadb", server.create_database("bench"), args.rows, args.flights,
-                                           args.violations))
+                results.append(
+                    run_backend("mariadb", server.create_database("bench"), args.rows, args.flights, args.violations)
+                )
         elif backend == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
-                results.append(run_backend("sqlite", f"sqlite:///{tmp}/bench.db", args.rows, args.flights,
-                                           args.violations))
+                results.append(
+                    run_backend("sqlite", f"sqlite:///{tmp}/bench.db", args.rows, args.flights, args.violations)
+                )
         else:
             raise SystemExit(f"unknown backend {backend!r}")
     print(json.dumps(results, indent=2))

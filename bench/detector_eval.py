@@ -1,16 +1,17 @@
 """Evaluate AirPatrol's vehicle detector against the COCO YOLOv8n INT8 baseline. Prints the numbers.
 
-  (a) held-out val split of the built detector data (vision/training/detector/dataset.py): Ultralytics mAP50 per class for our
-      weights, and a class-agnostic "vehicle" AP50 for both models (COCO car/truck/bus count as vehicle);
-  (b) UAVDT M1303 (never trained on): ByteTrack via ``model.track(conf=0.1, imgsz=640, persist=True)`` frame by frame,
-      MOTA / IDF1 with motmetrics (IoU >= 0.5); predictions whose centre is in an ignore region are dropped, and so
-      are GT boxes whose centre is there;
-  (c) vehicles found per frame on a few frames of the 1920x1080 nadir interchange video, tiled inference at native
-      resolution (640 px tiles, overlap, merged with NMS).
+(a) held-out val split of the built detector data (vision/training/detector/dataset.py): Ultralytics mAP50 per class for our
+    weights, and a class-agnostic "vehicle" AP50 for both models (COCO car/truck/bus count as vehicle);
+(b) UAVDT M1303 (never trained on): ByteTrack via ``model.track(conf=0.1, imgsz=640, persist=True)`` frame by frame,
+    MOTA / IDF1 with motmetrics (IoU >= 0.5); predictions whose centre is in an ignore region are dropped, and so
+    are GT boxes whose centre is there;
+(c) vehicles found per frame on a few frames of the 1920x1080 nadir interchange video, tiled inference at native
+    resolution (640 px tiles, overlap, merged with NMS).
 
-    python bench/detector_eval.py                       # all three, default weights
-    python bench/detector_eval.py --parts mot --weights path/to/other.pt
+  python bench/detector_eval.py                       # all three, default weights
+  python bench/detector_eval.py --parts mot --weights path/to/other.pt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from vision.training.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
 from vision.training.detector import DEFAULT_WEIGHTS  # noqa: E402
+from vision.training.detector.dataset import DEFAULT_DATA_DIR, build_dataset, tile_origins  # noqa: E402
 from vision.training.detector.training import shared_root  # noqa: E402
 
 COCO_VEHICLES = (2, 5, 7)  # car, bus, truck
@@ -67,8 +68,14 @@ def vehicle_ap50(model, val_images: list[Path], imgsz: int = 640) -> tuple[float
         image = cv2.imread(str(image_path))
         if image is None:
             raise SystemExit(f"{image_path}: not a readable image")
-        gt = torch.tensor(read_yolo_boxes(Path(str(image_path).replace("/images/", "/labels/")).with_suffix(".txt"),
-                                          image.shape[1], image.shape[0]), dtype=torch.float32)
+        gt = torch.tensor(
+            read_yolo_boxes(
+                Path(str(image_path).replace("/images/", "/labels/")).with_suffix(".txt"),
+                image.shape[1],
+                image.shape[0],
+            ),
+            dtype=torch.float32,
+        )
         n_gt += len(gt)
         result = model.predict(image, imgsz=imgsz, conf=0.001, iou=0.7, classes=classes, verbose=False)[0]
         boxes, scores = result.boxes.xyxy.cpu(), result.boxes.conf.cpu()
@@ -92,11 +99,24 @@ def eval_val(weights: Path, coco_onnx: Path | None, data_dir: Path, shared: Path
     # Reuse a built data set as it is: rebuilding here (without the label teacher) would replace the training images
     # of a training run that is using the same folder (it did once, mid-run).
     built = data_dir / "data.yaml"
-    data_yaml = built if (data_dir / "images" / "val").is_dir() and built.is_file() else \
-        build_dataset(shared / "data" / "detection", data_dir)
+    data_yaml = (
+        built
+        if (data_dir / "images" / "val").is_dir() and built.is_file()
+        else build_dataset(shared / "data" / "detection", data_dir)
+    )
     ours = load(weights)
-    metrics = ours.val(data=str(data_yaml), split="val", imgsz=640, batch=16, device="cpu", plots=False,
-                       verbose=False, project=str(data_dir / "runs"), name="eval_val", exist_ok=True)
+    metrics = ours.val(
+        data=str(data_yaml),
+        split="val",
+        imgsz=640,
+        batch=16,
+        device="cpu",
+        plots=False,
+        verbose=False,
+        project=str(data_dir / "runs"),
+        name="eval_val",
+        exist_ok=True,
+    )
     print("\n(a) held-out val split:", data_dir / "images" / "val")
     print(f"  ours, Ultralytics val: mAP50 {metrics.box.map50:.3f}  mAP50-95 {metrics.box.map:.3f}")
     for i, name in ours.names.items():
@@ -129,8 +149,15 @@ def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[
     acc = mm.MOTAccumulator(auto_id=False)
     started = time.monotonic()
     for index, frame_path in enumerate(tqdm(frames, desc=f"track {weights.name}", unit="frame"), 1):
-        result = model.track(cv2.imread(str(frame_path)), tracker="bytetrack.yaml", conf=0.1, imgsz=640,
-                             persist=True, classes=classes, verbose=False)[0]
+        result = model.track(
+            cv2.imread(str(frame_path)),
+            tracker="bytetrack.yaml",
+            conf=0.1,
+            imgsz=640,
+            persist=True,
+            classes=classes,
+            verbose=False,
+        )[0]
         regions = ignore[ignore[:, 0] == index, 2:6]
         g = gt[gt[:, 0] == index]
         g = g[~in_regions(g[:, 2:6], regions)]
@@ -144,8 +171,11 @@ def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[
             pred, ids = np.zeros((0, 4)), np.zeros(0, int)
         acc.update(g[:, 1].astype(int), ids, mm.distances.iou_matrix(g[:, 2:6], pred, max_iou=0.5), frameid=index)
     seconds = time.monotonic() - started
-    summary = mm.metrics.create().compute(acc, metrics=["mota", "idf1", "precision", "recall", "num_switches",
-                                                        "num_false_positives", "num_misses"], name="m")
+    summary = mm.metrics.create().compute(
+        acc,
+        metrics=["mota", "idf1", "precision", "recall", "num_switches", "num_false_positives", "num_misses"],
+        name="m",
+    )
     row = summary.loc["m"].to_dict()
     row["ms_per_frame"] = 1000 * seconds / len(frames)
     return row
@@ -156,9 +186,11 @@ def eval_mot(weights: Path, coco_onnx: Path | None, shared: Path, max_frames: in
     print(f"\n(b) UAVDT M1303 ({seq}), ByteTrack conf=0.1 imgsz=640, IoU>=0.5:")
     for label, path in _models(weights, coco_onnx):
         s = mot_scores(path, seq, max_frames)
-        print(f"  {label:15s} MOTA {100 * s['mota']:5.1f}  IDF1 {100 * s['idf1']:5.1f}  P {s['precision']:.3f}  "
-              f"R {s['recall']:.3f}  IDsw {int(s['num_switches'])}  FP {int(s['num_false_positives'])}  "
-              f"FN {int(s['num_misses'])}  {s['ms_per_frame']:.0f} ms/frame")
+        print(
+            f"  {label:15s} MOTA {100 * s['mota']:5.1f}  IDF1 {100 * s['idf1']:5.1f}  P {s['precision']:.3f}  "
+            f"R {s['recall']:.3f}  IDsw {int(s['num_switches'])}  FP {int(s['num_false_positives'])}  "
+            f"FN {int(s['num_misses'])}  {s['ms_per_frame']:.0f} ms/frame"
+        )
 
 
 # ---------------------------------------------------------------- (c) nadir video, tiled inference
@@ -168,7 +200,7 @@ def tiled_detect(model, image: np.ndarray, conf: float, tile: int = 640, overlap
     crops, origins = [], []
     for y0 in tile_origins(height, tile, overlap):
         for x0 in tile_origins(width, tile, overlap):
-            crops.append(image[y0:y0 + tile, x0:x0 + tile])
+            crops.append(image[y0 : y0 + tile, x0 : x0 + tile])
             origins.append((x0, y0))
     rows = []
     for crop, (x0, y0) in zip(crops, origins):  # one by one: the ONNX export has a fixed batch of 1
@@ -180,8 +212,9 @@ def tiled_detect(model, image: np.ndarray, conf: float, tile: int = 640, overlap
     return det[keep.numpy()]
 
 
-def eval_video(weights: Path, coco_onnx: Path | None, shared: Path, frame_ids: list[int], conf: float,
-               overlay_dir: Path | None) -> None:
+def eval_video(
+    weights: Path, coco_onnx: Path | None, shared: Path, frame_ids: list[int], conf: float, overlay_dir: Path | None
+) -> None:
     video = shared / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
     capture = cv2.VideoCapture(str(video))
     frames = {}
@@ -236,8 +269,14 @@ def main() -> None:
     if "mot" in parts:
         eval_mot(args.weights, coco_onnx, args.shared, args.max_frames)
     if "video" in parts:
-        eval_video(args.weights, coco_onnx, args.shared, [int(i) for i in args.video_frames.split(",")],
-                   args.video_conf, args.overlay_dir)
+        eval_video(
+            args.weights,
+            coco_onnx,
+            args.shared,
+            [int(i) for i in args.video_frames.split(",")],
+            args.video_conf,
+            args.overlay_dir,
+        )
 
 
 if __name__ == "__main__":

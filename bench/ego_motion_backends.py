@@ -10,6 +10,7 @@ foreground-mask IoU, blob counts), and for the torch backend the batched forms: 
 ``--batch`` frames and ``update_streams`` over ``--streams`` copies of the clip (ms per frame per stream).
 Default clip: ../shared/data/real_video/nadir_interchange/drone.mp4 (1080p).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,9 @@ from vision.gpu.motion import TorchMotionDetector
 from vision.gpu.motion import update_streams as motion_streams
 from vision.motion import MotionDetector
 
-DEFAULT_VIDEO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
+DEFAULT_VIDEO = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
+)
 
 
 def _read(video: Path, n: int) -> list[np.ndarray]:
@@ -121,28 +124,35 @@ def main(argv: list[str] | None = None) -> int:
         if k >= 2:
             ious.append((m & mt).sum() / max((m | mt).sum(), 1))
             blobs.append((len(b), len(bt)))
-    print(f"clip {a.video} ({w}x{h}), {len(frames)} frames; torch device {a.device}, torch threads "
-          f"{torch.get_num_threads()}; interleaved frame by frame")
+    print(
+        f"clip {a.video} ({w}x{h}), {len(frames)} frames; torch device {a.device}, torch threads "
+        f"{torch.get_num_threads()}; interleaved frame by frame"
+    )
     print("stage                  median ms   mean ms")
     for name, v in times.items():
         print(f"{name:<22} {statistics.median(v):9.1f} {statistics.mean(v):9.1f}")
+
     def stat(v: list, f: str) -> str:
         return f"median {np.median(v):{f}}, min {np.min(v):{f}}, max {np.max(v):{f}}" if v else "n/a"
 
     print(f"registration failures: opencv {failures[0]}, torch {failures[1]} of {len(frames) - 1} pairs")
-    print(f"agreement: homography frame-corner error (px) {stat(corner, '.3f')} ({len(corner)} pairs registered by "
-          f"both); motion-mask IoU {stat(ious, '.3f')}; blobs per frame opencv "
-          f"{np.mean([x for x, _ in blobs]) if blobs else 0:.1f}, torch {np.mean([y for _, y in blobs]) if blobs else 0:.1f}")
+    print(
+        f"agreement: homography frame-corner error (px) {stat(corner, '.3f')} ({len(corner)} pairs registered by "
+        f"both); motion-mask IoU {stat(ious, '.3f')}; blobs per frame opencv "
+        f"{np.mean([x for x, _ in blobs]) if blobs else 0:.1f}, torch {np.mean([y for _, y in blobs]) if blobs else 0:.1f}"
+    )
     if a.batch and len(frames) > a.batch:
         est = TorchEgoMotionEstimator(ecfg, a.device)
-        stack = np.stack(frames[:a.batch + 1])
+        stack = np.stack(frames[: a.batch + 1])
         est.register_sequence(est.prepare_batch(stack))  # warm-up
         _sync(a.device)
         t0 = time.perf_counter()
         est.register_sequence(est.prepare_batch(stack))
         _sync(a.device)
-        print(f"torch register_sequence, {a.batch} pairs in one call: "
-              f"{1000 * (time.perf_counter() - t0) / a.batch:.1f} ms/frame (grey + downscale included)")
+        print(
+            f"torch register_sequence, {a.batch} pairs in one call: "
+            f"{1000 * (time.perf_counter() - t0) / a.batch:.1f} ms/frame (grey + downscale included)"
+        )
     if a.streams:
         egos = [TorchEgoMotionEstimator(ecfg, a.device) for _ in range(a.streams)]
         mots = [TorchMotionDetector(mcfg, a.device) for _ in range(a.streams)]
@@ -151,16 +161,19 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             greys = [e.prepare(img) for e in egos]
             res = ego_streams(egos, greys)
-            fields = motion_streams(mots, greys, [_small(r.H, egos[0].scale) if r.ok else None for r in res],
-                                    [egos[0].scale] * a.streams)
+            fields = motion_streams(
+                mots, greys, [_small(r.H, egos[0].scale) if r.ok else None for r in res], [egos[0].scale] * a.streams
+            )
             for det, fl in zip(mots, fields):
                 det.blobs(fl)
             _sync(a.device)
             if k >= 2:
                 t_total += time.perf_counter() - t0
                 n += 1
-        print(f"torch update_streams, {a.streams} streams together: {1000 * t_total / max(n, 1) / a.streams:.1f} "
-              f"ms/frame per stream (ego-motion + motion layer)")
+        print(
+            f"torch update_streams, {a.streams} streams together: {1000 * t_total / max(n, 1) / a.streams:.1f} "
+            f"ms/frame per stream (ego-motion + motion layer)"
+        )
     return 0
 
 

@@ -19,6 +19,7 @@ memory while it ran (NVML via ``pynvml``/``nvidia-ml-py`` or ``nvidia-smi``; "n/
     python3 bench/gpu_streams.py --device cuda                      # the full table (H100: see docs/deployment.md)
     python3 bench/gpu_streams.py --device cpu --streams 1 2 --frames 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,6 +47,7 @@ DEFAULT_VIDEO = SHARED / "data" / "real_video" / "nadir_interchange" / "drone.mp
 
 # -- GPU utilisation and memory ----------------------------------------------------------------------------------
 
+
 class GpuSampler:
     """Samples utilisation (%) and memory used (MiB) of GPU 0 every ``every`` s while running; None without a GPU."""
 
@@ -69,6 +71,7 @@ class GpuSampler:
 
         def read():
             return float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu), pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**20
+
         return read
 
     @staticmethod
@@ -77,10 +80,15 @@ class GpuSampler:
             return None
 
         def read():
-            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits",
-                                  "-i", "0"], capture_output=True, text=True, timeout=5).stdout
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
             util, mem = out.strip().split(",")[:2]
             return float(util), float(mem)
+
         try:
             read()
         except Exception:
@@ -113,6 +121,7 @@ class GpuSampler:
 
 
 # -- mode step: step_streams in this process ---------------------------------------------------------------------
+
 
 def load_frames(video: Path, n: int) -> list:
     from vision.source import open_source
@@ -156,12 +165,20 @@ def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> di
         wall = time.perf_counter() - t0
     counted = len(frames) - warmup
     util, mem = gpu.summary()
-    return {"mode": "serial" if serial else "step", "streams": n, "frames": counted, "fps_stream": counted / wall,
-            "fps_total": n * counted / wall, "p95_ms": 1000 * float(np.percentile(latencies, 95)), "gpu_util": util,
-            "gpu_mem": mem}
+    return {
+        "mode": "serial" if serial else "step",
+        "streams": n,
+        "frames": counted,
+        "fps_stream": counted / wall,
+        "fps_total": n * counted / wall,
+        "p95_ms": 1000 * float(np.percentile(latencies, 95)),
+        "gpu_util": util,
+        "gpu_mem": mem,
+    }
 
 
 # -- mode processes: one process per stream, each with its own models (no shared passes) -----------------------------
+
 
 def _stream_process(video: str, n_frames: int, warmup: int, cfg_json: str, out) -> None:
     from tracking.config import PipelineConfig
@@ -184,8 +201,10 @@ def run_processes(n: int, video: Path, n_frames: int, cfg, warmup: int) -> dict:
 
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_stream_process, args=(str(video), n_frames, warmup, cfg.model_dump_json(), out))
-             for _ in range(n)]
+    procs = [
+        ctx.Process(target=_stream_process, args=(str(video), n_frames, warmup, cfg.model_dump_json(), out))
+        for _ in range(n)
+    ]
     with GpuSampler() as gpu:
         for p in procs:
             p.start()
@@ -195,12 +214,20 @@ def run_processes(n: int, video: Path, n_frames: int, cfg, warmup: int) -> dict:
     wall = max(e for _, e, _ in got) - min(s for s, _, _ in got)  # from the first stream's start to the last's end
     counted = n_frames - warmup
     util, mem = gpu.summary()
-    return {"mode": "procs", "streams": n, "frames": counted, "fps_stream": counted / wall,
-            "fps_total": n * counted / wall, "p95_ms": 1000 * float(np.percentile([x for *_, lat in got for x in lat], 95)),
-            "gpu_util": util, "gpu_mem": mem}
+    return {
+        "mode": "procs",
+        "streams": n,
+        "frames": counted,
+        "fps_stream": counted / wall,
+        "fps_total": n * counted / wall,
+        "p95_ms": 1000 * float(np.percentile([x for *_, lat in got for x in lat], 95)),
+        "gpu_util": util,
+        "gpu_mem": mem,
+    }
 
 
 # -- mode serve: airpatrol serve with N live streams ---------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -215,16 +242,38 @@ def serve(folder: Path, device: str, config: Path | None):
 
     db = f"sqlite:///{folder / 'bench.db'}"
     base_cfg = yaml.safe_load(config.read_text()) if config else {}
-    cfg = {**base_cfg, "database_url": db, "data_dir": str(folder / "data"),
-           "pipeline": {**base_cfg.get("pipeline", {}), "device": device}}
+    cfg = {
+        **base_cfg,
+        "database_url": db,
+        "data_dir": str(folder / "data"),
+        "pipeline": {**base_cfg.get("pipeline", {}), "device": device},
+    }
     (folder / "serve.yaml").write_text(yaml.safe_dump(cfg))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "AIRPATROL_USER_PASSWORD": "bench-password"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "AIRPATROL_USER_PASSWORD": "bench-password",
+    }
     port = free_port()
     log = open(folder / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(folder / "serve.yaml"),
-                             "--port", str(port), "--log-level", "warning"], env=env, cwd=folder,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli",
+            "serve",
+            "--config",
+            str(folder / "serve.yaml"),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=folder,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -239,8 +288,12 @@ def serve(folder: Path, device: str, config: Path | None):
             if time.monotonic() > deadline:
                 raise SystemExit("airpatrol serve did not become ready in 180 s")
             time.sleep(0.3)
-        subprocess.run([sys.executable, "-m", "edge.cli", "user", "add", "bench", "--role", "operator",
-                        "--database-url", db], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "edge.cli", "user", "add", "bench", "--role", "operator", "--database-url", db],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         r = httpx.post(f"{base}/api/auth/login", json={"username": "bench", "password": "bench-password"})
         r.raise_for_status()
         yield base, {"Authorization": f"Bearer {r.json()['access_token']}"}
@@ -256,9 +309,27 @@ def serve(folder: Path, device: str, config: Path | None):
 
 def live_source(video: Path, port: int) -> subprocess.Popen:
     """FFmpeg as a live encoder: the clip looped at its real rate, MPEG-TS over TCP, waiting for the service."""
-    return subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i",
-                             str(video), "-c", "copy", "-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            "-1",
+            "-i",
+            str(video),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            f"tcp://127.0.0.1:{port}?listen=1",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup_s: float) -> dict:
@@ -273,8 +344,12 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
         for _ in range(n):
             port = free_port()
             sources.append(live_source(video, port))
-            r = httpx.post(f"{base}/api/streams", headers=auth, timeout=60,
-                           json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}", "name": f"bench-{port}"})
+            r = httpx.post(
+                f"{base}/api/streams",
+                headers=auth,
+                timeout=60,
+                json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}", "name": f"bench-{port}"},
+            )
             r.raise_for_status()
             ids.append(r.json())
 
@@ -289,8 +364,9 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
                         results[i].append(float(msg["latency_ms"]))
 
         ws_base = base.replace("http://", "ws://")
-        threads = [threading.Thread(target=listen, args=(i, ws_base + s["feed_url"]), daemon=True)
-                   for i, s in enumerate(ids)]
+        threads = [
+            threading.Thread(target=listen, args=(i, ws_base + s["feed_url"]), daemon=True) for i, s in enumerate(ids)
+        ]
         for t in threads:
             t.start()
         deadline = time.monotonic() + 120  # every stream connected and processing
@@ -322,16 +398,27 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
             p.wait()
     per = [len(r) / wall for r in results]
     lat = [x for r in results for x in r]
-    return {"mode": "serve", "streams": n, "frames": sum(len(r) for r in results), "fps_stream": float(np.mean(per)),
-            "fps_total": float(np.sum(per)), "p95_ms": float(np.percentile(lat, 95)) if lat else float("nan"),
-            "gpu_util": util, "gpu_mem": mem}
+    return {
+        "mode": "serve",
+        "streams": n,
+        "frames": sum(len(r) for r in results),
+        "fps_stream": float(np.mean(per)),
+        "fps_total": float(np.sum(per)),
+        "p95_ms": float(np.percentile(lat, 95)) if lat else float("nan"),
+        "gpu_util": util,
+        "gpu_mem": mem,
+    }
 
 
 # -- the table ------------------------------------------------------------------------------------------------------
 
+
 def print_row(r: dict) -> None:
-    print(f"| {r['mode']:6} | {r['streams']:3d} | {r['frames']:6d} | {r['fps_stream']:8.2f} | {r['fps_total']:8.2f} | "
-          f"{r['p95_ms']:8.0f} | {r['gpu_util']:>8} | {r['gpu_mem']:>8} |", flush=True)
+    print(
+        f"| {r['mode']:6} | {r['streams']:3d} | {r['frames']:6d} | {r['fps_stream']:8.2f} | {r['fps_total']:8.2f} | "
+        f"{r['p95_ms']:8.0f} | {r['gpu_util']:>8} | {r['gpu_mem']:>8} |",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -341,9 +428,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--frames", type=int, default=150, help="frames per stream (serve: that many frames' time)")
     ap.add_argument("--warmup", type=int, default=2, help="step: frames per stream run before timing")
-    ap.add_argument("--modes", nargs="+", default=["step", "serve"], choices=["step", "serial", "procs", "serve"],
-                    help="step: step_streams (threads, shared passes); serial: step_streams one stream after another; "
-                         "procs: one process per stream, own models; serve: airpatrol serve with live streams")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["step", "serve"],
+        choices=["step", "serial", "procs", "serve"],
+        help="step: step_streams (threads, shared passes); serial: step_streams one stream after another; "
+        "procs: one process per stream, own models; serve: airpatrol serve with live streams",
+    )
     ap.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
@@ -380,13 +472,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
         with open_source(args.video) as src:
             fps = src.info.fps
         seconds = args.frames / fps
-        with tempfile.TemporaryDirectory(prefix="airpatrol-gpu-streams-") as tmp, \
-                serve(Path(tmp), device, args.config) as (base, auth):
+        with (
+            tempfile.TemporaryDirectory(prefix="airpatrol-gpu-streams-") as tmp,
+            serve(Path(tmp), device, args.config) as (base, auth),
+        ):
             for n in args.streams:
                 rows.append(run_serve(n, args.video, base, auth, seconds, warmup_s=2.0))
                 print_row(rows[-1])
     if args.json:
-        args.json.write_text(json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2))
+        args.json.write_text(
+            json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2)
+        )
     return rows
 
 

@@ -11,6 +11,7 @@ a 5xx or a lost job is counted and reported.
     python bench/load_test.py --uploads 1 4 --viewers 20 --streams 2 --seconds 10
     python bench/load_test.py --detector real --uploads 1 4 --viewers 20 --streams 2 --seconds 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,17 +49,45 @@ class Server:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = folder / "airpatrol.yaml"
-        config.write_text(yaml.safe_dump({
-            "database_url": f"sqlite:///{folder / 'airpatrol.db'}", "data_dir": str(folder / "data"),
-            "pipeline": {"calibration": {"metres_per_pixel": 0.1}},
-            "service": {"job_workers": job_workers, "bootstrap_admin": "admin", "job_poll_s": 0.2,
-                        **({"pipeline_factory": "service_fakes:make_pipeline"} if detector == "fake" else {})}}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(FAKES)]), "YOLO_OFFLINE": "1",
-               "AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW}
-        self.proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port",
-                                      str(self.port), "--log-level", "warning"], env=env, cwd=folder,
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=open(log, "w") if log else subprocess.DEVNULL)  # noqa: SIM115
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "database_url": f"sqlite:///{folder / 'airpatrol.db'}",
+                    "data_dir": str(folder / "data"),
+                    "pipeline": {"calibration": {"metres_per_pixel": 0.1}},
+                    "service": {
+                        "job_workers": job_workers,
+                        "bootstrap_admin": "admin",
+                        "job_poll_s": 0.2,
+                        **({"pipeline_factory": "service_fakes:make_pipeline"} if detector == "fake" else {}),
+                    },
+                }
+            )
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(FAKES)]),
+            "YOLO_OFFLINE": "1",
+            "AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW,
+        }
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "edge.cli",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=open(log, "w") if log else subprocess.DEVNULL,
+        )  # noqa: SIM115
         self.rss_max = 0.0
         self._stop = threading.Event()
         deadline = time.monotonic() + 180
@@ -130,7 +159,9 @@ def call(tally: Tally, method: str, url: str, **kw) -> httpx.Response | None:
 
 
 def setup_device(srv: Server) -> dict:
-    tok = httpx.post(f"{srv.base}/api/auth/login", json={"username": "admin", "password": ADMIN_PW}).json()["access_token"]
+    tok = httpx.post(f"{srv.base}/api/auth/login", json={"username": "admin", "password": ADMIN_PW}).json()[
+        "access_token"
+    ]
     admin = {"Authorization": f"Bearer {tok}"}
     httpx.post(f"{srv.base}/api/devices", headers=admin, json={"serial": "LOAD-1", "kind": "edge_node"})
     token = httpx.post(f"{srv.base}/api/devices/LOAD-1/tokens", headers=admin).json()["token"]
@@ -138,13 +169,23 @@ def setup_device(srv: Server) -> dict:
 
 
 def one_upload(srv: Server, device: dict, data: bytes, digest: str, tally: Tally) -> int | None:
-    r = call(tally, "POST", f"{srv.base}/api/uploads", headers=device,
-             json={"kind": "video", "filename": "toll.mp4", "size": len(data), "sha256": digest})
+    r = call(
+        tally,
+        "POST",
+        f"{srv.base}/api/uploads",
+        headers=device,
+        json={"kind": "video", "filename": "toll.mp4", "size": len(data), "sha256": digest},
+    )
     if r is None or r.status_code != 201:
         return None
     url = r.json()["upload_url"]
-    r = call(tally, "PATCH", f"{srv.base}{url}", content=data,
-             headers={**device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+    r = call(
+        tally,
+        "PATCH",
+        f"{srv.base}{url}",
+        content=data,
+        headers={**device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"},
+    )
     if r is None or r.status_code != 204:
         return None
     r = call(tally, "POST", f"{srv.base}{url}/complete", headers=device, json={})
@@ -172,10 +213,20 @@ def upload_round(srv: Server, device: dict, n: int, wait_s: float = 900.0) -> di
     all_s = time.perf_counter() - t0
     complete = [j for j in done.values() if j["status"] == "complete"]
     # "unfinished": still queued or running when the bench stopped waiting; "failed": the job ended without a result
-    return {"n": n, "accepted": len(accepted), "refused": n - len(accepted), "complete": len(complete),
-            "failed": len(done) - len(complete), "unfinished": len(accepted) - len(done), "upload_s": round(uploaded_s, 1), "all_jobs_done_s": round(all_s, 1),
-            "upload_MB_s": round(n * len(data) / 1e6 / uploaded_s, 1), "bad_answers": tally.bad(), "codes": tally.codes,
-            "rss_max_mb": round(srv.rss_max)}
+    return {
+        "n": n,
+        "accepted": len(accepted),
+        "refused": n - len(accepted),
+        "complete": len(complete),
+        "failed": len(done) - len(complete),
+        "unfinished": len(accepted) - len(done),
+        "upload_s": round(uploaded_s, 1),
+        "all_jobs_done_s": round(all_s, 1),
+        "upload_MB_s": round(n * len(data) / 1e6 / uploaded_s, 1),
+        "bad_answers": tally.bad(),
+        "codes": tally.codes,
+        "rss_max_mb": round(srv.rss_max),
+    }
 
 
 def viewers(srv: Server, n: int, seconds: float) -> dict:
@@ -188,8 +239,9 @@ def viewers(srv: Server, n: int, seconds: float) -> dict:
         page = c.get("/dashboard/login")
         token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
         try:
-            r = c.post("/dashboard/login", data={"username": "admin", "password": ADMIN_PW, "csrf_token": token,
-                                                 "next": ""})
+            r = c.post(
+                "/dashboard/login", data={"username": "admin", "password": ADMIN_PW, "csrf_token": token, "next": ""}
+            )
         except httpx.TimeoutException:
             return "hung"
         if r.status_code >= 400:
@@ -224,10 +276,18 @@ def viewers(srv: Server, n: int, seconds: float) -> dict:
     login_codes: dict[str, int] = {}
     for code in logins:
         login_codes[str(code)] = login_codes.get(str(code), 0) + 1
-    return {"viewers": n, "logins": login_codes, "logins_s": round(login_s, 1),
-            "requests": requests, "per_s": round(requests / seconds, 1), "p50_ms": round(tally.pct(0.5)),
-            "p95_ms": round(tally.pct(0.95)), "bad_answers": tally.bad(), "codes": tally.codes,
-            "rss_max_mb": round(srv.rss_max)}
+    return {
+        "viewers": n,
+        "logins": login_codes,
+        "logins_s": round(login_s, 1),
+        "requests": requests,
+        "per_s": round(requests / seconds, 1),
+        "p50_ms": round(tally.pct(0.5)),
+        "p95_ms": round(tally.pct(0.95)),
+        "bad_answers": tally.bad(),
+        "codes": tally.codes,
+        "rss_max_mb": round(srv.rss_max),
+    }
 
 
 def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
@@ -262,8 +322,15 @@ def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
             except Exception:  # closed: run complete
                 pass
         status = httpx.get(f"{srv.base}/api/streams/{sid['id']}", headers=device).json()
-        results.append({"sent": sent, "processed": status.get("processed"), "dropped": status.get("dropped"),
-                        "errors": status.get("errors"), "state": status.get("state")})
+        results.append(
+            {
+                "sent": sent,
+                "processed": status.get("processed"),
+                "dropped": status.get("dropped"),
+                "errors": status.get("errors"),
+                "state": status.get("state"),
+            }
+        )
 
     with cf.ThreadPoolExecutor(n) as pool:
         list(pool.map(stream, range(n)))
@@ -272,15 +339,21 @@ def push_streams(srv: Server, device: dict, n: int, seconds: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--uploads", type=int, nargs="*", default=[1, 4, 16], help="concurrent uploads per round (none: skip)")
+    ap.add_argument(
+        "--uploads", type=int, nargs="*", default=[1, 4, 16], help="concurrent uploads per round (none: skip)"
+    )
     ap.add_argument("--viewers", type=int, default=50)
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--job-workers", type=int, default=1)
     ap.add_argument("--server-log", type=Path, help="write the server's log (JSON lines) here")
     ap.add_argument("--job-wait-s", type=float, default=900.0, help="how long a round waits for its jobs")
-    ap.add_argument("--detector", choices=["fake", "real"], default="fake",
-                    help="fake: the tests' bright-blob finder (service cost only); real: the shipped YOLO + road U-Net")
+    ap.add_argument(
+        "--detector",
+        choices=["fake", "real"],
+        default="fake",
+        help="fake: the tests' bright-blob finder (service cost only); real: the shipped YOLO + road U-Net",
+    )
     args = ap.parse_args()
     if not CLIP.is_file():
         raise SystemExit(f"{CLIP}: the real clip is needed (set AIRPATROL_SHARED)")
@@ -288,14 +361,18 @@ def main() -> None:
         srv = Server(Path(tmp), args.job_workers, args.server_log, args.detector)
         try:
             device = setup_device(srv)
-            print(f"server up ({args.detector} detector), RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB")
+            print(
+                f"server up ({args.detector} detector), RSS {srv.rss_mb():.0f} MB; clip {CLIP.name} {CLIP.stat().st_size / 1e6:.1f} MB"
+            )
             for n in args.uploads:
                 print("uploads", json.dumps(upload_round(srv, device, n, args.job_wait_s)), flush=True)
             if args.viewers:
                 print("viewers", json.dumps(viewers(srv, args.viewers, args.seconds)), flush=True)
             if args.streams:
                 print("push   ", json.dumps(push_streams(srv, device, args.streams, args.seconds)), flush=True)
-            print(f"server RSS at the end {srv.rss_mb():.0f} MB, max {srv.rss_max:.0f} MB; alive: {srv.proc.poll() is None}")
+            print(
+                f"server RSS at the end {srv.rss_mb():.0f} MB, max {srv.rss_max:.0f} MB; alive: {srv.proc.poll() is None}"
+            )
         finally:
             srv.stop()
 

@@ -5,6 +5,7 @@ Prints when the first frame came, how many frames arrived and the reader's event
     python bench/lockon_join.py --delay 1 4
 Run it with PYTHONPATH pointing at another checkout to measure that code (e.g. main) the same way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,25 @@ def join(clip: Path, delay: float, seconds: float = 15.0) -> str:
     from edge.service.ingest import PullReader, check_source
 
     port = free_port()
-    ff = subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip),
-                           "-c", "copy", "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"], stdin=subprocess.DEVNULL)
+    ff = subprocess.Popen(
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            "-1",
+            "-i",
+            str(clip),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            f"udp://127.0.0.1:{port}?pkt_size=1316",
+        ],
+        stdin=subprocess.DEVNULL,
+    )
     try:
         time.sleep(delay)
         n, events = [0], []
@@ -33,14 +51,25 @@ def join(clip: Path, delay: float, seconds: float = 15.0) -> str:
             n[0] += 1
             if first[0] is None:
                 first[0] = time.monotonic() - t0
-        reader = PullReader(check_source(f"udp://127.0.0.1:{port}", None), on_frame, lambda e, d: events.append(e),
-                            open_timeout_s=10, read_timeout_s=5, backoff_initial_s=0.5, backoff_max_s=30, name="bench")
+
+        reader = PullReader(
+            check_source(f"udp://127.0.0.1:{port}", None),
+            on_frame,
+            lambda e, d: events.append(e),
+            open_timeout_s=10,
+            read_timeout_s=5,
+            backoff_initial_s=0.5,
+            backoff_max_s=30,
+            name="bench",
+        )
         reader.start()
         time.sleep(seconds)
         reader.stop()
         got = f"first frame after {first[0]:.1f} s" if first[0] is not None else "no frame"
-        return (f"joined {delay:g} s after the source started: {got}, {n[0]} frames in {seconds:g} s, "
-                f"{events.count('dropped')} reconnects, events {events}")
+        return (
+            f"joined {delay:g} s after the source started: {got}, {n[0]} frames in {seconds:g} s, "
+            f"{events.count('dropped')} reconnects, events {events}"
+        )
     finally:
         ff.kill()
         ff.wait()

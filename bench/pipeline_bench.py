@@ -6,6 +6,7 @@
 
 Each measurement runs in its own process so peak RSS is that mode's alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,13 @@ def _child(mode: str, clip: str, frames: int | None, weights: str | None, calibr
             cfg.detector.tiling = "off"  # the other layers' overhead alone, without native-resolution tiles
         with tempfile.TemporaryDirectory() as tmp:
             s = process_video(clip, Path(tmp) / "run", cfg, progress=False, max_frames=frames).summary
-        out = {"frames": s["counts"]["frames"], "ms_per_frame": s["timings"]["ms_per_frame"],
-               "by_stage": s["timings"]["ms_per_frame_by_stage"], "tracks": s["counts"]["tracks"],
-               "detector_tiles": s.get("detector_tiles")}
+        out = {
+            "frames": s["counts"]["frames"],
+            "ms_per_frame": s["timings"]["ms_per_frame"],
+            "by_stage": s["timings"]["ms_per_frame_by_stage"],
+            "tracks": s["counts"]["tracks"],
+            "detector_tiles": s.get("detector_tiles"),
+        }
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -79,7 +84,10 @@ def _run(mode: str, clip: Path, frames: int | None, weights: str | None, calibra
 def _longer(clip: Path, times: int, folder: Path) -> Path:
     """The same clip looped ``times`` times (stream copy, no re-encode)."""
     out = folder / f"x{times}_{clip.name}"
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-stream_loop", str(times - 1), "-i", str(clip), "-c", "copy", str(out)], check=True)
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-y", "-stream_loop", str(times - 1), "-i", str(clip), "-c", "copy", str(out)],
+        check=True,
+    )
     return out
 
 
@@ -108,20 +116,30 @@ def main() -> None:
     ratio = res["dual_layer"]["ms_per_frame"] / res["baseline"]["ms_per_frame"]
     print(f"full pipeline / baseline time per frame: {ratio:.2f}x  (target <= 1.3x)")
     untiled = res["dual_untiled"]["ms_per_frame"] / res["baseline"]["ms_per_frame"]
-    print(f"full pipeline with --tiling off / baseline: {untiled:.2f}x  (what the road, ego-motion and motion layers cost)")
-    print("dual-layer ms/frame by stage: " + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_layer"]["by_stage"].items()))
-    print("dual-layer --tiling off ms/frame by stage: "
-          + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_untiled"]["by_stage"].items()))
-    print(f"detector tiles run: {res['dual_layer']['detector_tiles']} (dual-layer), "
-          f"{res['dual_untiled']['detector_tiles']} (--tiling off)")
+    print(
+        f"full pipeline with --tiling off / baseline: {untiled:.2f}x  (what the road, ego-motion and motion layers cost)"
+    )
+    print(
+        "dual-layer ms/frame by stage: " + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_layer"]["by_stage"].items())
+    )
+    print(
+        "dual-layer --tiling off ms/frame by stage: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in res["dual_untiled"]["by_stage"].items())
+    )
+    print(
+        f"detector tiles run: {res['dual_layer']['detector_tiles']} (dual-layer), "
+        f"{res['dual_untiled']['detector_tiles']} (--tiling off)"
+    )
     if not a.skip_long and shutil.which("ffmpeg"):
         with tempfile.TemporaryDirectory() as tmp:
             long_clip = _longer(a.clip, 10, Path(tmp))
             short = res["dual_layer"]["peak_rss_mb"]
             long = _run("dual_layer", long_clip, a.frames * 10 if a.frames else None, a.weights, a.calibration)
         growth = 100 * (long["peak_rss_mb"] - short) / short
-        print(f"peak RSS: {short:.0f} MB on {res['dual_layer']['frames']} frames, {long['peak_rss_mb']:.0f} MB on "
-              f"{long['frames']} frames (10x): {growth:+.1f}%  (target < 10%)")
+        print(
+            f"peak RSS: {short:.0f} MB on {res['dual_layer']['frames']} frames, {long['peak_rss_mb']:.0f} MB on "
+            f"{long['frames']} frames (10x): {growth:+.1f}%  (target < 10%)"
+        )
 
 
 if __name__ == "__main__":

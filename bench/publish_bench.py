@@ -13,6 +13,7 @@ Usage (real 1080p 25 fps drone clip from ../shared, keyframe every 7 s, sent wit
     python bench/publish_bench.py --protocol srt --detector coco --duration 20 --cut 30
 ``--detector fake`` measures the service with a detector that finds nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,16 +35,36 @@ from stream_bench import ADMIN, DEFAULT_CLIP, free_port, start_server  # noqa: E
 
 def publisher(clip: Path, url: str) -> subprocess.Popen:
     fmt = "mpegts" if url.startswith("srt://") else "flv"
-    return subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip),
-                             "-c", "copy", "-f", fmt, url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            "-1",
+            "-i",
+            str(clip),
+            "-c",
+            "copy",
+            "-f",
+            fmt,
+            url,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def device_token(base: str) -> dict:
     r = httpx.post(f"http://{base}/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]})
     r.raise_for_status()
     auth = {"Authorization": f"Bearer {r.json()['access_token']}"}
-    httpx.post(f"http://{base}/api/devices", headers=auth, json={"serial": "BENCH-DRONE", "kind": "drone"}).raise_for_status()
+    httpx.post(
+        f"http://{base}/api/devices", headers=auth, json={"serial": "BENCH-DRONE", "kind": "drone"}
+    ).raise_for_status()
     r = httpx.post(f"http://{base}/api/devices/BENCH-DRONE/tokens", headers=auth)
     r.raise_for_status()
     return r.json()["token"]
@@ -65,7 +86,9 @@ class Feed(threading.Thread):
                             msg = json.loads(ws.recv(timeout=1))
                         except TimeoutError:
                             continue
-                        if msg["type"] == "result" and (not self.results or msg["frame"] > self.results[-1][1]["frame"]):
+                        if msg["type"] == "result" and (
+                            not self.results or msg["frame"] > self.results[-1][1]["frame"]
+                        ):
                             self.results.append((time.monotonic(), msg))
             except Exception:
                 time.sleep(0.1)
@@ -84,15 +107,20 @@ def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
 
 
-def bench_relay(clip: Path, detector: str, duration: float, cut: float, queue_frames: int, protocol: str = "rtmp") -> dict:
+def bench_relay(
+    clip: Path, detector: str, duration: float, cut: float, queue_frames: int, protocol: str = "rtmp"
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="publish-bench-") as tmp:
         port = free_port()
         proc, base = start_server(Path(tmp), detector, queue_frames, {f"{protocol}_port": port})
         try:
             token = device_token(base)
             auth = {"Authorization": f"Bearer {token}"}
-            url = (f"rtmp://127.0.0.1:{port}/live/{token}" if protocol == "rtmp" else
-                   f"srt://127.0.0.1:{port}?streamid={token}")
+            url = (
+                f"rtmp://127.0.0.1:{port}/live/{token}"
+                if protocol == "rtmp"
+                else f"srt://127.0.0.1:{port}?streamid={token}"
+            )
             t_pub = time.monotonic()
             pub = publisher(clip, url)
             sid = None
@@ -123,11 +151,20 @@ def bench_relay(clip: Path, detector: str, duration: float, cut: float, queue_fr
             pub.wait()
             feed.running = False
             lat = [m["latency_ms"] for _, m in feed.results if m["latency_ms"] is not None]
-            return {"publish_to_first_result_s": first, "recovery_s": recovery, "latency_p50_ms": pct(lat, 50),
-                    "latency_p95_ms": pct(lat, 95), "received": s2["received"], "processed": s2["processed"],
-                    "dropped": s2["dropped"], "drop_rate": s2["dropped"] / max(s2["received"], 1),
-                    "lost": s2["lost"], "processed_fps_phase1": fps1,
-                    "gaps": s2["gaps"], "runs": len({m["run_id"] for _, m in feed.results})}
+            return {
+                "publish_to_first_result_s": first,
+                "recovery_s": recovery,
+                "latency_p50_ms": pct(lat, 50),
+                "latency_p95_ms": pct(lat, 95),
+                "received": s2["received"],
+                "processed": s2["processed"],
+                "dropped": s2["dropped"],
+                "drop_rate": s2["dropped"] / max(s2["received"], 1),
+                "lost": s2["lost"],
+                "processed_fps_phase1": fps1,
+                "gaps": s2["gaps"],
+                "runs": len({m["run_id"] for _, m in feed.results}),
+            }
         finally:
             proc.terminate()
             try:
@@ -150,6 +187,7 @@ def check_ffmpeg_listener(clip: Path) -> dict:
             c.close()
         except Exception as exc:
             got["error"] = str(exc)[:100]
+
     t = threading.Thread(target=listen, daemon=True)
     t.start()
     time.sleep(1.0)
@@ -164,8 +202,11 @@ def check_ffmpeg_listener(clip: Path) -> dict:
     t.join(10)
     wrong.kill()
     wrong.wait()
-    return {"wrong_key_accepted": got.get("frames", 0) > 0, "second_publisher_refused": second_exit not in (0, None),
-            "listener_error": got.get("error")}
+    return {
+        "wrong_key_accepted": got.get("frames", 0) > 0,
+        "second_publisher_refused": second_exit not in (0, None),
+        "listener_error": got.get("error"),
+    }
 
 
 def main() -> None:
@@ -180,21 +221,27 @@ def main() -> None:
     if not args.clip.is_file():
         raise SystemExit(f"{args.clip}: clip not found (set AIRPATROL_SHARED or --clip)")
     r = bench_relay(args.clip, args.detector, args.duration, args.cut, args.queue_frames, args.protocol)
-    print(f"{args.protocol.upper()} publish, clip {args.clip.name}, detector {args.detector}, {args.duration:.0f} s published, cut {args.cut:.0f} s, "
-          f"{args.duration:.0f} s published again")
+    print(
+        f"{args.protocol.upper()} publish, clip {args.clip.name}, detector {args.detector}, {args.duration:.0f} s published, cut {args.cut:.0f} s, "
+        f"{args.duration:.0f} s published again"
+    )
     print(f"publish -> first result: {r['publish_to_first_result_s']:.2f} s")
     print(f"latency (arrival -> result) p50 / p95: {r['latency_p50_ms']:.0f} / {r['latency_p95_ms']:.0f} ms")
-    print(f"processed {r['processed']} of {r['received']} received frames ({r['processed_fps_phase1']:.2f} fps in the "
-          f"first phase); dropped {r['dropped']} (drop rate {100 * r['drop_rate']:.1f} %); lost to damage {r['lost']}")
+    print(
+        f"processed {r['processed']} of {r['received']} received frames ({r['processed_fps_phase1']:.2f} fps in the "
+        f"first phase); dropped {r['dropped']} (drop rate {100 * r['drop_rate']:.1f} %); lost to damage {r['lost']}"
+    )
     recovery = "none within 120 s" if r["recovery_s"] is None else f"{r['recovery_s']:.2f} s"
     print(f"recovery after the cut (publisher back -> first new result): {recovery}")
     print(f"gaps recorded: {r['gaps']}; runs seen on the feed: {r['runs']}")
     if args.protocol != "rtmp":
         return
     lst = check_ffmpeg_listener(args.clip)
-    print(f"FFmpeg RTMP listener (PyAV listen=1): wrong stream key accepted: {lst['wrong_key_accepted']}; "
-          f"second publisher on the port refused: {lst['second_publisher_refused']}"
-          + (f"; listener error: {lst['listener_error']}" if lst["listener_error"] else ""))
+    print(
+        f"FFmpeg RTMP listener (PyAV listen=1): wrong stream key accepted: {lst['wrong_key_accepted']}; "
+        f"second publisher on the port refused: {lst['second_publisher_refused']}"
+        + (f"; listener error: {lst['listener_error']}" if lst["listener_error"] else "")
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Checks (targets of issue 14):
   uavdt  UAVDT M1303 and M1003 (night), no telemetry: >= 90 % of moving tracks older than 1 s have a speed
 Clips and ground truth come from ../shared (or $AIRPATROL_SHARED); runs go to --workdir, never into the repository.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,9 @@ def matched_speed_ratios(run: Path, reference: Path, min_frames: int = 10) -> pd
     inter = iw * ih
     union = (m.x2_a - m.x1_a) * (m.y2_a - m.y1_a) + (m.x2_b - m.x1_b) * (m.y2_b - m.y1_b) - inter
     m = m[(inter / union > 0.5) & m.speed_kmh_a.notna() & m.speed_kmh_b.notna() & (m.speed_kmh_b >= 10)]
-    g = m.groupby(["track_id_a", "track_id_b"]).agg(n=("frame", "size"), a=("speed_kmh_a", "median"),
-                                                    b=("speed_kmh_b", "median"))
+    g = m.groupby(["track_id_a", "track_id_b"]).agg(
+        n=("frame", "size"), a=("speed_kmh_a", "median"), b=("speed_kmh_b", "median")
+    )
     g = g[g.n >= min_frames]
     return g.a / g.b
 
@@ -82,7 +84,11 @@ def coverage(run: Path, fps: float, min_age_s: float = 1.0) -> tuple[int, float,
     ids = per[(per.moving >= 0.5) & (per.age > min_age_s)].index
     old = d[d.track_id.isin(ids) & (d.age_s > min_age_s)]
     with_speed = old.groupby("track_id").speed_kmh.apply(lambda s: s.notna().any())
-    return len(ids), float(with_speed.mean()) if len(ids) else math.nan, float(old.speed_kmh.notna().mean()) if len(old) else math.nan
+    return (
+        len(ids),
+        float(with_speed.mean()) if len(ids) else math.nan,
+        float(old.speed_kmh.notna().mean()) if len(old) else math.nan,
+    )
 
 
 def check_nadir(shared: Path, wd: Path, reuse: bool) -> bool:
@@ -94,10 +100,14 @@ def check_nadir(shared: Path, wd: Path, reuse: bool) -> bool:
     n, cov, rows = coverage(size, 25.0)
     ok = abs(med - 1) <= 0.10 and within25 >= 0.90
     print(f"[nadir] scale: {_scale_line(size)}")
-    print(f"[nadir] {len(r)} vehicles matched with the georeferenced run: speed ratio median {med:.3f}, "
-          f"within +-10 % {100 * within10:.0f} %, within +-25 % {100 * within25:.0f} %  -> {'PASS' if ok else 'FAIL'} "
-          f"(target: median within +-10 %, >= 90 % within +-25 %)")
-    print(f"[nadir] moving tracks older than 1 s: {n}, with a speed {100 * cov:.0f} % (rows past 1 s: {100 * rows:.0f} %)")
+    print(
+        f"[nadir] {len(r)} vehicles matched with the georeferenced run: speed ratio median {med:.3f}, "
+        f"within +-10 % {100 * within10:.0f} %, within +-25 % {100 * within25:.0f} %  -> {'PASS' if ok else 'FAIL'} "
+        f"(target: median within +-10 %, >= 90 % within +-25 %)"
+    )
+    print(
+        f"[nadir] moving tracks older than 1 s: {n}, with a speed {100 * cov:.0f} % (rows past 1 s: {100 * rows:.0f} %)"
+    )
     return ok
 
 
@@ -142,14 +152,19 @@ def check_toll(shared: Path, wd: Path, reuse: bool) -> bool:
         seg_med = float(speeds.median()) if len(speeds) else math.nan
         plausible = len(speeds) < 3 or 20 <= seg_med <= 130
         ok &= grows and plausible
-        view = (f"oblique, horizon at row {m.horizon_row:.0f} from {m.horizon_from}" if m.oblique else "one scale")
-        print(f"[toll] segment {seg} ({view}, {m.n_tracks} vehicles): metres per pixel at rows 30/50/70/90 %: "
-              + ", ".join(f"{v:.3f}" for v in mpp) + f" (+-{sig[0]:.0f} % at 30 %, +-{sig[1]:.0f} % at 90 %), "
-              f"{'growing towards the horizon' if grows else 'NOT growing towards the horizon'}; {len(speeds)} moving "
-              f"vehicles with a speed, median {seg_med:.1f} km/h{'' if plausible else ' (implausible)'}")
-    print(f"[toll] {len(moving)} moving tracks with a speed, median {med:.1f} km/h; moving tracks older than 1 s: {n}, "
-          f"with a speed {100 * cov:.0f} %  -> {'PASS' if ok else 'FAIL'} (target: median 20-130 km/h overall and "
-          f"per segment with >= 3 vehicles; metres per pixel growing towards the horizon in every segment)")
+        view = f"oblique, horizon at row {m.horizon_row:.0f} from {m.horizon_from}" if m.oblique else "one scale"
+        print(
+            f"[toll] segment {seg} ({view}, {m.n_tracks} vehicles): metres per pixel at rows 30/50/70/90 %: "
+            + ", ".join(f"{v:.3f}" for v in mpp)
+            + f" (+-{sig[0]:.0f} % at 30 %, +-{sig[1]:.0f} % at 90 %), "
+            f"{'growing towards the horizon' if grows else 'NOT growing towards the horizon'}; {len(speeds)} moving "
+            f"vehicles with a speed, median {seg_med:.1f} km/h{'' if plausible else ' (implausible)'}"
+        )
+    print(
+        f"[toll] {len(moving)} moving tracks with a speed, median {med:.1f} km/h; moving tracks older than 1 s: {n}, "
+        f"with a speed {100 * cov:.0f} %  -> {'PASS' if ok else 'FAIL'} (target: median 20-130 km/h overall and "
+        f"per segment with >= 3 vehicles; metres per pixel growing towards the horizon in every segment)"
+    )
     return ok
 
 
@@ -175,19 +190,25 @@ def check_synth(shared: Path, wd: Path, reuse: bool, full: bool, frames: int | N
             pooled_abs += mape * n_pct
             pooled_n += n_pct
         maes.append(sp.get("mae_kmh"))
-        print(f"[synth] {spec.name}: {_scale_line(run)}; speed MAE {sp.get('mae_kmh')} km/h, mean |error| "
-              f"{mape} % over {n_pct} matches, coverage {sp.get('coverage')}")
+        print(
+            f"[synth] {spec.name}: {_scale_line(run)}; speed MAE {sp.get('mae_kmh')} km/h, mean |error| "
+            f"{mape} % over {n_pct} matches, coverage {sp.get('coverage')}"
+        )
     pooled = pooled_abs / pooled_n if pooled_n else math.nan
     ok = pooled <= 5.0
-    print(f"[synth] {len(specs)} clips, pooled mean |speed error| {pooled:.2f} % (true speeds >= 10 km/h, tracked >= 1 s)"
-          f"  -> {'PASS' if ok else 'FAIL'} (target <= 5 %)")
+    print(
+        f"[synth] {len(specs)} clips, pooled mean |speed error| {pooled:.2f} % (true speeds >= 10 km/h, tracked >= 1 s)"
+        f"  -> {'PASS' if ok else 'FAIL'} (target <= 5 %)"
+    )
     return ok
 
 
 def check_uavdt(shared: Path, wd: Path, reuse: bool, frames: int | None) -> bool:
     ok = True
-    for name, src, fps in (("M1303", shared / "data/mot/uavdt_M1303", 30.0),
-                           ("M1003-night", shared / "data/mot/uavdt_M1003_night_dev/video.mp4", 30.0)):
+    for name, src, fps in (
+        ("M1303", shared / "data/mot/uavdt_M1303", 30.0),
+        ("M1003-night", shared / "data/mot/uavdt_M1003_night_dev/video.mp4", 30.0),
+    ):
         if not src.exists():
             print(f"[uavdt] {name}: {src} missing, skipped")
             continue
@@ -196,8 +217,10 @@ def check_uavdt(shared: Path, wd: Path, reuse: bool, frames: int | None) -> bool
         passed = cov >= 0.90
         ok &= passed
         print(f"[uavdt] {name}: scale: {_scale_line(run)}")
-        print(f"[uavdt] {name}: {n} moving tracks older than 1 s, {100 * cov:.0f} % with a speed (rows past 1 s: "
-              f"{100 * rows:.0f} %)  -> {'PASS' if passed else 'FAIL'} (target >= 90 %)")
+        print(
+            f"[uavdt] {name}: {n} moving tracks older than 1 s, {100 * cov:.0f} % with a speed (rows past 1 s: "
+            f"{100 * rows:.0f} %)  -> {'PASS' if passed else 'FAIL'} (target >= 90 %)"
+        )
     return ok
 
 

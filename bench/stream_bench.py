@@ -14,6 +14,7 @@ Usage (real detector, default drone footage from ../shared):
 ``--detector fake`` swaps in a trivial detector (the service and the rest of the pipeline are measured).
 ``--overhead 60`` instead measures, in one process, what a stream worker adds to the pipeline's own time per frame.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,16 +60,25 @@ def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
         for f in src:
             img = f.image
             if img.shape[1] != width:
-                img = cv2.resize(img, (width, int(round(img.shape[0] * width / img.shape[1]))), interpolation=cv2.INTER_AREA)
+                img = cv2.resize(
+                    img, (width, int(round(img.shape[0] * width / img.shape[1]))), interpolation=cv2.INTER_AREA
+                )
             out.append(cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 85])[1].tobytes())
     return out
 
 
-def start_server(workdir: Path, detector: str, queue_frames: int, service_extra: dict | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(
+    workdir: Path, detector: str, queue_frames: int, service_extra: dict | None = None
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
-    service = {"bootstrap_admin": ADMIN[0], "bootstrap_admin_password": ADMIN[1], "job_workers": 0,
-               "queue_frames": queue_frames, "secret_key": "bench-secret-key-0123456789"}
+    service = {
+        "bootstrap_admin": ADMIN[0],
+        "bootstrap_admin_password": ADMIN[1],
+        "job_workers": 0,
+        "queue_frames": queue_frames,
+        "secret_key": "bench-secret-key-0123456789",
+    }
     if detector == "coco":
         if not COCO.is_file():
             raise SystemExit(f"{COCO}: COCO model not found (set AIRPATROL_SHARED or use --detector fake)")
@@ -77,12 +87,35 @@ def start_server(workdir: Path, detector: str, queue_frames: int, service_extra:
         service["pipeline_factory"] = "stream_bench:fake_pipeline"
     service.update(service_extra or {})
     cfg = workdir / "serve.yaml"
-    cfg.write_text(yaml.safe_dump({"database_url": f"sqlite:///{workdir / 'bench.db'}", "data_dir": str(workdir / "data"),
-                                   "pipeline": pipeline, "service": service}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "database_url": f"sqlite:///{workdir / 'bench.db'}",
+                "data_dir": str(workdir / "data"),
+                "pipeline": pipeline,
+                "service": service,
+            }
+        )
+    )
     env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench")])}
     log = open(workdir / "server.log", "wb")  # a file, not a pipe nobody reads (a full pipe would stall the server)
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(cfg), "--port", str(port),
-                             "--log-level", "warning"], env=env, stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli",
+            "serve",
+            "--config",
+            str(cfg),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
     base = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -127,7 +160,10 @@ class StreamClient:
         self.results: list[tuple[float, int, float]] = []  # (receive time, frame, latency s)
         self.stop = threading.Event()
         self.first_result = threading.Event()
-        self._threads = [threading.Thread(target=self._feed, daemon=True), threading.Thread(target=self._push, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._feed, daemon=True),
+            threading.Thread(target=self._push, daemon=True),
+        ]
 
     def start(self):
         self._threads[0].start()
@@ -135,8 +171,9 @@ class StreamClient:
         self._threads[1].start()
 
     def _push(self):
-        with connect(f"ws://{self.base}/api/streams/{self.id}/push", additional_headers=self.auth,
-                     max_size=None, ping_timeout=60) as ws:
+        with connect(
+            f"ws://{self.base}/api/streams/{self.id}/push", additional_headers=self.auth, max_size=None, ping_timeout=60
+        ) as ws:
             ws.send(json.dumps({"type": "hello", "fps": self.fps}))
             t0, i = time.perf_counter(), 0
             while not self.stop.is_set():
@@ -155,8 +192,9 @@ class StreamClient:
                 pass
 
     def _feed(self):
-        with connect(f"ws://{self.base}/api/streams/{self.id}/feed", additional_headers=self.auth, max_size=None,
-                     ping_timeout=60) as ws:
+        with connect(
+            f"ws://{self.base}/api/streams/{self.id}/feed", additional_headers=self.auth, max_size=None, ping_timeout=60
+        ) as ws:
             while True:
                 try:
                     msg = json.loads(ws.recv(timeout=60))
@@ -214,14 +252,17 @@ def run(n: int, frames: list[bytes], fps: float, duration: float, detector: str,
     lat = [r[2] * 1000 for c in clients for r in c.results if t_start <= r[0] <= t_end]
     per_stream = [sum(1 for r in c.results if t_start <= r[0] <= t_end) / window for c in clients]
     return {
-        "streams": n, "window_s": round(window, 1),
+        "streams": n,
+        "window_s": round(window, 1),
         "sent_fps_per_stream": round(sum(a["received"] - b["received"] for a, b in zip(after, before)) / n / window, 2),
-        "processed_fps_per_stream": [round(x, 2) for x in per_stream], "processed_fps_total": round(sum(per_stream), 2),
+        "processed_fps_per_stream": [round(x, 2) for x in per_stream],
+        "processed_fps_total": round(sum(per_stream), 2),
         "dropped": sum(a["dropped"] - b["dropped"] for a, b in zip(after, before)),
         "received": sum(a["received"] - b["received"] for a, b in zip(after, before)),
         "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
         "latency_ms_p95": round(float(np.percentile(lat, 95)), 1) if lat else None,
-        "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]] + [(round(rss[-1][0]), round(rss[-1][1]))],
+        "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]]
+        + [(round(rss[-1][0]), round(rss[-1][1]))],
         # CPU the server process actually got (cores): on a shared machine, what it was given, not what it wanted
         "server_cpu_cores": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / window, 2),
         "load_average_1min": round(os.getloadavg()[0], 1),
@@ -261,8 +302,10 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
         settings = load_settings(None, {"data_dir": tmp, "database_url": f"sqlite:///{tmp}/o.db", "pipeline": pipeline})
         ctx = ServiceContext(settings, lambda c: make())
         for label, sessions in (("worker_ms", None), ("worker_with_db_ms", ctx.sessions)):
-            worker = StreamWorker(StreamSpec(1, "overhead", "push", None, None, 50.0, None),
-                                  WorkerDeps(settings.service, make, sessions, ServiceMetrics()))
+            worker = StreamWorker(
+                StreamSpec(1, "overhead", "push", None, None, 50.0, None),
+                WorkerDeps(settings.service, make, sessions, ServiceMetrics()),
+            )
             worker.start()
             worker.attach_pusher(object())
             worker.push_frame(functools.partial(decode_jpeg, frames[0]), 0.0, None, time.perf_counter())
@@ -290,8 +333,13 @@ def main() -> None:
     ap.add_argument("--clip", type=Path, default=DEFAULT_CLIP)
     ap.add_argument("--width", type=int, default=960, help="frames are scaled to this width before JPEG encoding")
     ap.add_argument("--queue-frames", type=int, default=4, help="service.queue_frames (the service default is 4)")
-    ap.add_argument("--overhead", type=int, default=0, metavar="FRAMES",
-                    help="instead: the service's own cost per frame, in-process, over this many frames")
+    ap.add_argument(
+        "--overhead",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="instead: the service's own cost per frame, in-process, over this many frames",
+    )
     args = ap.parse_args()
     if not args.clip.is_file():
         raise SystemExit(f"{args.clip}: clip not found (use --clip or set AIRPATROL_SHARED)")
@@ -299,23 +347,30 @@ def main() -> None:
     first = cv2.imdecode(np.frombuffer(frames[0], np.uint8), cv2.IMREAD_COLOR)
     assert first is not None  # encoded by load_frames
     h, w = first.shape[:2]
-    print(f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
-          f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
-          f"{psutil.cpu_count()} CPUs")
+    print(
+        f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
+        f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
+        f"{psutil.cpu_count()} CPUs"
+    )
     if args.overhead:
         r = service_overhead(frames[: args.overhead + 1], args.detector)
         print(json.dumps(r))
-        print(f"pipeline alone {r['pipeline_alone_ms']} ms/frame; through a stream worker {r['worker_ms']} ms, with "
-              f"database writes {r['worker_with_db_ms']} ms ({r['tracks_per_frame']} tracks in the last frame)")
+        print(
+            f"pipeline alone {r['pipeline_alone_ms']} ms/frame; through a stream worker {r['worker_ms']} ms, with "
+            f"database writes {r['worker_with_db_ms']} ms ({r['tracks_per_frame']} tracks in the last frame)"
+        )
         return
     for n in args.streams:
         r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames)
         print(json.dumps(r))
-        print(f"N={n}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
-              f"per stream) of {r['sent_fps_per_stream']} fps sent per stream; dropped {r['dropped']} of {r['received']} "
-              f"frames; latency p50 {r['latency_ms_p50']} ms, p95 {r['latency_ms_p95']} ms; "
-              f"server RSS MiB over time {r['rss_mib']}; server CPU {r['server_cpu_cores']} cores "
-              f"(load average {r['load_average_1min']})", flush=True)
+        print(
+            f"N={n}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
+            f"per stream) of {r['sent_fps_per_stream']} fps sent per stream; dropped {r['dropped']} of {r['received']} "
+            f"frames; latency p50 {r['latency_ms_p50']} ms, p95 {r['latency_ms_p95']} ms; "
+            f"server RSS MiB over time {r['rss_mib']}; server CPU {r['server_cpu_cores']} cores "
+            f"(load average {r['load_average_1min']})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 layer, ByteTrack, speeds), frames already decoded. Weights: ``--weights``, else the shipped detector, else (for
 development) the COCO INT8 ONNX in ../shared dequantised to a float .pt in the cache folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,8 @@ sys.path.insert(0, str(REPO))
 
 
 def default_weights() -> Path:
-    from vision.runtime import cache_dir
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
+    from vision.runtime import cache_dir
 
     if DEFAULT_DETECTOR_WEIGHTS.is_file():
         return DEFAULT_DETECTOR_WEIGHTS
@@ -54,8 +55,20 @@ def load_frames(video: Path | None, n: int, size: tuple[int, int]) -> tuple[list
 
         tmp = Path(tempfile.mkdtemp(prefix="ap-bench-"))
         w, h = size
-        generate_scene(SceneConfig(scene="highway", seed=3, duration_s=n / 25 + 0.2, fps=25, width=w, height=h,
-                                   altitude_m=60, use_shared_data="off"), tmp, progress=False)
+        generate_scene(
+            SceneConfig(
+                scene="highway",
+                seed=3,
+                duration_s=n / 25 + 0.2,
+                fps=25,
+                width=w,
+                height=h,
+                altitude_m=60,
+                use_shared_data="off",
+            ),
+            tmp,
+            progress=False,
+        )
         video = tmp / "video.mp4"
     with open_source(video, max_frames=n) as src:
         frames = list(src)
@@ -91,10 +104,13 @@ def bench_runtime(runtime: str, args, frames) -> list[dict]:
     from tracking.pipeline import Pipeline
     from vision.detection import VehicleDetector
 
-    cfg = PipelineConfig.model_validate({
-        "device": args.device, "road": {"enabled": False},
-        "detector": {"weights": str(args.weights), "runtime": runtime, "tiling": args.tiling, "imgsz": args.imgsz},
-    })
+    cfg = PipelineConfig.model_validate(
+        {
+            "device": args.device,
+            "road": {"enabled": False},
+            "detector": {"weights": str(args.weights), "runtime": runtime, "tiling": args.tiling, "imgsz": args.imgsz},
+        }
+    )
     pipeline = Pipeline(cfg)
     det = pipeline.detector
     assert isinstance(det, VehicleDetector)  # the real model, built from cfg
@@ -103,11 +119,12 @@ def bench_runtime(runtime: str, args, frames) -> list[dict]:
     det._predict(inputs[0][:2])  # warm-up: first call builds the predictor / ORT session
     rows = []
     for b in args.batches:
+
         def detector_only():
             for i in range(0, len(inputs), b):
-                batch = [x for per_frame in inputs[i:i + b] for x in per_frame]
+                batch = [x for per_frame in inputs[i : i + b] for x in per_frame]
                 for j in range(0, len(batch), MAX_MODEL_BATCH):
-                    det._predict(batch[j:j + MAX_MODEL_BATCH])
+                    det._predict(batch[j : j + MAX_MODEL_BATCH])
             if args.device == "cuda":
                 torch.cuda.synchronize()
 
@@ -123,11 +140,21 @@ def bench_runtime(runtime: str, args, frames) -> list[dict]:
         d = timed(detector_only, args.repeats)
         p = timed(whole_pipeline, args.repeats)
         stages = pipeline.stats()["ms_per_frame_by_stage"]
-        rows.append({"runtime": det.runtime, "batch": b, "detector_fps": round(len(frames) / d, 2),
-                     "pipeline_fps": round(len(frames) / p, 2), "ms_per_frame_by_stage": stages,
-                     "weights": det.weights})
-        print(f"{runtime:>6}  batch {b:>3}:  detector {rows[-1]['detector_fps']:7.2f} frames/s   "
-              f"pipeline {rows[-1]['pipeline_fps']:7.2f} frames/s   ms/frame by stage {stages}", flush=True)
+        rows.append(
+            {
+                "runtime": det.runtime,
+                "batch": b,
+                "detector_fps": round(len(frames) / d, 2),
+                "pipeline_fps": round(len(frames) / p, 2),
+                "ms_per_frame_by_stage": stages,
+                "weights": det.weights,
+            }
+        )
+        print(
+            f"{runtime:>6}  batch {b:>3}:  detector {rows[-1]['detector_fps']:7.2f} frames/s   "
+            f"pipeline {rows[-1]['pipeline_fps']:7.2f} frames/s   ms/frame by stage {stages}",
+            flush=True,
+        )
     return rows
 
 
@@ -158,18 +185,33 @@ def main() -> None:
     w, h = (int(v) for v in args.size.lower().split("x"))
     frames, source = load_frames(args.video, args.frames, (w, h))
     fh, fw = frames[0].image.shape[:2]
-    print(f"# {len(frames)} frames {fw}x{fh} from {source}; device {args.device}; imgsz {args.imgsz}; tiling {args.tiling}; "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}, "
-          f"ultralytics {ultralytics.__version__}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"# {len(frames)} frames {fw}x{fh} from {source}; device {args.device}; imgsz {args.imgsz}; tiling {args.tiling}; "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}, "
+        f"ultralytics {ultralytics.__version__}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
     results = []
     for runtime in args.runtimes.split(","):
         results += bench_runtime(runtime, args, frames)
     if args.json:
-        args.json.write_text(json.dumps({
-            "frames": len(frames), "size": [fw, fh], "source": source, "device": args.device, "imgsz": args.imgsz,
-            "tiling": args.tiling, "cpus": os.cpu_count(), "machine": platform.machine(),
-            "torch": torch.__version__, "onnxruntime": onnxruntime.__version__, "results": results,
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "frames": len(frames),
+                    "size": [fw, fh],
+                    "source": source,
+                    "device": args.device,
+                    "imgsz": args.imgsz,
+                    "tiling": args.tiling,
+                    "cpus": os.cpu_count(),
+                    "machine": platform.machine(),
+                    "torch": torch.__version__,
+                    "onnxruntime": onnxruntime.__version__,
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,16 @@
 The names below are imported lazily, so `airpatrol` commands that only need :func:`cli_user_add` do not load the
 web stack. Importing a processed run folder into the database is :func:`db.run_import.import_run_dir`.
 """
+
 from __future__ import annotations
 
 _EXPORTS = {
-    "mount_dashboard": "dashboard.app", "create_app": "dashboard.app",
+    "mount_dashboard": "dashboard.app",
+    "create_app": "dashboard.app",
     "DashboardSettings": "dashboard.settings",
     "ensure_demo_user": "dashboard.users",
-    "DEMO_USERNAME": "dashboard.users", "DEMO_PASSWORD": "dashboard.users",
+    "DEMO_USERNAME": "dashboard.users",
+    "DEMO_PASSWORD": "dashboard.users",
     "cli_user_add": "dashboard.cli",
 }
 

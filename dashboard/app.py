@@ -3,6 +3,7 @@
 Everything the browser loads comes from this server (Leaflet from the XStatic-Leaflet package, plotly.min.js from
 the plotly package, our own CSS/JS): the pages work with no internet. The base map is optional (``tile_url``).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -56,22 +57,40 @@ def _install_error_pages(app: FastAPI, c: DashboardContext) -> None:
 
         with c.sessions() as db:
             user = optional_user(request, db)
-            return render(request, "error.html", user, status_code=403, title="Not allowed",
-                          message=f"This page needs the {exc.needed} role.")
+            return render(
+                request,
+                "error.html",
+                user,
+                status_code=403,
+                title="Not allowed",
+                message=f"This page needs the {exc.needed} role.",
+            )
 
     async def csrf_failed(request: Request, exc: CsrfFailed):
         if _is_api(request, prefix) or request.headers.get("x-csrf-token") is not None:
             return JSONResponse({"detail": "missing or wrong CSRF token"}, status_code=403)
-        return render(request, "error.html", None, status_code=403, title="Form expired",
-                      message="The form was stale or not sent from this dashboard. Go back, reload it and try again.")
+        return render(
+            request,
+            "error.html",
+            None,
+            status_code=403,
+            title="Form expired",
+            message="The form was stale or not sent from this dashboard. Go back, reload it and try again.",
+        )
 
     async def http_error(request: Request, exc: StarletteHTTPException):
         path = request.url.path
         if not path.startswith(prefix + "/") or _is_api(request, prefix) or "/static/" in path:
             response = previous(request, exc)  # FastAPI's own handler is async; one set by the app may not be
             return await response if inspect.isawaitable(response) else response
-        return render(request, "error.html", None, status_code=exc.status_code, title=f"Error {exc.status_code}",
-                      message=str(exc.detail))
+        return render(
+            request,
+            "error.html",
+            None,
+            status_code=exc.status_code,
+            title=f"Error {exc.status_code}",
+            message=str(exc.detail),
+        )
 
     app.add_exception_handler(NotLoggedIn, not_logged_in)  # type: ignore[arg-type]  # called only with its own class
     app.add_exception_handler(Forbidden, forbidden)  # type: ignore[arg-type]  # called only with its own class
@@ -97,8 +116,13 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
         s = s.model_copy(update={"data_dir": data_dir})
     else:
         sessions, data_dir = session_factory(s.database_url), resolve_data_dir(s)
-    c = DashboardContext(settings=s, sessions=sessions, templates=make_templates(prefix), data_dir=data_dir,
-                         throttle=LoginThrottle(sessions))
+    c = DashboardContext(
+        settings=s,
+        sessions=sessions,
+        templates=make_templates(prefix),
+        data_dir=data_dir,
+        throttle=LoginThrottle(sessions),
+    )
     app.state.airpatrol_dashboard = c
     if s.basemap_file:
         from dashboard.basemap import BasemapError, open_basemap
@@ -108,16 +132,24 @@ def mount_dashboard(app: FastAPI, settings=None) -> DashboardContext:
         except BasemapError as exc:  # the dashboard still works, on the online tiles or a plain background
             c.basemap_error = str(exc)
             logging.getLogger(__name__).warning("offline base map not used: %s", exc)
-    app.add_middleware(TLSAwareSessionMiddleware, secret_key=resolve_secret_key(s), session_cookie=SESSION_COOKIE,
-                       max_age=s.session_max_age_s, path=prefix or "/", same_site="lax", https_only=s.https_only)
+    app.add_middleware(
+        TLSAwareSessionMiddleware,
+        secret_key=resolve_secret_key(s),
+        session_cookie=SESSION_COOKIE,
+        max_age=s.session_max_age_s,
+        path=prefix or "/",
+        same_site="lax",
+        https_only=s.https_only,
+    )
     app.add_middleware(SecurityHeadersMiddleware, csp=content_security_policy(s.tile_url))
     app.mount(prefix + "/static/leaflet", StaticFiles(directory=leaflet_dir()), name="dashboard-leaflet")
     app.mount(prefix + "/static/app", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
 
     @app.get(prefix + "/static/plotly.min.js", include_in_schema=False)
     def plotly_js():
-        return FileResponse(plotly_js_path(), media_type="text/javascript",
-                            headers={"Cache-Control": "public, max-age=86400"})
+        return FileResponse(
+            plotly_js_path(), media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+        )
 
     from dashboard.routes import router
 

@@ -4,6 +4,7 @@ Roles are ordered: a viewer reads, an operator also runs tasks and uploads, an a
 devices. The user (and so the role) is re-read from the database on every request, so a role change or a
 deactivation takes effect at once, not when the cookie expires.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -90,7 +91,8 @@ async def verify_csrf(request: Request) -> None:
     expected = request.session.get(SESSION_CSRF)
     sent: object = request.headers.get(CSRF_HEADER)  # a form field may also be an upload
     if sent is None and request.headers.get("content-type", "").startswith(
-            ("application/x-www-form-urlencoded", "multipart/form-data")):
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
         sent = (await request.form()).get(CSRF_FIELD)
     if not expected or not isinstance(sent, str) or not secrets.compare_digest(expected, sent):
         raise CsrfFailed()

@@ -5,6 +5,7 @@ The edge server is usually offline, so an online tile URL shows nothing there. A
 dashboard serves its tiles at ``/dashboard/basemap/{z}/{x}/{y}`` (read with the maintained ``pmtiles`` package, or
 SQLite for MBTiles). Raster tiles only (PNG, JPEG, WebP): vector tiles would need a vector renderer in the browser.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,13 +33,18 @@ class Basemap:
     _get: Callable[[int, int, int], bytes | None] = field(repr=False)
 
     def tile(self, z: int, x: int, y: int) -> bytes | None:
-        if not (self.min_zoom <= z <= self.max_zoom) or not (0 <= x < 2 ** z and 0 <= y < 2 ** z):
+        if not (self.min_zoom <= z <= self.max_zoom) or not (0 <= x < 2**z and 0 <= y < 2**z):
             return None
         return self._get(z, x, y)
 
     def config(self, url: str) -> dict:
-        return {"url": url, "min_zoom": self.min_zoom, "max_zoom": self.max_zoom, "bounds": self.bounds,
-                "attribution": self.attribution}
+        return {
+            "url": url,
+            "min_zoom": self.min_zoom,
+            "max_zoom": self.max_zoom,
+            "bounds": self.bounds,
+            "attribution": self.attribution,
+        }
 
 
 def _open_pmtiles(path: Path) -> Basemap:
@@ -50,7 +56,7 @@ def _open_pmtiles(path: Path) -> Basemap:
     fh = open(path, "rb")
     try:
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        reader = Reader(lambda offset, length: data[offset:offset + length])
+        reader = Reader(lambda offset, length: data[offset : offset + length])
         header = reader.header()
     except Exception as exc:  # the pmtiles reader raises several kinds on a file that is not PMTiles
         fh.close()
@@ -73,9 +79,19 @@ def _open_pmtiles(path: Path) -> Basemap:
         return gzip.decompress(tile) if tile and gz else tile
 
     e7 = 1e7
-    bounds = [[header["min_lat_e7"] / e7, header["min_lon_e7"] / e7], [header["max_lat_e7"] / e7, header["max_lon_e7"] / e7]]
-    return Basemap(path, MEDIA_TYPES[types[kind]], header["min_zoom"], header["max_zoom"], bounds,
-                   str(meta.get("attribution") or ""), get)
+    bounds = [
+        [header["min_lat_e7"] / e7, header["min_lon_e7"] / e7],
+        [header["max_lat_e7"] / e7, header["max_lon_e7"] / e7],
+    ]
+    return Basemap(
+        path,
+        MEDIA_TYPES[types[kind]],
+        header["min_zoom"],
+        header["max_zoom"],
+        bounds,
+        str(meta.get("attribution") or ""),
+        get,
+    )
 
 
 def _open_mbtiles(path: Path) -> Basemap:
@@ -101,12 +117,14 @@ def _open_mbtiles(path: Path) -> Basemap:
 
     def get(z, x, y):
         with lock:  # MBTiles rows count from the south (TMS)
-            row = con.execute("SELECT tile_data FROM tiles WHERE zoom_level=? AND tile_column=? AND tile_row=?",
-                              (z, x, 2 ** z - 1 - y)).fetchone()
+            row = con.execute(
+                "SELECT tile_data FROM tiles WHERE zoom_level=? AND tile_column=? AND tile_row=?", (z, x, 2**z - 1 - y)
+            ).fetchone()
         return bytes(row[0]) if row else None
 
-    return Basemap(path, MEDIA_TYPES[fmt], int(zooms[0]), int(zooms[1]), bounds,
-                   str(meta.get("attribution") or ""), get)
+    return Basemap(
+        path, MEDIA_TYPES[fmt], int(zooms[0]), int(zooms[1]), bounds, str(meta.get("attribution") or ""), get
+    )
 
 
 def open_basemap(path: str | Path) -> Basemap:

@@ -1,4 +1,5 @@
 """`airpatrol user add NAME --role ROLE` (registered in edge/cli.py)."""
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,14 @@ from db.cli_errors import user_errors
 def cli_user_add(
     name: Annotated[str, typer.Argument(help="login name (letters, digits, '.', '_', '@', '-')")],
     role: Annotated[str, typer.Option(help="admin | operator | viewer")] = "viewer",
-    password: Annotated[Optional[str], typer.Option(
-        help="password (at least 8 characters); default: AIRPATROL_USER_PASSWORD, else asked for twice")] = None,
+    password: Annotated[
+        Optional[str],
+        typer.Option(help="password (at least 8 characters); default: AIRPATROL_USER_PASSWORD, else asked for twice"),
+    ] = None,
     display_name: Annotated[Optional[str], typer.Option(help="name shown in the dashboard")] = None,
-    database_url: Annotated[Optional[str], typer.Option(
-        help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
 ) -> None:
     """Create a dashboard user (passwords are stored as Argon2id hashes only)."""
     from db.cli import _connection_errors, ensure_schema

@@ -1,4 +1,5 @@
 """What every dashboard request needs: settings, the database sessions, the templates (kept on ``app.state``)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -44,8 +45,12 @@ def make_templates(prefix: str) -> Jinja2Templates:
 
     env.globals.update(flight_label=flight_label, run_label=run_label)
 
-    env.globals["speed_palette"] = {"edges": list(sc.SPEED_EDGES_KMH), "colours": list(sc.SPEED_COLOURS),
-                                    "unknown": sc.UNKNOWN_COLOUR, "violation": sc.VIOLATION_COLOUR}
+    env.globals["speed_palette"] = {
+        "edges": list(sc.SPEED_EDGES_KMH),
+        "colours": list(sc.SPEED_COLOURS),
+        "unknown": sc.UNKNOWN_COLOUR,
+        "violation": sc.VIOLATION_COLOUR,
+    }
     return templates
 
 
@@ -83,8 +88,15 @@ def render(request: Request, template: str, user, status_code: int = 200, **valu
 
     c = ctx(request)
     messages = request.session.pop("ap_flash", []) if "ap_flash" in request.session else []
-    values.update(request=request, user=user, csrf_token=csrf_token(request), messages=messages,
-                  settings=c.settings, prefix=c.settings.prefix.rstrip("/"), basemaps=base_maps(c))
+    values.update(
+        request=request,
+        user=user,
+        csrf_token=csrf_token(request),
+        messages=messages,
+        settings=c.settings,
+        prefix=c.settings.prefix.rstrip("/"),
+        basemaps=base_maps(c),
+    )
     return c.templates.TemplateResponse(request, template, values, status_code=status_code)
 
 
@@ -92,7 +104,10 @@ def base_maps(c: DashboardContext) -> dict:
     """What the pages' maps may lay under the data: the offline basemap, the online tiles, and why a basemap failed."""
     prefix = c.settings.prefix.rstrip("/")
     s = c.settings
-    return {"offline": c.basemap.config(prefix + "/basemap/{z}/{x}/{y}") if c.basemap is not None else None,
-            "online": {"url": s.tile_url, "attribution": s.tile_attribution, "max_zoom": s.tile_max_zoom}
-            if s.tile_url else None,
-            "error": c.basemap_error}
+    return {
+        "offline": c.basemap.config(prefix + "/basemap/{z}/{x}/{y}") if c.basemap is not None else None,
+        "online": {"url": s.tile_url, "attribution": s.tile_attribution, "max_zoom": s.tile_max_zoom}
+        if s.tile_url
+        else None,
+        "error": c.basemap_error,
+    }

@@ -19,6 +19,7 @@ camera did.
 Runs without map positions (no telemetry, no georeferenced calibration) have nothing to count on a map: the result
 says so.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,15 +78,27 @@ def compass(east: float, north: float) -> str:
 def load_vehicles(db: Session, run: ProcessingRun, frame: LocalFrame) -> list[Vehicle]:
     tracks = {t.id: t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted()))}
     violators = set(db.scalars(select(Violation.track_id).where(Violation.run_id == run.id)))
-    vehicles = {tid: Vehicle(tid, t.track_no, t.class_name, tid in violators, direction(t.path_geojson, t.moving))
-                for tid, t in tracks.items()}
+    vehicles = {
+        tid: Vehicle(tid, t.track_no, t.class_name, tid in violators, direction(t.path_geojson, t.moving))
+        for tid, t in tracks.items()
+    }
     if not vehicles:
         return []
-    rows = db.execute(select(TrackSpeed.track_id, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.lon, TrackSpeed.lat,
-                             TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.flag)
-                      .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
-                      .where(TrackRow.run_id == run.id, TrackSpeed.lat.is_not(None), TrackSpeed.lon.is_not(None))
-                      .order_by(TrackSpeed.frame))
+    rows = db.execute(
+        select(
+            TrackSpeed.track_id,
+            TrackSpeed.frame,
+            TrackSpeed.t_s,
+            TrackSpeed.lon,
+            TrackSpeed.lat,
+            TrackSpeed.speed_kmh,
+            TrackSpeed.sigma_kmh,
+            TrackSpeed.flag,
+        )
+        .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
+        .where(TrackRow.run_id == run.id, TrackSpeed.lat.is_not(None), TrackSpeed.lon.is_not(None))
+        .order_by(TrackSpeed.frame)
+    )
     for tid, fr, t, lon, lat, speed, sigma, flag in rows:
         v = vehicles.get(tid)
         if v is not None:
@@ -108,8 +121,9 @@ def _detections(items, xy):
     import supervision as sv
 
     pts = np.array([xy(s) for _, s in items], dtype=float)
-    return sv.Detections(xyxy=np.hstack([pts, pts]), tracker_id=np.array([i for i, _ in items]),
-                         class_id=np.zeros(len(items), int))
+    return sv.Detections(
+        xyxy=np.hstack([pts, pts]), tracker_id=np.array([i for i, _ in items]), class_id=np.zeros(len(items), int)
+    )
 
 
 def _speed_near(v: Vehicle, frame: int) -> float | None:
@@ -131,9 +145,17 @@ def line_events(vehicles: list[Vehicle], a: tuple[float, float], b: tuple[float,
         for (i, s), cin, cout in zip(items, crossed_in, crossed_out):
             if cin or cout:
                 v = vehicles[i]
-                events.append({"track_id": v.track_id, "track_no": v.track_no, "class": v.class_name,
-                               "t": s.t, "direction": names[bool(cin)], "speed_kmh": _speed_near(v, fr),
-                               "violator": v.violator})
+                events.append(
+                    {
+                        "track_id": v.track_id,
+                        "track_no": v.track_no,
+                        "class": v.class_name,
+                        "t": s.t,
+                        "direction": names[bool(cin)],
+                        "speed_kmh": _speed_near(v, fr),
+                        "violator": v.violator,
+                    }
+                )
     return events
 
 
@@ -156,9 +178,17 @@ def zone_events(vehicles: list[Vehicle], polygon: list[tuple[float, float]]) -> 
     for i, samples in inside.items():
         v = vehicles[i]
         speeds = [s.speed for s in samples if s.speed is not None]
-        events.append({"track_id": v.track_id, "track_no": v.track_no, "class": v.class_name, "t": samples[0].t,
-                       "direction": v.heading, "speed_kmh": sum(speeds) / len(speeds) if speeds else None,
-                       "violator": v.violator})
+        events.append(
+            {
+                "track_id": v.track_id,
+                "track_no": v.track_no,
+                "class": v.class_name,
+                "t": samples[0].t,
+                "direction": v.heading,
+                "speed_kmh": sum(speeds) / len(speeds) if speeds else None,
+                "violator": v.violator,
+            }
+        )
     return sorted(events, key=lambda e: e["t"])
 
 
@@ -172,22 +202,35 @@ def summarise(events: list[dict], step: float, n_bins: int) -> dict:
             row["speeds"].append(e["speed_kmh"])
         row["violations"] += bool(e["violator"])
         bins[e["direction"]][min(int(e["t"] // step), n_bins - 1)] += 1
-    rows = [{"direction": d, "class": c, "vehicles": r["vehicles"],
-             "mean_speed_kmh": round(sum(r["speeds"]) / len(r["speeds"]), 1) if r["speeds"] else None,
-             "violations": r["violations"]} for (d, c), r in sorted(table.items())]
-    return {"rows": rows, "total": len(events),
-            "series": {d: [bins[d].get(i, 0) for i in range(n_bins)] for d in sorted(bins)}}
+    rows = [
+        {
+            "direction": d,
+            "class": c,
+            "vehicles": r["vehicles"],
+            "mean_speed_kmh": round(sum(r["speeds"]) / len(r["speeds"]), 1) if r["speeds"] else None,
+            "violations": r["violations"],
+        }
+        for (d, c), r in sorted(table.items())
+    ]
+    return {
+        "rows": rows,
+        "total": len(events),
+        "series": {d: [bins[d].get(i, 0) for i in range(n_bins)] for d in sorted(bins)},
+    }
 
 
 def count_at_lines(db: Session, run: ProcessingRun, lines: list[dict]) -> dict:
     """Counts of the run at each of the site's lines and zones (``counting_store`` entries)."""
-    duration = db.scalar(select(TrackRow.last_t).where(TrackRow.run_id == run.id).order_by(TrackRow.last_t.desc())
-                         .limit(1)) or 0.0
+    duration = (
+        db.scalar(select(TrackRow.last_t).where(TrackRow.run_id == run.id).order_by(TrackRow.last_t.desc()).limit(1))
+        or 0.0
+    )
     step = bin_seconds(duration)
     n_bins = int(duration // step) + 1
     # does the run have map positions at all (else a line on the map can count nothing, and the page says why)
-    placed = db.scalar(select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None))
-                       .limit(1))
+    placed = db.scalar(
+        select(TrackRow.id).where(TrackRow.run_id == run.id, TrackRow.path_geojson.is_not(None)).limit(1)
+    )
     out: dict[str, Any] = {"bin_s": step, "bins": n_bins, "lines": [], "positions": placed is not None}
     if not lines:
         return out
@@ -196,8 +239,11 @@ def count_at_lines(db: Session, run: ProcessingRun, lines: list[dict]) -> dict:
     vehicles = load_vehicles(db, run, frame)
     for line in lines:
         pts = [frame.to_local(lon, lat) for lon, lat in line["coordinates"]]
-        events = (line_events(vehicles, pts[0], pts[1]) if line["kind"] == "line" else zone_events(vehicles, pts)) \
-            if vehicles else []
+        events = (
+            (line_events(vehicles, pts[0], pts[1]) if line["kind"] == "line" else zone_events(vehicles, pts))
+            if vehicles
+            else []
+        )
         out["lines"].append({**line, **summarise(events, step, n_bins), "events": events})
     return out
 
@@ -211,9 +257,16 @@ def lines_figure(result: dict, line: dict) -> dict:
     x = [i * step for i in range(result["bins"])]
     fig = go.Figure([go.Bar(x=x, y=ys, name=d, offset=0, width=step * 0.9) for d, ys in line["series"].items()])
     what = "crossing" if line["kind"] == "line" else "entering"
-    fig.update_layout(barmode="stack", title=f"{line['name']}: vehicles {what} per {step:g} s",
-                      xaxis_title="video time (s)", yaxis_title="vehicles", template="plotly_white", height=260,
-                      margin=dict(l=50, r=15, t=35, b=40), legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(
+        barmode="stack",
+        title=f"{line['name']}: vehicles {what} per {step:g} s",
+        xaxis_title="video time (s)",
+        yaxis_title="vehicles",
+        template="plotly_white",
+        height=260,
+        margin=dict(l=50, r=15, t=35, b=40),
+        legend=dict(orientation="h", y=-0.3),
+    )
     return json.loads(fig.to_json())
 
 
@@ -233,5 +286,15 @@ def lines_csv_lines(result: dict):
     yield _csv_line(["line", "kind", "vehicle", "class", "t_s", "direction", "speed_kmh", "violation"])
     for line in result["lines"]:
         for e in line["events"]:
-            yield _csv_line([line["name"], line["kind"], e["track_no"], e["class"], round(e["t"], 2), e["direction"],
-                             None if e["speed_kmh"] is None else round(e["speed_kmh"], 1), int(bool(e["violator"]))])
+            yield _csv_line(
+                [
+                    line["name"],
+                    line["kind"],
+                    e["track_no"],
+                    e["class"],
+                    round(e["t"], 2),
+                    e["direction"],
+                    None if e["speed_kmh"] is None else round(e["speed_kmh"], 1),
+                    int(bool(e["violator"])),
+                ]
+            )

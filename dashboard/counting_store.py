@@ -12,6 +12,7 @@ A line has two points (its direction, first to second, names its sides); a zone 
 sees half a file. The wanted table (one row per line: ``id``, ``task_id`` or ``run_id``, ``name``, ``kind``,
 ``geometry_geojson``, ``created_by_id``, ``created_at``) is described in docs/dashboard.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,8 +74,9 @@ def validate(body: dict) -> dict:
         pts = [[float(lon), float(lat)] for lon, lat in pts]
     except (TypeError, ValueError):
         raise BadCountingLine("coordinates: numbers expected") from None
-    if not all(math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90
-               for lon, lat in pts):
+    if not all(
+        math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90 for lon, lat in pts
+    ):
         raise BadCountingLine("coordinates: longitude -180..180 and latitude -90..90 expected")
     need = 2 if kind == "line" else 3
     if len(pts) < need or (kind == "line" and len(pts) != 2) or len(pts) > MAX_POINTS:
@@ -87,15 +89,19 @@ def validate(body: dict) -> dict:
 
 def add_line(data_dir: Path, key: str, body: dict, created_by: str) -> dict:
     line = validate(body)
-    line.update(id=uuid.uuid4().hex[:12], created_by=created_by,
-                created_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
+    line.update(
+        id=uuid.uuid4().hex[:12],
+        created_by=created_by,
+        created_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+    )
     path = Path(data_dir) / FILE_NAME
     with _lock:
         data = _read(path)
         lines = data.setdefault(key, [])
         if len(lines) >= MAX_PER_SITE:
-            raise BadCountingLine(f"this site has {len(lines)} counting lines and zones already "
-                                  f"(at most {MAX_PER_SITE})")
+            raise BadCountingLine(
+                f"this site has {len(lines)} counting lines and zones already (at most {MAX_PER_SITE})"
+            )
         lines.append(line)
         _write(path, data)
     return line

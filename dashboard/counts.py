@@ -6,6 +6,7 @@ pipeline found standing; *unknown* when a moving vehicle's path is shorter than 
 for runs without georeference. A vehicle is counted in the time bin of its first
 sighting (video time). Counting lines and zones drawn on the map are not done yet.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,12 +64,23 @@ def run_counts(db: Session, run: ProcessingRun) -> dict:
             row["speeds"].append(t.median_speed_kmh)
         row["violations"] += t.id in violators
         bins[d][int(t.first_t // step)] += 1
-    rows = [{"direction": d, "class": c, "vehicles": r["vehicles"],
-             "mean_speed_kmh": round(sum(r["speeds"]) / len(r["speeds"]), 1) if r["speeds"] else None,
-             "violations": r["violations"]} for (d, c), r in sorted(table.items())]
+    rows = [
+        {
+            "direction": d,
+            "class": c,
+            "vehicles": r["vehicles"],
+            "mean_speed_kmh": round(sum(r["speeds"]) / len(r["speeds"]), 1) if r["speeds"] else None,
+            "violations": r["violations"],
+        }
+        for (d, c), r in sorted(table.items())
+    ]
     n_bins = int(duration // step) + 1 if tracks else 0
-    return {"rows": rows, "bin_s": step, "bins": n_bins,
-            "series": {d: [bins[d].get(i, 0) for i in range(n_bins)] for d in sorted(bins)}}
+    return {
+        "rows": rows,
+        "bin_s": step,
+        "bins": n_bins,
+        "series": {d: [bins[d].get(i, 0) for i in range(n_bins)] for d in sorted(bins)},
+    }
 
 
 def counts_figure(counts: dict) -> str | None:
@@ -79,9 +91,16 @@ def counts_figure(counts: dict) -> str | None:
     step = counts["bin_s"]
     x = [i * step for i in range(counts["bins"])]
     fig = go.Figure([go.Bar(x=x, y=ys, name=d, offset=0, width=step * 0.9) for d, ys in counts["series"].items()])
-    fig.update_layout(barmode="stack", title=f"vehicles per {step:g} s by direction (first seen)",
-                      xaxis_title="video time (s)", yaxis_title="vehicles", template="plotly_white", height=300,
-                      margin=dict(l=50, r=15, t=35, b=40), legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(
+        barmode="stack",
+        title=f"vehicles per {step:g} s by direction (first seen)",
+        xaxis_title="video time (s)",
+        yaxis_title="vehicles",
+        template="plotly_white",
+        height=300,
+        margin=dict(l=50, r=15, t=35, b=40),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig.to_json()
 
 

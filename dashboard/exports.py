@@ -6,6 +6,7 @@ the MOTChallenge file is the tracker's raw output (every track id), as evaluatio
 KML is written with simplekml and GPX with gpxpy (the field's usual libraries); CSV and GeoJSON with the standard
 library. Large per-frame tables are streamed in chunks instead of being built in memory.
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,13 +24,39 @@ from db.vehicles import counted
 
 FLIGHT_FORMATS = ("csv", "geojson", "kml", "gpx")
 RUN_FORMATS = ("csv", "geojson", "kml", "mot", "zip", "counts")
-RUN_FORMAT_LABELS = {"csv": "CSV (per frame)", "geojson": "GeoJSON", "kml": "KML", "mot": "MOTChallenge",
-                     "zip": "violations + snapshots + clips (ZIP)", "counts": "counts (CSV)"}
-MEDIA_TYPES = {"csv": "text/csv", "geojson": "application/geo+json", "kml": "application/vnd.google-earth.kml+xml",
-               "gpx": "application/gpx+xml", "mot": "text/plain", "zip": "application/zip"}
-SAMPLE_COLUMNS = ["t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg",
-                  "gimbal_yaw_deg", "gimbal_roll_deg", "ground_speed_ms", "vertical_speed_ms", "battery_pct",
-                  "focal_len_mm", "frame_cnt"]
+RUN_FORMAT_LABELS = {
+    "csv": "CSV (per frame)",
+    "geojson": "GeoJSON",
+    "kml": "KML",
+    "mot": "MOTChallenge",
+    "zip": "violations + snapshots + clips (ZIP)",
+    "counts": "counts (CSV)",
+}
+MEDIA_TYPES = {
+    "csv": "text/csv",
+    "geojson": "application/geo+json",
+    "kml": "application/vnd.google-earth.kml+xml",
+    "gpx": "application/gpx+xml",
+    "mot": "text/plain",
+    "zip": "application/zip",
+}
+SAMPLE_COLUMNS = [
+    "t_s",
+    "time_utc",
+    "lat",
+    "lon",
+    "rel_alt_m",
+    "abs_alt_m",
+    "heading_deg",
+    "gimbal_pitch_deg",
+    "gimbal_yaw_deg",
+    "gimbal_roll_deg",
+    "ground_speed_ms",
+    "vertical_speed_ms",
+    "battery_pct",
+    "focal_len_mm",
+    "frame_cnt",
+]
 
 
 class ExportUnavailable(ValueError):
@@ -43,8 +70,12 @@ def _csv_line(values) -> str:
 
 
 def _samples(db: Session, flight_id: int):
-    return db.scalars(select(TelemetrySampleRow).where(TelemetrySampleRow.flight_id == flight_id)
-                      .order_by(TelemetrySampleRow.t_s).execution_options(yield_per=5000))
+    return db.scalars(
+        select(TelemetrySampleRow)
+        .where(TelemetrySampleRow.flight_id == flight_id)
+        .order_by(TelemetrySampleRow.t_s)
+        .execution_options(yield_per=5000)
+    )
 
 
 def _positioned(db: Session, flight_id: int) -> list[TelemetrySampleRow]:
@@ -63,8 +94,9 @@ def _sample_time(flight: Flight, s: TelemetrySampleRow):
 def flight_csv(db: Session, flight: Flight) -> Iterator[str]:
     yield _csv_line(SAMPLE_COLUMNS)
     for s in _samples(db, flight.id):
-        yield _csv_line([getattr(s, c).isoformat() if c == "time_utc" and s.time_utc else getattr(s, c)
-                         for c in SAMPLE_COLUMNS])
+        yield _csv_line(
+            [getattr(s, c).isoformat() if c == "time_utc" and s.time_utc else getattr(s, c) for c in SAMPLE_COLUMNS]
+        )
 
 
 def flight_geojson(db: Session, flight: Flight) -> str:
@@ -72,11 +104,23 @@ def flight_geojson(db: Session, flight: Flight) -> str:
     coords = [[s.lon, s.lat] + ([s.abs_alt_m] if s.abs_alt_m is not None else []) for s in rows]
     if any(len(c) == 2 for c in coords):
         coords = [c[:2] for c in coords]  # all or none with altitude
-    return json.dumps({"type": "FeatureCollection", "features": [{
-        "type": "Feature", "geometry": {"type": "LineString", "coordinates": coords},
-        "properties": {"flight_id": flight.id, "device": flight.device.serial if flight.device else None,
-                       "start_time": flight.start_time.isoformat() if flight.start_time else None,
-                       "times_s": [s.t_s for s in rows]}}]})
+    return json.dumps(
+        {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "LineString", "coordinates": coords},
+                    "properties": {
+                        "flight_id": flight.id,
+                        "device": flight.device.serial if flight.device else None,
+                        "start_time": flight.start_time.isoformat() if flight.start_time else None,
+                        "times_s": [s.t_s for s in rows],
+                    },
+                }
+            ],
+        }
+    )
 
 
 def flight_kml(db: Session, flight: Flight) -> str:
@@ -85,8 +129,9 @@ def flight_kml(db: Session, flight: Flight) -> str:
     rows = _positioned(db, flight.id)
     kml = simplekml.Kml(name=f"AirPatrol flight {flight.id}")
     with_alt = all(s.abs_alt_m is not None for s in rows)
-    line = kml.newlinestring(name=f"flight {flight.id}",
-                             coords=[(s.lon, s.lat, s.abs_alt_m) if with_alt else (s.lon, s.lat) for s in rows])
+    line = kml.newlinestring(
+        name=f"flight {flight.id}", coords=[(s.lon, s.lat, s.abs_alt_m) if with_alt else (s.lon, s.lat) for s in rows]
+    )
     line.altitudemode = simplekml.AltitudeMode.absolute if with_alt else simplekml.AltitudeMode.clamptoground
     line.style.linestyle.width = 3
     line.style.linestyle.color = simplekml.Color.orange
@@ -102,8 +147,9 @@ def flight_gpx(db: Session, flight: Flight) -> str:
     track = gpxpy.gpx.GPXTrack(name=f"flight {flight.id}")
     segment = gpxpy.gpx.GPXTrackSegment()
     for s in rows:
-        segment.points.append(gpxpy.gpx.GPXTrackPoint(s.lat, s.lon, elevation=s.abs_alt_m,
-                                                       time=_sample_time(flight, s)))
+        segment.points.append(
+            gpxpy.gpx.GPXTrackPoint(s.lat, s.lon, elevation=s.abs_alt_m, time=_sample_time(flight, s))
+        )
     track.segments.append(segment)
     gpx.tracks.append(track)
     return gpx.to_xml()
@@ -114,17 +160,34 @@ RUN_CSV_COLUMNS = ["track_no", "class", "frame", "t_s", "speed_kmh", "sigma_kmh"
 
 def run_csv(db: Session, run: ProcessingRun) -> Iterator[str]:
     yield _csv_line(RUN_CSV_COLUMNS)
-    q = (select(TrackRow.track_no, TrackRow.class_name, TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh,
-                TrackSpeed.sigma_kmh, TrackSpeed.flag, TrackSpeed.lat, TrackSpeed.lon, TrackRow.scale_source)
-         .join(TrackRow, TrackRow.id == TrackSpeed.track_id).where(TrackRow.run_id == run.id, counted())
-         .order_by(TrackSpeed.frame, TrackRow.track_no).execution_options(yield_per=5000))
+    q = (
+        select(
+            TrackRow.track_no,
+            TrackRow.class_name,
+            TrackSpeed.frame,
+            TrackSpeed.t_s,
+            TrackSpeed.speed_kmh,
+            TrackSpeed.sigma_kmh,
+            TrackSpeed.flag,
+            TrackSpeed.lat,
+            TrackSpeed.lon,
+            TrackRow.scale_source,
+        )
+        .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
+        .where(TrackRow.run_id == run.id, counted())
+        .order_by(TrackSpeed.frame, TrackRow.track_no)
+        .execution_options(yield_per=5000)
+    )
     for row in db.execute(q):
         yield _csv_line(row)
 
 
 def _run_tracks(db: Session, run: ProcessingRun) -> list[TrackRow]:
-    tracks = [t for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted())
-                                    .order_by(TrackRow.track_no)) if t.path_geojson]
+    tracks = [
+        t
+        for t in db.scalars(select(TrackRow).where(TrackRow.run_id == run.id, counted()).order_by(TrackRow.track_no))
+        if t.path_geojson
+    ]
     if not tracks:
         raise ExportUnavailable(f"run {run.id} has no georeferenced tracks")
     return tracks
@@ -136,12 +199,31 @@ def _path(track: TrackRow) -> dict:
 
 
 def run_geojson(db: Session, run: ProcessingRun) -> str:
-    features = [{"type": "Feature", "geometry": _path(t), "properties": {
-        "track_id": t.track_no, "class": t.class_name, "moving": t.moving, "median_speed_kmh": t.median_speed_kmh,
-        "max_speed_kmh": t.max_speed_kmh, "median_sigma_kmh": t.median_sigma_kmh, "scale_source": t.scale_source,
-        "first_t": t.first_t, "last_t": t.last_t}} for t in _run_tracks(db, run)]
-    return json.dumps({"type": "FeatureCollection", "features": features,
-                       "properties": {"run_id": run.id, "scale_source": run.scale_source}})
+    features = [
+        {
+            "type": "Feature",
+            "geometry": _path(t),
+            "properties": {
+                "track_id": t.track_no,
+                "class": t.class_name,
+                "moving": t.moving,
+                "median_speed_kmh": t.median_speed_kmh,
+                "max_speed_kmh": t.max_speed_kmh,
+                "median_sigma_kmh": t.median_sigma_kmh,
+                "scale_source": t.scale_source,
+                "first_t": t.first_t,
+                "last_t": t.last_t,
+            },
+        }
+        for t in _run_tracks(db, run)
+    ]
+    return json.dumps(
+        {
+            "type": "FeatureCollection",
+            "features": features,
+            "properties": {"run_id": run.id, "scale_source": run.scale_source},
+        }
+    )
 
 
 def run_kml(db: Session, run: ProcessingRun) -> str:
@@ -173,8 +255,12 @@ def run_output_dir(run: ProcessingRun, db: Session | None = None) -> Path | None
         return None
     from db.service_models import JobRow
 
-    folder = db.scalar(select(JobRow.out_dir).where(JobRow.run_id == run.id, JobRow.out_dir.is_not(None))
-                       .order_by(JobRow.id.desc()).limit(1))
+    folder = db.scalar(
+        select(JobRow.out_dir)
+        .where(JobRow.run_id == run.id, JobRow.out_dir.is_not(None))
+        .order_by(JobRow.id.desc())
+        .limit(1)
+    )
     return Path(folder) if folder else None
 
 
@@ -187,8 +273,23 @@ def run_mot_path(run: ProcessingRun, db: Session | None = None) -> Path:
     return path
 
 
-VIOLATION_COLUMNS = ["track_no", "class", "speed_kmh", "sigma_kmh", "lower_bound_kmh", "limit_kmh", "over_limit_s",
-                     "rule", "scale_source", "video_t_s", "when", "lat", "lon", "snapshot", "clip"]
+VIOLATION_COLUMNS = [
+    "track_no",
+    "class",
+    "speed_kmh",
+    "sigma_kmh",
+    "lower_bound_kmh",
+    "limit_kmh",
+    "over_limit_s",
+    "rule",
+    "scale_source",
+    "video_t_s",
+    "when",
+    "lat",
+    "lon",
+    "snapshot",
+    "clip",
+]
 
 
 def _round(x: float | None, digits: int):
@@ -206,9 +307,12 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
 
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     folder = run_output_dir(run, db)
-    rows = db.execute(select(Violation, TrackRow.track_no, TrackRow.class_name)
-                      .join(TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id)
-                      .order_by(Violation.t_s)).all()
+    rows = db.execute(
+        select(Violation, TrackRow.track_no, TrackRow.class_name)
+        .join(TrackRow, TrackRow.id == Violation.track_id)
+        .where(Violation.run_id == run.id)
+        .order_by(Violation.t_s)
+    ).all()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         lines = [_csv_line(VIOLATION_COLUMNS)]
@@ -219,12 +323,31 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
             clip = clip_path(folder, track_no)
             if clip is not None:  # H.264 does not deflate: stored as it is
                 z.write(clip, f"clips/{clip_name(track_no)}", compress_type=zipfile.ZIP_STORED)
-            lines.append(_csv_line([track_no, cls, round(v.speed_kmh, 1), _round(v.sigma_kmh, 1),
-                                    _round(v.lower_bound_kmh, 1), v.limit_kmh, v.over_limit_s, v.rule or "",
-                                    v.scale_source or "", round(v.t_s, 2),
-                                    violation_time(v.occurred_at, v.t_s, flight.clock if flight else None,
-                                                   flight.start_time if flight else None),
-                                    v.lat, v.lon, f"snapshots/{snapshot_name(track_no)}" if snap else "",
-                                    f"clips/{clip_name(track_no)}" if clip else ""]))
+            lines.append(
+                _csv_line(
+                    [
+                        track_no,
+                        cls,
+                        round(v.speed_kmh, 1),
+                        _round(v.sigma_kmh, 1),
+                        _round(v.lower_bound_kmh, 1),
+                        v.limit_kmh,
+                        v.over_limit_s,
+                        v.rule or "",
+                        v.scale_source or "",
+                        round(v.t_s, 2),
+                        violation_time(
+                            v.occurred_at,
+                            v.t_s,
+                            flight.clock if flight else None,
+                            flight.start_time if flight else None,
+                        ),
+                        v.lat,
+                        v.lon,
+                        f"snapshots/{snapshot_name(track_no)}" if snap else "",
+                        f"clips/{clip_name(track_no)}" if clip else "",
+                    ]
+                )
+            )
         z.writestr("violations.csv", "".join(lines))
     return buf.getvalue()

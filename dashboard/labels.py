@@ -1,4 +1,5 @@
 """Names people recognise for runs and flights (video file, date, drone) instead of bare database ids."""
+
 from __future__ import annotations
 
 from pathlib import PurePath

@@ -4,6 +4,7 @@ Coordinates are [lon, lat] (GeoJSON order). Every layer is thinned on the server
 points than a map can show: GPS tracks to at most ``max_points`` vertices, trajectories to one vertex per
 ``spacing_s`` seconds (a modulo on the frame number, so the database returns only those rows).
 """
+
 from __future__ import annotations
 
 import json
@@ -67,33 +68,61 @@ def select_flights(db: Session, f: MapFilter, limit: int = 200) -> list[Flight]:
     if f.task_id is not None:
         q = q.join(TaskRound, TaskRound.id == Flight.task_round_id).where(TaskRound.task_id == f.task_id)
     if f.start is not None:
-        q = q.where(or_(Flight.end_time >= as_naive_utc(f.start),
-                        and_(Flight.end_time.is_(None), Flight.start_time >= as_naive_utc(f.start))))
+        q = q.where(
+            or_(
+                Flight.end_time >= as_naive_utc(f.start),
+                and_(Flight.end_time.is_(None), Flight.start_time >= as_naive_utc(f.start)),
+            )
+        )
     if f.end is not None:
         q = q.where(Flight.start_time <= as_naive_utc(f.end))
     return list(db.scalars(q.order_by(Flight.start_time.desc(), Flight.id.desc()).limit(limit)))
 
 
 def flight_samples(db: Session, flight_id: int, max_points: int | None = None) -> list[TelemetrySampleRow]:
-    rows = list(db.scalars(select(TelemetrySampleRow).where(TelemetrySampleRow.flight_id == flight_id)
-                           .order_by(TelemetrySampleRow.t_s)))
+    rows = list(
+        db.scalars(
+            select(TelemetrySampleRow).where(TelemetrySampleRow.flight_id == flight_id).order_by(TelemetrySampleRow.t_s)
+        )
+    )
     return _thin(rows, max_points) if max_points else rows
 
 
 def flight_track_features(db: Session, flights: list[Flight], max_points: int = 400) -> list[dict]:
     features = []
     for fl in flights:
-        rows = db.execute(select(TelemetrySampleRow.lon, TelemetrySampleRow.lat).where(
-            TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.lat.is_not(None),
-            TelemetrySampleRow.lon.is_not(None)).order_by(TelemetrySampleRow.t_s)).all()
+        rows = db.execute(
+            select(TelemetrySampleRow.lon, TelemetrySampleRow.lat)
+            .where(
+                TelemetrySampleRow.flight_id == fl.id,
+                TelemetrySampleRow.lat.is_not(None),
+                TelemetrySampleRow.lon.is_not(None),
+            )
+            .order_by(TelemetrySampleRow.t_s)
+        ).all()
         coords = [[round(lon, 7), round(lat, 7)] for lon, lat in _thin(list(rows), max_points)]
         if not coords:
             continue
-        geom = {"type": "LineString", "coordinates": coords} if len(coords) > 1 else {"type": "Point", "coordinates": coords[0]}
-        features.append({"type": "Feature", "geometry": geom, "properties": {
-            "flight_id": fl.id, "device": fl.device.serial if fl.device else None, "status": fl.status,
-            "start_time": fl.start_time.isoformat(sep=" ", timespec="seconds") if fl.start_time else None,
-            "clock": fl.clock, "label": flight_label(fl), "samples": fl.sample_count}})
+        geom = (
+            {"type": "LineString", "coordinates": coords}
+            if len(coords) > 1
+            else {"type": "Point", "coordinates": coords[0]}
+        )
+        features.append(
+            {
+                "type": "Feature",
+                "geometry": geom,
+                "properties": {
+                    "flight_id": fl.id,
+                    "device": fl.device.serial if fl.device else None,
+                    "status": fl.status,
+                    "start_time": fl.start_time.isoformat(sep=" ", timespec="seconds") if fl.start_time else None,
+                    "clock": fl.clock,
+                    "label": flight_label(fl),
+                    "samples": fl.sample_count,
+                },
+            }
+        )
     return features
 
 
@@ -103,18 +132,40 @@ def drone_states(db: Session, live_stale_s: float = 60.0, now: datetime | None =
     now = now or utcnow()
     out = []
     for dev in db.scalars(select(Device).order_by(Device.serial)):
-        fl = db.scalar(select(Flight).where(Flight.device_id == dev.id)
-                       .order_by(Flight.start_time.desc(), Flight.id.desc()).limit(1))
-        state = {"device_id": dev.id, "serial": dev.serial, "name": dev.name, "kind": dev.kind, "model": dev.model,
-                 "flight_id": fl.id if fl else None, "clock": fl.clock if fl else None, "last_seen": None, "lat": None, "lon": None,
-                 "rel_alt_m": None, "battery_pct": None, "live": False}
+        fl = db.scalar(
+            select(Flight)
+            .where(Flight.device_id == dev.id)
+            .order_by(Flight.start_time.desc(), Flight.id.desc())
+            .limit(1)
+        )
+        state = {
+            "device_id": dev.id,
+            "serial": dev.serial,
+            "name": dev.name,
+            "kind": dev.kind,
+            "model": dev.model,
+            "flight_id": fl.id if fl else None,
+            "clock": fl.clock if fl else None,
+            "last_seen": None,
+            "lat": None,
+            "lon": None,
+            "rel_alt_m": None,
+            "battery_pct": None,
+            "live": False,
+        }
         if fl is not None:
-            last = db.scalar(select(TelemetrySampleRow).where(
-                TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.lat.is_not(None))
-                .order_by(TelemetrySampleRow.t_s.desc()).limit(1))
-            battery = db.scalar(select(TelemetrySampleRow.battery_pct).where(
-                TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.battery_pct.is_not(None))
-                .order_by(TelemetrySampleRow.t_s.desc()).limit(1))
+            last = db.scalar(
+                select(TelemetrySampleRow)
+                .where(TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.lat.is_not(None))
+                .order_by(TelemetrySampleRow.t_s.desc())
+                .limit(1)
+            )
+            battery = db.scalar(
+                select(TelemetrySampleRow.battery_pct)
+                .where(TelemetrySampleRow.flight_id == fl.id, TelemetrySampleRow.battery_pct.is_not(None))
+                .order_by(TelemetrySampleRow.t_s.desc())
+                .limit(1)
+            )
             seen = fl.end_time or fl.start_time
             if last is not None:
                 state.update(lat=last.lat, lon=last.lon, rel_alt_m=last.rel_alt_m)
@@ -128,9 +179,15 @@ def drone_states(db: Session, live_stale_s: float = 60.0, now: datetime | None =
 
 
 def drone_features(states: list[dict]) -> list[dict]:
-    return [{"type": "Feature", "geometry": {"type": "Point", "coordinates": [s["lon"], s["lat"]]},
-             "properties": {k: v for k, v in s.items() if k not in ("lat", "lon")}}
-            for s in states if s["lat"] is not None and s["lon"] is not None]
+    return [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [s["lon"], s["lat"]]},
+            "properties": {k: v for k, v in s.items() if k not in ("lat", "lon")},
+        }
+        for s in states
+        if s["lat"] is not None and s["lon"] is not None
+    ]
 
 
 # -- processed runs ------------------------------------------------------------------------------------------------
@@ -139,8 +196,11 @@ def _run_time():
 
 
 def select_runs(db: Session, f: MapFilter, limit: int = 10, include_baseline: bool = False) -> list[ProcessingRun]:
-    q = select(ProcessingRun).outerjoin(Flight, Flight.id == ProcessingRun.flight_id).where(
-        ProcessingRun.status == "complete")
+    q = (
+        select(ProcessingRun)
+        .outerjoin(Flight, Flight.id == ProcessingRun.flight_id)
+        .where(ProcessingRun.status == "complete")
+    )
     if f.run_id is not None:
         q = q.where(ProcessingRun.id == f.run_id)
     elif not include_baseline:
@@ -172,13 +232,28 @@ def trajectory_features(db: Session, runs: list[ProcessingRun], spacing_s: float
         if not tracks:
             continue
         rows = db.execute(
-            select(TrackSpeed.track_id, TrackSpeed.t_s, TrackSpeed.lon, TrackSpeed.lat, TrackSpeed.speed_kmh,
-                   TrackSpeed.flag)
+            select(
+                TrackSpeed.track_id,
+                TrackSpeed.t_s,
+                TrackSpeed.lon,
+                TrackSpeed.lat,
+                TrackSpeed.speed_kmh,
+                TrackSpeed.flag,
+            )
             .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
-            .where(TrackRow.run_id == run.id, counted(), TrackSpeed.lat.is_not(None), TrackSpeed.lon.is_not(None),
-                   or_(TrackSpeed.frame % step == 0, TrackSpeed.frame == TrackRow.first_frame,
-                       TrackSpeed.frame == TrackRow.last_frame))
-            .order_by(TrackSpeed.track_id, TrackSpeed.frame)).all()
+            .where(
+                TrackRow.run_id == run.id,
+                counted(),
+                TrackSpeed.lat.is_not(None),
+                TrackSpeed.lon.is_not(None),
+                or_(
+                    TrackSpeed.frame % step == 0,
+                    TrackSpeed.frame == TrackRow.first_frame,
+                    TrackSpeed.frame == TrackRow.last_frame,
+                ),
+            )
+            .order_by(TrackSpeed.track_id, TrackSpeed.frame)
+        ).all()
         by_track: dict[int, list] = {}
         for r in rows:
             by_track.setdefault(r.track_id, []).append(r)
@@ -186,24 +261,40 @@ def trajectory_features(db: Session, runs: list[ProcessingRun], spacing_s: float
             if len(pts) < 2:
                 continue
             t = tracks[tid]
-            features.append({"type": "Feature", "geometry": {
-                "type": "LineString", "coordinates": [[round(p.lon, 7), round(p.lat, 7)] for p in pts]},
-                "properties": {
-                    "track_id": t.id, "track_no": t.track_no, "run_id": run.id, "class": t.class_name,
-                    "moving": t.moving, "median_speed_kmh": t.median_speed_kmh, "max_speed_kmh": t.max_speed_kmh,
-                    "first_t": t.first_t, "last_t": t.last_t,
-                    "times": [round(p.t_s, 2) for p in pts],
-                    "speeds_kmh": [None if p.speed_kmh is None or p.flag else round(p.speed_kmh, 1) for p in pts]}})
+            features.append(
+                {
+                    "type": "Feature",
+                    "geometry": {
+                        "type": "LineString",
+                        "coordinates": [[round(p.lon, 7), round(p.lat, 7)] for p in pts],
+                    },
+                    "properties": {
+                        "track_id": t.id,
+                        "track_no": t.track_no,
+                        "run_id": run.id,
+                        "class": t.class_name,
+                        "moving": t.moving,
+                        "median_speed_kmh": t.median_speed_kmh,
+                        "max_speed_kmh": t.max_speed_kmh,
+                        "first_t": t.first_t,
+                        "last_t": t.last_t,
+                        "times": [round(p.t_s, 2) for p in pts],
+                        "speeds_kmh": [None if p.speed_kmh is None or p.flag else round(p.speed_kmh, 1) for p in pts],
+                    },
+                }
+            )
     return features
 
 
 # -- violations ----------------------------------------------------------------------------------------------------
 def select_violations(db: Session, f: MapFilter, run_ids: list[int] | None = None, limit: int = 2000) -> list:
-    q = (select(Violation, TrackRow.track_no, TrackRow.class_name, Flight.clock, Flight.start_time)
-         .join(ProcessingRun, ProcessingRun.id == Violation.run_id)
-         .join(TrackRow, TrackRow.id == Violation.track_id)
-         .outerjoin(Flight, Flight.id == ProcessingRun.flight_id)
-         .where(ProcessingRun.status == "complete"))
+    q = (
+        select(Violation, TrackRow.track_no, TrackRow.class_name, Flight.clock, Flight.start_time)
+        .join(ProcessingRun, ProcessingRun.id == Violation.run_id)
+        .join(TrackRow, TrackRow.id == Violation.track_id)
+        .outerjoin(Flight, Flight.id == ProcessingRun.flight_id)
+        .where(ProcessingRun.status == "complete")
+    )
     if run_ids is not None:
         q = q.where(Violation.run_id.in_(run_ids))
     if f.task_id is not None:
@@ -224,26 +315,52 @@ def violation_features(rows: list) -> list[dict]:
     for v, track_no, class_name, clock, flight_start in rows:
         if v.lat is None or v.lon is None:
             continue
-        out.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": [v.lon, v.lat]}, "properties": {
-            "violation_id": v.id, "run_id": v.run_id, "track_id": v.track_id, "track_no": track_no,
-            "class": class_name, "speed_kmh": round(v.speed_kmh, 1), "limit_kmh": v.limit_kmh,
-            "t_s": round(v.t_s, 2), "when": violation_time(v.occurred_at, v.t_s, clock, flight_start),
-            "occurred_at": v.occurred_at.isoformat(timespec="seconds") if v.occurred_at and flight_start else None,
-            "time_is_estimate": v.time_is_estimate}})
+        out.append(
+            {
+                "type": "Feature",
+                "geometry": {"type": "Point", "coordinates": [v.lon, v.lat]},
+                "properties": {
+                    "violation_id": v.id,
+                    "run_id": v.run_id,
+                    "track_id": v.track_id,
+                    "track_no": track_no,
+                    "class": class_name,
+                    "speed_kmh": round(v.speed_kmh, 1),
+                    "limit_kmh": v.limit_kmh,
+                    "t_s": round(v.t_s, 2),
+                    "when": violation_time(v.occurred_at, v.t_s, clock, flight_start),
+                    "occurred_at": v.occurred_at.isoformat(timespec="seconds")
+                    if v.occurred_at and flight_start
+                    else None,
+                    "time_is_estimate": v.time_is_estimate,
+                },
+            }
+        )
     return out
 
 
 def task_area_features(db: Session, task_id: int | None) -> list[dict]:
-    tasks = [db.get(Task, task_id)] if task_id is not None else list(db.scalars(select(Task).where(Task.active.is_(True))))
+    tasks = (
+        [db.get(Task, task_id)] if task_id is not None else list(db.scalars(select(Task).where(Task.active.is_(True))))
+    )
     out = []
     for t in tasks:
         if t is None:
             continue
         for kind, text in (("area", t.area_geojson), ("road", t.road_geojson)):
             if text:
-                out.append({"type": "Feature", "geometry": json.loads(text),
-                            "properties": {"task_id": t.id, "name": t.name, "kind": kind,
-                                           "speed_limit_kmh": t.speed_limit_kmh}})
+                out.append(
+                    {
+                        "type": "Feature",
+                        "geometry": json.loads(text),
+                        "properties": {
+                            "task_id": t.id,
+                            "name": t.name,
+                            "kind": kind,
+                            "speed_limit_kmh": t.speed_limit_kmh,
+                        },
+                    }
+                )
     return out
 
 
@@ -295,8 +412,10 @@ def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: lis
     elif f.flight_id is not None:
         candidates = [(f"flight {f.flight_id}", fl + of_runs({r.id for r in runs}))]
     elif any(v is not None for v in (f.task_id, f.device_id, f.start, f.end)):
-        candidates = [("the selection", traj + viol + fl + (tasks if f.task_id is not None else [])),
-                      ("the selection", drones if f.device_id is not None else [])]
+        candidates = [
+            ("the selection", traj + viol + fl + (tasks if f.task_id is not None else [])),
+            ("the selection", drones if f.device_id is not None else []),
+        ]
     else:
         positioned = [r for r in runs if of_runs({r.id})]
         if positioned:
@@ -309,8 +428,10 @@ def map_view(f: MapFilter, layers: dict, runs: list[ProcessingRun], flights: lis
         if bounds is not None:
             return {"bounds": bounds, "what": what}
     if f.run_id is not None:
-        return {"bounds": None, "what": f"run {f.run_id}, which has no map positions (no telemetry or georeferenced "
-                                        "calibration)"}
+        return {
+            "bounds": None,
+            "what": f"run {f.run_id}, which has no map positions (no telemetry or georeferenced calibration)",
+        }
     return {"bounds": None, "what": "nothing with a map position"}
 
 
@@ -320,8 +441,14 @@ def run_imagery(db: Session, runs: list[ProcessingRun]) -> list[dict]:
     for r in runs:
         meta = read_orthophoto(run_output_dir(r, db))
         if meta is not None:
-            out.append({"run_id": r.id, "bounds": meta["bounds"], "metres_per_pixel": meta.get("metres_per_pixel"),
-                        "frames": len(meta.get("frames", []))})
+            out.append(
+                {
+                    "run_id": r.id,
+                    "bounds": meta["bounds"],
+                    "metres_per_pixel": meta.get("metres_per_pixel"),
+                    "frames": len(meta.get("frames", [])),
+                }
+            )
     return out
 
 
@@ -341,13 +468,19 @@ def map_layers(db: Session, f: MapFilter, max_runs: int = 10, live_stale_s: floa
         "flights": feature_collection(flight_track_features(db, flights)),
         "drones": feature_collection(drone_features(drones)),
         "trajectories": feature_collection(trajectory_features(db, runs)),
-        "violations": feature_collection(violation_features(
-            select_violations(db, f, run_ids=[r.id for r in runs]))),
+        "violations": feature_collection(violation_features(select_violations(db, f, run_ids=[r.id for r in runs]))),
         "tasks": feature_collection(task_area_features(db, f.task_id)),
-        "runs": [{"run_id": r.id, "flight_id": r.flight_id, "baseline": r.baseline, "label": run_label(r),
-                  "vehicles": counts.get(r.id, 0),
-                  "finished_at": r.finished_at.isoformat(timespec="seconds") if r.finished_at else None}
-                 for r in runs],
+        "runs": [
+            {
+                "run_id": r.id,
+                "flight_id": r.flight_id,
+                "baseline": r.baseline,
+                "label": run_label(r),
+                "vehicles": counts.get(r.id, 0),
+                "finished_at": r.finished_at.isoformat(timespec="seconds") if r.finished_at else None,
+            }
+            for r in runs
+        ],
     }
     layers["imagery"] = run_imagery(db, runs)
     labels = {r["run_id"]: r["label"] for r in layers["runs"]}

@@ -8,6 +8,7 @@ the dashboard is served on a free local port and Chromium takes: the map of the 
 frame from the middle of its annotated video (``annotated_frame.jpg``). Needs selenium and Debian's chromium +
 chromium-driver (paths from ``AIRPATROL_CHROMIUM`` / ``AIRPATROL_CHROMEDRIVER``); nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,13 +55,23 @@ def _chromium(width: int, height: int):
     profile = tempfile.mkdtemp(prefix="airpatrol-shots-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={max(width, 500)},{height}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={max(width, 500)},{height}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     if width < 500:  # headless windows are at least 500 px wide: emulate the phone's viewport
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True},
+        )
     try:
         yield driver
     finally:
@@ -108,7 +119,7 @@ def video_frame(run_dir: Path, out: Path, crop: tuple[int, int] = (1280, 720)) -
                 img = frame.to_ndarray(format="bgr24")
                 h, w = img.shape[:2]
                 cw, ch = min(w, crop[0]), min(h, crop[1])
-                img = img[(h - ch) // 2:(h + ch) // 2, (w - cw) // 2:(w + cw) // 2]
+                img = img[(h - ch) // 2 : (h + ch) // 2, (w - cw) // 2 : (w + cw) // 2]
                 return bool(cv2.imwrite(str(out), img, [cv2.IMWRITE_JPEG_QUALITY, 88]))
     return False
 
@@ -152,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
                 _map(d, f"{base}/dashboard/map?run_id={last.run_id}")
                 d.save_screenshot(str(args.out / "dashboard_map_real.png"))
                 d.get(f"{base}/dashboard/runs/{last.run_id}")
-                _wait(d, lambda d: d.execute_script(
-                    "const h = document.getElementById('histogram'); return !h || h.dataset.plotted === '1'"))
+                _wait(
+                    d,
+                    lambda d: d.execute_script(
+                        "const h = document.getElementById('histogram'); return !h || h.dataset.plotted === '1'"
+                    ),
+                )
                 d.save_screenshot(str(args.out / "dashboard_run.png"))
                 written += ["dashboard_map_real.png", "dashboard_run.png"]
             with _chromium(400, 800) as d:

@@ -8,6 +8,7 @@ stay allowed (progress bars, Leaflet and plotly set them). Pages cannot be frame
 Behind a TLS-terminating reverse proxy, run uvicorn with ``--proxy-headers --forwarded-allow-ips=<proxy>`` so the
 request scheme is ``https``; the cookies then get ``Secure`` and responses ``Strict-Transport-Security``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,11 +28,21 @@ def content_security_policy(tile_url: str | None = None) -> str:
         if parts.scheme in ("http", "https") and parts.netloc:
             host = parts.netloc.replace("a.", "*.", 1) if "{s}" in tile_url.split("/")[2] else parts.netloc
             img.append(f"{parts.scheme}://{host}")
-    return "; ".join([
-        "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", f"img-src {' '.join(img)}",
-        "media-src 'self' blob:", "connect-src 'self'", "font-src 'self'", "object-src 'none'", "base-uri 'none'",
-        "form-action 'self'", "frame-ancestors 'none'",
-    ])
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self' 'unsafe-inline'",
+            f"img-src {' '.join(img)}",
+            "media-src 'self' blob:",
+            "connect-src 'self'",
+            "font-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
 
 
 class SecurityHeadersMiddleware:

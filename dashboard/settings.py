@@ -3,6 +3,7 @@
 Secrets: the session-signing key comes from ``AIRPATROL_DASHBOARD_SECRET_KEY``; without it a random key is created
 once and kept (mode 0600) in the data folder, so sessions survive a restart but no key is ever built into the code.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class DashboardSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AIRPATROL_DASHBOARD_", extra="ignore")
 
-    database_url: str | None = Field(None, description="SQLAlchemy URL; default AIRPATROL_DATABASE_URL or the SQLite file")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; default AIRPATROL_DATABASE_URL or the SQLite file"
+    )
     data_dir: Path | None = Field(None, description="uploads and the generated secret key live here")
     prefix: str = Field("/dashboard", description="URL prefix of every dashboard page and API")
     secret_key: str | None = Field(None, description="key that signs session cookies (itsdangerous)")
@@ -24,13 +27,17 @@ class DashboardSettings(BaseSettings):
     session_absolute_s: int = Field(24 * 3600, ge=60, description="a session ends this long after login, active or not")
     https_only: bool = Field(False, description="mark the session cookie Secure (set behind HTTPS)")
     tile_url: str | None = Field(
-        None, description="base-map tile URL template, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png; "
-                          "none: data layers on a plain background (works offline)")
+        None,
+        description="base-map tile URL template, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png; "
+        "none: data layers on a plain background (works offline)",
+    )
     tile_attribution: str = "&copy; OpenStreetMap contributors"
     tile_max_zoom: int = Field(19, ge=1, le=24)
     basemap_file: Path | None = Field(
-        None, description="offline base map: a raster PMTiles or MBTiles file of the region, served by the app "
-                          "(preferred over tile_url; both are offered in the map's layer switcher)")
+        None,
+        description="offline base map: a raster PMTiles or MBTiles file of the region, served by the app "
+        "(preferred over tile_url; both are offered in the map's layer switcher)",
+    )
     max_upload_mb: int = Field(4096, ge=1, description="largest accepted upload (flight log or video)")
     live_stale_s: float = Field(60.0, gt=0, description="a drone seen within this many seconds counts as live")
     map_max_runs: int = Field(10, ge=1, le=200, description="most processed runs drawn on the map at once")

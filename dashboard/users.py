@@ -1,4 +1,5 @@
 """User accounts outside the web pages: the demo login and `airpatrol user add`."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

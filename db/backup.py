@@ -10,6 +10,7 @@
 A backup holds the Alembic revision table too: after a restore, ``airpatrol db upgrade`` brings an older backup to
 the current schema. Backups are not portable between the two back ends.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -170,8 +171,18 @@ def _run(args: list[str], what: str, **kwargs) -> None:
 def _mariadb_dump(url: URL, target: Path, compress: bool) -> None:
     dump = _tool("mariadb-dump", "mysqldump")
     with _options_file(url) as opts:
-        args = [dump, f"--defaults-extra-file={opts}", "--single-transaction", "--quick", "--routines", "--triggers",
-                "--hex-blob", "--no-tablespaces", "--skip-lock-tables", url.database or ""]
+        args = [
+            dump,
+            f"--defaults-extra-file={opts}",
+            "--single-transaction",
+            "--quick",
+            "--routines",
+            "--triggers",
+            "--hex-blob",
+            "--no-tablespaces",
+            "--skip-lock-tables",
+            url.database or "",
+        ]
         if compress:
             proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             assert proc.stdout is not None and proc.stderr is not None  # both are PIPEs
@@ -204,8 +215,11 @@ def _mariadb_restore(url: URL, source: Path) -> None:
     with _options_file(url) as opts:
         opener = gzip.open if source.suffix == ".gz" else open
         with opener(source, "rb") as dump:
-            proc = subprocess.Popen([client, f"--defaults-extra-file={opts}", url.database or ""],
-                                    stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                [client, f"--defaults-extra-file={opts}", url.database or ""],
+                stdin=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             assert proc.stdin is not None and proc.stderr is not None  # both are PIPEs
             try:
                 shutil.copyfileobj(dump, proc.stdin, 1 << 20)

@@ -1,4 +1,5 @@
 """`airpatrol import-log`, `airpatrol import-run` and `airpatrol db upgrade|backup|restore` (registered in edge/cli.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,11 +51,21 @@ def ensure_schema(url: str | None = None) -> None:
 
 @user_errors
 def cli_import_log(
-    files: Annotated[list[Path], typer.Argument(help="flight logs: DJI SRT/CSV, PX4 ULog, MAVLink tlog, ArduPilot BIN, GPX")],
-    flight: Annotated[Optional[int], typer.Option(help="attach the log to this existing flight (one file only)")] = None,
-    device: Annotated[Optional[str], typer.Option(help="serial number of the aircraft (when the log does not name it)")] = None,
-    create_device: Annotated[bool, typer.Option("--create-device", help="register an unknown device instead of failing")] = False,
-    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    files: Annotated[
+        list[Path], typer.Argument(help="flight logs: DJI SRT/CSV, PX4 ULog, MAVLink tlog, ArduPilot BIN, GPX")
+    ],
+    flight: Annotated[
+        Optional[int], typer.Option(help="attach the log to this existing flight (one file only)")
+    ] = None,
+    device: Annotated[
+        Optional[str], typer.Option(help="serial number of the aircraft (when the log does not name it)")
+    ] = None,
+    create_device: Annotated[
+        bool, typer.Option("--create-device", help="register an unknown device instead of failing")
+    ] = False,
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Import flight logs into the database: one flight each, with all telemetry samples (same file twice: no-op)."""
@@ -68,8 +79,14 @@ def cli_import_log(
     for path in files:
         try:
             with _connection_errors(database_url):
-                result = import_flight_log_file(database_url, path, device_serial=device, flight_id=flight,
-                                                create_device=create_device, progress=not quiet)
+                result = import_flight_log_file(
+                    database_url,
+                    path,
+                    device_serial=device,
+                    flight_id=flight,
+                    create_device=create_device,
+                    progress=not quiet,
+                )
         except ValueError as exc:
             typer.echo(f"airpatrol: error: {exc}", err=True)
             failed += 1
@@ -79,8 +96,11 @@ def cli_import_log(
         else:
             typer.echo(f"{path}: already imported as flight {result.flight_id} (same checksum), nothing added")
         if result.status.startswith("partial"):  # damaged log: imported up to the damage, never silently
-            typer.echo(f"airpatrol: warning: {path}: log INCOMPLETE, only the samples before the damage were "
-                       f"imported ({result.status.removeprefix('partial: ')})", err=True)
+            typer.echo(
+                f"airpatrol: warning: {path}: log INCOMPLETE, only the samples before the damage were "
+                f"imported ({result.status.removeprefix('partial: ')})",
+                err=True,
+            )
             incomplete += 1
     if failed:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -91,7 +111,9 @@ def cli_import_log(
 @user_errors
 def cli_db_upgrade(
     revision: Annotated[str, typer.Argument(help="target schema revision")] = "head",
-    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
 ) -> None:
     """Create or migrate the database schema (Alembic) to the latest revision."""
     from sqlalchemy.engine import make_url
@@ -106,8 +128,12 @@ def cli_db_upgrade(
 
 @user_errors
 def cli_db_backup(
-    file: Annotated[Path, typer.Argument(help="backup file to write (SQLite: a database file; MariaDB: SQL, .gz to compress)")],
-    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="backup file to write (SQLite: a database file; MariaDB: SQL, .gz to compress)")
+    ],
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
 ) -> None:
     """Back up the whole database (consistent while the service runs; MariaDB via mariadb-dump)."""
     from db.backup import backup
@@ -121,7 +147,9 @@ def cli_db_backup(
 def cli_db_restore(
     file: Annotated[Path, typer.Argument(help="a file written by `airpatrol db backup`")],
     yes: Annotated[bool, typer.Option("--yes", help="confirm: everything now in the database is replaced")] = False,
-    database_url: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
 ) -> None:
     """Replace the database's whole content by a backup (stop the service first), then bring it to the current schema."""
     from sqlalchemy.engine import make_url
@@ -141,16 +169,24 @@ def cli_db_restore(
 
 @user_errors
 def cli_import_run(
-    run_dir: Annotated[Path, typer.Argument(help="output folder of `airpatrol process` (summary.json, tracks.csv, ...)")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="output folder of `airpatrol process` (summary.json, tracks.csv, ...)")
+    ],
     flight: Annotated[Optional[int], typer.Option(help="attach the run to this existing flight")] = None,
-    device: Annotated[Optional[str], typer.Option(
-        help="serial of the aircraft when the run's flight log does not name it")] = None,
+    device: Annotated[
+        Optional[str], typer.Option(help="serial of the aircraft when the run's flight log does not name it")
+    ] = None,
     speed_limit: Annotated[Optional[float], typer.Option(help="km/h; faster vehicles become violations")] = None,
-    task_round: Annotated[Optional[int], typer.Option(help="task round the run belongs to (its task's limit applies)")] = None,
-    database_url: Annotated[Optional[str], typer.Option(
-        help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")] = None,
+    task_round: Annotated[
+        Optional[int], typer.Option(help="task round the run belongs to (its task's limit applies)")
+    ] = None,
+    database_url: Annotated[
+        Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
-    no_orthophoto: Annotated[bool, typer.Option("--no-orthophoto", help="do not project the video onto the ground for the map")] = False,
+    no_orthophoto: Annotated[
+        bool, typer.Option("--no-orthophoto", help="do not project the video onto the ground for the map")
+    ] = False,
 ) -> None:
     """Store a processed run in the database so the dashboard shows it (map, runs, exports)."""
     from db.cli import _connection_errors, ensure_schema
@@ -159,15 +195,28 @@ def cli_import_run(
 
     with _connection_errors(database_url):
         ensure_schema(database_url)
-        result = import_run_dir(run_dir, database_url, flight_id=flight, device_serial=device,
-                                speed_limit_kmh=speed_limit, task_round_id=task_round, progress=not quiet,
-                                orthophoto=not no_orthophoto)
-    typer.echo(f"{run_dir}: run {result.run_id}, {result.tracks} vehicles, {result.violations} violations"
-               + (f", flight {result.flight_id}" if result.flight_id else "")
-               + (f" ({result.fragments} track fragments shorter than {MIN_VEHICLE_S:g} s not counted)"
-                  if result.fragments else ""))
+        result = import_run_dir(
+            run_dir,
+            database_url,
+            flight_id=flight,
+            device_serial=device,
+            speed_limit_kmh=speed_limit,
+            task_round_id=task_round,
+            progress=not quiet,
+            orthophoto=not no_orthophoto,
+        )
+    typer.echo(
+        f"{run_dir}: run {result.run_id}, {result.tracks} vehicles, {result.violations} violations"
+        + (f", flight {result.flight_id}" if result.flight_id else "")
+        + (
+            f" ({result.fragments} track fragments shorter than {MIN_VEHICLE_S:g} s not counted)"
+            if result.fragments
+            else ""
+        )
+    )
     if result.orthophoto:
         typer.echo(f"{run_dir}: {result.orthophoto}")
     if result.violations:
-        typer.echo(f"{run_dir}: {result.snapshots} violation snapshots and {result.clips} clips in "
-                   f"{run_dir / 'evidence'}")
+        typer.echo(
+            f"{run_dir}: {result.snapshots} violation snapshots and {result.clips} clips in {run_dir / 'evidence'}"
+        )

@@ -3,6 +3,7 @@
 Shared by every command group: ``db`` and ``dashboard`` define their own commands (composed by ``edge/cli.py``),
 and layers only look down, so this lives in the lowest layer with commands; ``edge.commands.errors`` re-exports it.
 """
+
 from __future__ import annotations
 
 import functools

@@ -3,6 +3,7 @@
 Each function takes an open session (the caller owns the transaction) and raw values; values go through the
 pydantic models in :mod:`db.validation` first.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,13 @@ def create_user(session: Session, username: str, password: str, role: str = "vie
     data = validate(UserIn, {"username": username, "password": password, "role": role, **extra}, f"user {username!r}")
     if session.scalar(select(User.id).where(User.username == data.username)) is not None:
         raise DbValidationError(f"user {data.username!r} already exists")
-    user = User(username=data.username, role=data.role, display_name=data.display_name, email=data.email,
-                password_hash=hash_password(data.password))
+    user = User(
+        username=data.username,
+        role=data.role,
+        display_name=data.display_name,
+        email=data.email,
+        password_hash=hash_password(data.password),
+    )
     session.add(user)
     session.flush()
     return user
@@ -64,8 +70,9 @@ def issue_device_token(session: Session, device: Device, label: str | None = Non
 
 
 def authenticate_device(session: Session, token: str) -> Device | None:
-    row = session.scalar(select(DeviceToken).where(DeviceToken.token_hash == hash_api_token(token),
-                                                   DeviceToken.revoked_at.is_(None)))
+    row = session.scalar(
+        select(DeviceToken).where(DeviceToken.token_hash == hash_api_token(token), DeviceToken.revoked_at.is_(None))
+    )
     if row is None:
         return None
     row.last_used_at = utcnow()
@@ -74,8 +81,9 @@ def authenticate_device(session: Session, token: str) -> Device | None:
 
 def create_task(session: Session, name: str, **extra) -> Task:
     data = validate(TaskIn, {"name": name, **extra}, f"task {name!r}")
-    task = Task(name=data.name, description=data.description, road_name=data.road_name,
-                speed_limit_kmh=data.speed_limit_kmh)
+    task = Task(
+        name=data.name, description=data.description, road_name=data.road_name, speed_limit_kmh=data.speed_limit_kmh
+    )
     if data.area:
         ring = [list(p) for p in data.area]
         if ring[0] != ring[-1]:
@@ -90,15 +98,23 @@ def create_task(session: Session, name: str, **extra) -> Task:
     return task
 
 
-def check_in(session: Session, field_test: FieldTest, *, device: Device | None = None, user: User | None = None,
-             person_name: str | None = None, at: datetime | None = None) -> FieldTestCheckin:
+def check_in(
+    session: Session,
+    field_test: FieldTest,
+    *,
+    device: Device | None = None,
+    user: User | None = None,
+    person_name: str | None = None,
+    at: datetime | None = None,
+) -> FieldTestCheckin:
     """Check a device or a person in to a field test; refuses a second open check-in of the same one."""
     if device is None and user is None and not (person_name and person_name.strip()):
         raise DbValidationError("check-in needs a device, a user or a person's name")
     if person_name is not None and len(person_name.strip()) > 128:
         raise DbValidationError("person_name: at most 128 characters")
-    open_ = select(FieldTestCheckin).where(FieldTestCheckin.field_test_id == field_test.id,
-                                           FieldTestCheckin.checked_out_at.is_(None))
+    open_ = select(FieldTestCheckin).where(
+        FieldTestCheckin.field_test_id == field_test.id, FieldTestCheckin.checked_out_at.is_(None)
+    )
     if device is not None:
         open_ = open_.where(FieldTestCheckin.device_id == device.id)
     elif user is not None:
@@ -108,10 +124,13 @@ def check_in(session: Session, field_test: FieldTest, *, device: Device | None =
         open_ = open_.where(FieldTestCheckin.person_name == person_name.strip())
     if session.scalar(open_) is not None:
         raise DbValidationError(f"already checked in to field test {field_test.name!r}")
-    row = FieldTestCheckin(field_test_id=field_test.id, device_id=device.id if device else None,
-                           user_id=user.id if user else None,
-                           person_name=person_name.strip() if person_name else None,
-                           checked_in_at=as_naive_utc(at) or utcnow())
+    row = FieldTestCheckin(
+        field_test_id=field_test.id,
+        device_id=device.id if device else None,
+        user_id=user.id if user else None,
+        person_name=person_name.strip() if person_name else None,
+        checked_in_at=as_naive_utc(at) or utcnow(),
+    )
     session.add(row)
     session.flush()
     return row

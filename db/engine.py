@@ -4,6 +4,7 @@
 ``sqlite:///path.db``); without it a SQLite file ``airpatrol.db`` lives in ``AIRPATROL_DATA_DIR`` or the user's
 data folder (platformdirs). The same code and migrations run on both.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,10 @@ def make_db_engine(url: str | None = None, echo: bool = False) -> Engine:
     try:
         parsed = make_url(raw)
     except ArgumentError:
-        raise DatabaseConfigError(f"database URL {raw!r} is not a valid SQLAlchemy URL "
-                                  "(e.g. mysql+pymysql://user:password@host/airpatrol or sqlite:///airpatrol.db)") from None
+        raise DatabaseConfigError(
+            f"database URL {raw!r} is not a valid SQLAlchemy URL "
+            "(e.g. mysql+pymysql://user:password@host/airpatrol or sqlite:///airpatrol.db)"
+        ) from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -59,8 +62,10 @@ def make_db_engine(url: str | None = None, echo: bool = False) -> Engine:
         if "charset" not in parsed.query:
             parsed = parsed.update_query_dict({"charset": "utf8mb4"})
         return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_recycle=3600)
-    raise DatabaseConfigError(f"database URL {parsed.render_as_string(hide_password=True)}: "
-                              f"unsupported back end {backend!r} (use SQLite or MariaDB/MySQL)")
+    raise DatabaseConfigError(
+        f"database URL {parsed.render_as_string(hide_password=True)}: "
+        f"unsupported back end {backend!r} (use SQLite or MariaDB/MySQL)"
+    )
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -7,6 +7,7 @@ the run folder. With it goes a short clip (``evidence/violation_<track>.mp4``, H
 to ``CLIP_AFTER_S`` after the violation, the vehicle ringed in every frame where the tracker had it), cut with PyAV.
 The run page and the map show them; the ``violations`` export zips them with a CSV of the violations.
 """
+
 from __future__ import annotations
 
 import csv
@@ -73,7 +74,7 @@ def _crop(img: np.ndarray, box: np.ndarray) -> np.ndarray:
     crop = np.zeros((ch, cw, 3), np.uint8)
     sx1, sy1, sx2, sy2 = max(0, x1), max(0, y1), min(w, x1 + cw), min(h, y1 + ch)
     if sx2 > sx1 and sy2 > sy1:
-        crop[sy1 - y1:sy2 - y1, sx1 - x1:sx2 - x1] = img[sy1:sy2, sx1:sx2]
+        crop[sy1 - y1 : sy2 - y1, sx1 - x1 : sx2 - x1] = img[sy1:sy2, sx1:sx2]
     bx1, by1, bx2, by2 = (int(round(v)) for v in (box[0] - x1, box[1] - y1, box[2] - x1, box[3] - y1))
     pad = max(4, (bx2 - bx1) // 3)
     cv2.rectangle(crop, (bx1 - pad, by1 - pad), (bx2 + pad, by2 + pad), (49, 48, 214), 2, cv2.LINE_AA)
@@ -91,7 +92,7 @@ def make_snapshots(run_dir: str | Path, violations: list[Wanted], fps: float) ->
     wanted = {(v.track_no, int(round(v.t_s * fps))): v for v in violations}
     boxes = _boxes(run_dir / "tracks.csv", wanted)
     by_frame: dict[int, list[int]] = {}
-    for (track_no, frame_no) in boxes:
+    for track_no, frame_no in boxes:
         by_frame.setdefault(frame_no, []).append(track_no)
     if not by_frame:
         return {}
@@ -154,8 +155,11 @@ def make_clips(run_dir: str | Path, violations: list[Wanted], fps: float) -> dic
     video = evidence_video(run_dir)
     if not violations or video is None:
         return {}
-    boxes = _track_boxes(run_dir / "tracks.csv", {v.track_no for v in violations}) \
-        if (run_dir / "tracks.csv").is_file() else {}
+    boxes = (
+        _track_boxes(run_dir / "tracks.csv", {v.track_no for v in violations})
+        if (run_dir / "tracks.csv").is_file()
+        else {}
+    )
     folder = run_dir / EVIDENCE_DIR
     folder.mkdir(exist_ok=True)
     source_wh, written = summary_size(run_dir), {}

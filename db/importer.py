@@ -4,6 +4,7 @@ All of a file goes in one transaction, so a flight never exists half-imported: i
 its status (``complete`` or ``partial: <where the damaged log stopped>``), or not at all. A file whose SHA-256
 is already in ``flights.checksum`` adds nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,21 @@ from db.validation import DbValidationError, FlightMetaIn, Serial, validate, val
 from vision.telemetry import FlightLog, load_flight_log
 
 _SAMPLE_FIELDS = [
-    "t_s", "time_utc", "lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg", "gimbal_yaw_deg",
-    "gimbal_roll_deg", "ground_speed_ms", "vertical_speed_ms", "battery_pct", "focal_len_mm", "frame_cnt",
+    "t_s",
+    "time_utc",
+    "lat",
+    "lon",
+    "rel_alt_m",
+    "abs_alt_m",
+    "heading_deg",
+    "gimbal_pitch_deg",
+    "gimbal_yaw_deg",
+    "gimbal_roll_deg",
+    "ground_speed_ms",
+    "vertical_speed_ms",
+    "battery_pct",
+    "focal_len_mm",
+    "frame_cnt",
 ]
 BATCH_ROWS = 5000
 _SERIAL = TypeAdapter(Serial)
@@ -59,8 +73,9 @@ def _resolve_device(session: Session, log: FlightLog, serial: str | None, create
     try:
         serial = _SERIAL.validate_python(serial)
     except ValidationError:
-        raise DbValidationError(f"{log.path}: device serial {serial[:80]!r} is not valid "
-                                "(1-64 letters, digits, '.', '_', ':' or '-')") from None
+        raise DbValidationError(
+            f"{log.path}: device serial {serial[:80]!r} is not valid (1-64 letters, digits, '.', '_', ':' or '-')"
+        ) from None
     device = get_device(session, serial)
     if device is None:
         if not create:
@@ -95,9 +110,16 @@ def _is_race(exc: IntegrityError | OperationalError) -> bool:
     return code in (1213, 1205) or "database is locked" in str(exc.orig)  # deadlock, lock wait timeout
 
 
-def import_flight_log(session: Session, path: str | Path, *, device_serial: str | None = None,
-                      flight_id: int | None = None, create_device: bool = False, progress: bool = True,
-                      log: FlightLog | None = None) -> ImportResult:
+def import_flight_log(
+    session: Session,
+    path: str | Path,
+    *,
+    device_serial: str | None = None,
+    flight_id: int | None = None,
+    create_device: bool = False,
+    progress: bool = True,
+    log: FlightLog | None = None,
+) -> ImportResult:
     """Import one file inside the caller's transaction (use ``session.begin()`` around it)."""
     path = Path(path)
     log = log or load_flight_log(path)
@@ -110,11 +132,21 @@ def import_flight_log(session: Session, path: str | Path, *, device_serial: str 
     status = "complete" if log.complete else f"partial: {log.stopped_at}"
     start = as_naive_utc(log.start_time)
     home = log.home or (None, None, None)
-    meta = validate(FlightMetaIn, {
-        "source_file": str(path.resolve()), "source_format": log.format, "checksum": log.checksum,
-        "status": status[:255], "home_lat": home[0], "home_lon": home[1], "home_alt_m": home[2],
-        "start_time": start, "end_time": start + timedelta(seconds=log.duration_s) if start else None,
-    }, str(path))
+    meta = validate(
+        FlightMetaIn,
+        {
+            "source_file": str(path.resolve()),
+            "source_format": log.format,
+            "checksum": log.checksum,
+            "status": status[:255],
+            "home_lat": home[0],
+            "home_lon": home[1],
+            "home_alt_m": home[2],
+            "start_time": start,
+            "end_time": start + timedelta(seconds=log.duration_s) if start else None,
+        },
+        str(path),
+    )
 
     if flight_id is not None:
         flight = session.get(Flight, flight_id)
@@ -149,7 +181,7 @@ def import_flight_log(session: Session, path: str | Path, *, device_serial: str 
     bar = tqdm(total=len(rows), desc=f"import {path.name}", unit="sample", disable=not progress, leave=False)
     with bar:
         for i in range(0, len(rows), BATCH_ROWS):
-            batch = rows[i:i + BATCH_ROWS]
+            batch = rows[i : i + BATCH_ROWS]
             for row in batch:
                 row["flight_id"] = flight.id
             session.execute(insert(TelemetrySampleRow), batch)

@@ -3,6 +3,7 @@
 ``mariadb-install-db`` initialises a data directory, ``mariadbd`` serves it on 127.0.0.1:<free port> and a unix
 socket; an ``airpatrol`` user with a random password gets one database per ``create_database()`` call.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,9 @@ class MariaDBUnavailable(RuntimeError):
 def find_server_binaries() -> tuple[str, str] | None:
     """(mariadbd, mariadb-install-db) if installed (Debian puts mariadbd in /usr/sbin)."""
     server = shutil.which("mariadbd", path=_SEARCH_PATH) or shutil.which("mysqld", path=_SEARCH_PATH)
-    install = shutil.which("mariadb-install-db", path=_SEARCH_PATH) or shutil.which("mysql_install_db", path=_SEARCH_PATH)
+    install = shutil.which("mariadb-install-db", path=_SEARCH_PATH) or shutil.which(
+        "mysql_install_db", path=_SEARCH_PATH
+    )
     return (server, install) if server and install else None
 
 
@@ -57,16 +60,34 @@ class MariaDBServer:
         if first:
             with (self.root / "install.log").open("w") as log:
                 subprocess.run(
-                    [self.install_bin, "--no-defaults", f"--datadir={self.datadir}",
-                     "--auth-root-authentication-method=normal", "--skip-test-db", *self._user_args()],
-                    check=True, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
+                    [
+                        self.install_bin,
+                        "--no-defaults",
+                        f"--datadir={self.datadir}",
+                        "--auth-root-authentication-method=normal",
+                        "--skip-test-db",
+                        *self._user_args(),
+                    ],
+                    check=True,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout_s,
                 )
         args = [
-            self.server_bin, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.sock}",
-            f"--port={self.port}", "--bind-address=127.0.0.1", f"--pid-file={self.root / 'mariadbd.pid'}",
-            f"--log-error={self.root / 'error.log'}", f"--tmpdir={self.root}", "--skip-log-bin",
-            f"--innodb-buffer-pool-size={self.buffer_pool}", "--character-set-server=utf8mb4",
-            "--collation-server=utf8mb4_unicode_ci", *self._user_args(),
+            self.server_bin,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--socket={self.sock}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.root / 'mariadbd.pid'}",
+            f"--log-error={self.root / 'error.log'}",
+            f"--tmpdir={self.root}",
+            "--skip-log-bin",
+            f"--innodb-buffer-pool-size={self.buffer_pool}",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_unicode_ci",
+            *self._user_args(),
         ]
         if not self.durable:
             args.append("--innodb-flush-log-at-trx-commit=2")
@@ -81,8 +102,9 @@ class MariaDBServer:
             except Exception:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise MariaDBUnavailable(f"mariadbd did not accept connections in {timeout_s:.0f} s: "
-                                             f"{self.error_log_tail()}") from None
+                    raise MariaDBUnavailable(
+                        f"mariadbd did not accept connections in {timeout_s:.0f} s: {self.error_log_tail()}"
+                    ) from None
                 time.sleep(0.2)
         if first:
             self._root_sql(f"CREATE USER 'airpatrol'@'127.0.0.1' IDENTIFIED BY '{self.password}'")
@@ -119,8 +141,10 @@ class MariaDBServer:
     def create_database(self, name: str | None = None) -> str:
         """A new empty utf8mb4 database the ``airpatrol`` user owns; returns its SQLAlchemy URL (TCP, password)."""
         name = name or f"t_{secrets.token_hex(4)}"
-        self._root_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
-                       f"GRANT ALL PRIVILEGES ON `{name}`.* TO 'airpatrol'@'127.0.0.1'")
+        self._root_sql(
+            f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+            f"GRANT ALL PRIVILEGES ON `{name}`.* TO 'airpatrol'@'127.0.0.1'",
+        )
         return f"mysql+pymysql://airpatrol:{self.password}@127.0.0.1:{self.port}/{name}?charset=utf8mb4"
 
     def drop_database(self, name: str) -> None:

@@ -1,4 +1,5 @@
 """Schema migrations (Alembic) driven from code: ``upgrade()`` is what ``airpatrol db upgrade`` runs."""
+
 from __future__ import annotations
 
 from pathlib import Path

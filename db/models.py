@@ -3,6 +3,7 @@
 Portability rules (SQLite and MariaDB behave the same): every string has a length, tables are InnoDB/utf8mb4,
 timestamps are DATETIME(6) holding naive UTC, coordinates are DOUBLE, high-volume rows use BIGINT ids.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,20 @@ from datetime import datetime, timezone
 from typing import Any, overload
 
 from sqlalchemy import (
-    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Double, Float, ForeignKey, Index, Integer, MetaData, String,
-    Text, UniqueConstraint,
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Double,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -117,7 +130,10 @@ class Task(Base):
     """A patrol mission: an area (GeoJSON polygon + its bounding box), a road segment, a speed limit."""
 
     __tablename__ = "tasks"
-    __table_args__ = (CheckConstraint("speed_limit_kmh IS NULL OR speed_limit_kmh > 0", name="speed_limit"), MYSQL_TABLE)
+    __table_args__ = (
+        CheckConstraint("speed_limit_kmh IS NULL OR speed_limit_kmh > 0", name="speed_limit"),
+        MYSQL_TABLE,
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -141,8 +157,11 @@ class TaskRound(Base):
     """One execution of a task (e.g. the Monday morning patrol)."""
 
     __tablename__ = "task_rounds"
-    __table_args__ = (UniqueConstraint("task_id", "round_no"), CheckConstraint(_in("status", ROUND_STATUSES), name="status"),
-                      MYSQL_TABLE)
+    __table_args__ = (
+        UniqueConstraint("task_id", "round_no"),
+        CheckConstraint(_in("status", ROUND_STATUSES), name="status"),
+        MYSQL_TABLE,
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
@@ -225,10 +244,13 @@ class Video(Base):
 
 class ProcessingRun(Base):
     __tablename__ = "processing_runs"
-    __table_args__ = (CheckConstraint(_in("status", RUN_STATUSES), name="status"),
-                      CheckConstraint(_in("completeness", COMPLETENESS), name="completeness"),
-                      CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
-                      Index(None, "video_id", "status"), MYSQL_TABLE)
+    __table_args__ = (
+        CheckConstraint(_in("status", RUN_STATUSES), name="status"),
+        CheckConstraint(_in("completeness", COMPLETENESS), name="completeness"),
+        CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
+        Index(None, "video_id", "status"),
+        MYSQL_TABLE,
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     video_id: Mapped[int | None] = mapped_column(ForeignKey("videos.id", ondelete="SET NULL"))
@@ -390,8 +412,12 @@ class LoginThrottleRow(Base):
     """
 
     __tablename__ = "login_throttle"
-    __table_args__ = (UniqueConstraint("scope", "key"), CheckConstraint(_in("scope", THROTTLE_SCOPES), name="scope"),
-                      Index(None, "last_at"), MYSQL_TABLE)
+    __table_args__ = (
+        UniqueConstraint("scope", "key"),
+        CheckConstraint(_in("scope", THROTTLE_SCOPES), name="scope"),
+        Index(None, "last_at"),
+        MYSQL_TABLE,
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     scope: Mapped[str] = mapped_column(String(8))

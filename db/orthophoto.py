@@ -12,6 +12,7 @@ with the pipeline by more than ``MAX_RMS_M``, are skipped. Later frames are draw
 Written into the run folder as ``ortho.png`` (RGBA, transparent where no frame reached) and ``ortho.json`` (bounds
 ``[[south, west], [north, east]]``, resolution, frames used); the dashboard serves them (``/runs/{id}/ortho.png``).
 """
+
 from __future__ import annotations
 
 import csv
@@ -101,7 +102,7 @@ def _fit(points: np.ndarray, lon0: float, lat0: float) -> tuple[np.ndarray, floa
         return None
     proj = cv2.perspectiveTransform(points[:, None, :2], H)[:, 0]
     err = np.linalg.norm(proj - ground, axis=1)[inliers.ravel() > 0]
-    return H, float(np.sqrt(np.mean(err ** 2)))
+    return H, float(np.sqrt(np.mean(err**2)))
 
 
 def make_orthophoto(run_dir: str | Path, every_s: float = 1.0) -> Orthophoto:
@@ -118,8 +119,10 @@ def make_orthophoto(run_dir: str | Path, every_s: float = 1.0) -> Orthophoto:
     fps = float(video.get("fps") or 25.0)
     points = _georeferenced_points(run_dir / "tracks.csv")
     if not points:
-        raise OrthophotoError(f"{run_dir}: no frame with {MIN_POINTS} georeferenced vehicles (the run has no scale "
-                              "from telemetry or a georeferenced calibration)")
+        raise OrthophotoError(
+            f"{run_dir}: no frame with {MIN_POINTS} georeferenced vehicles (the run has no scale "
+            "from telemetry or a georeferenced calibration)"
+        )
     all_pts = np.concatenate(list(points.values()))
     lon0, lat0 = float(np.median(all_pts[:, 2])), float(np.median(all_pts[:, 3]))
     fits = {}
@@ -159,9 +162,14 @@ def make_orthophoto(run_dir: str | Path, every_s: float = 1.0) -> Orthophoto:
     if not cv2.imwrite(str(png), canvas):
         raise OrthophotoError(f"{png}: cannot write")
     bounds = _bounds(e_min, e_max, n_min, n_max, lon0, lat0)
-    meta = {"bounds": bounds, "metres_per_pixel": round(res, 4), "frames": sorted(fits), "source": str(source),
-            "method": "frames projected with the pipeline's per-frame image-to-ground mapping (homography fitted "
-                      "to its georeferenced vehicles), later frames on top"}
+    meta = {
+        "bounds": bounds,
+        "metres_per_pixel": round(res, 4),
+        "frames": sorted(fits),
+        "source": str(source),
+        "method": "frames projected with the pipeline's per-frame image-to-ground mapping (homography fitted "
+        "to its georeferenced vehicles), later frames on top",
+    }
     (run_dir / ORTHO_JSON).write_text(json.dumps(meta), encoding="utf-8")
     return Orthophoto(png, bounds, res, len(fits))
 

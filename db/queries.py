@@ -4,6 +4,7 @@ List queries return lightweight rows (``Row`` named tuples with the listed colum
 than ORM objects: building thousands of ORM objects costs more than the query itself. Each has a ``*_stmt``
 twin returning the SELECT (for paging, counting, or measuring the database's share of the time).
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -17,20 +18,57 @@ MAX_FLIGHT = timedelta(days=1)
 MAX_BOX_CELLS = 2500  # 0.5 x 0.5 degrees at the 0.01 degree grid
 _COLS = round(360 / GRID_DEG)
 
-FLIGHT_COLUMNS = (Flight.id, Flight.device_id, Flight.pilot_id, Flight.task_round_id, Flight.start_time,
-                  Flight.end_time, Flight.clock, Flight.home_lat, Flight.home_lon, Flight.status, Flight.sample_count)
-TRACK_COLUMNS = (TrackRow.id, TrackRow.track_no, TrackRow.class_name, TrackRow.first_t, TrackRow.last_t,
-                 TrackRow.first_frame, TrackRow.last_frame, TrackRow.moving, TrackRow.median_speed_kmh,
-                 TrackRow.max_speed_kmh)
-SPEED_COLUMNS = (TrackSpeed.frame, TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.lat,
-                 TrackSpeed.lon, TrackSpeed.flag)
-VIOLATION_COLUMNS = (Violation.id, Violation.run_id, Violation.track_id, Violation.task_id, Violation.speed_kmh,
-                     Violation.limit_kmh, Violation.occurred_at, Violation.time_is_estimate, Violation.lat,
-                     Violation.lon)
+FLIGHT_COLUMNS = (
+    Flight.id,
+    Flight.device_id,
+    Flight.pilot_id,
+    Flight.task_round_id,
+    Flight.start_time,
+    Flight.end_time,
+    Flight.clock,
+    Flight.home_lat,
+    Flight.home_lon,
+    Flight.status,
+    Flight.sample_count,
+)
+TRACK_COLUMNS = (
+    TrackRow.id,
+    TrackRow.track_no,
+    TrackRow.class_name,
+    TrackRow.first_t,
+    TrackRow.last_t,
+    TrackRow.first_frame,
+    TrackRow.last_frame,
+    TrackRow.moving,
+    TrackRow.median_speed_kmh,
+    TrackRow.max_speed_kmh,
+)
+SPEED_COLUMNS = (
+    TrackSpeed.frame,
+    TrackSpeed.t_s,
+    TrackSpeed.speed_kmh,
+    TrackSpeed.sigma_kmh,
+    TrackSpeed.lat,
+    TrackSpeed.lon,
+    TrackSpeed.flag,
+)
+VIOLATION_COLUMNS = (
+    Violation.id,
+    Violation.run_id,
+    Violation.track_id,
+    Violation.task_id,
+    Violation.speed_kmh,
+    Violation.limit_kmh,
+    Violation.occurred_at,
+    Violation.time_is_estimate,
+    Violation.lat,
+    Violation.lon,
+)
 
 
-def flights_in_range(session: Session, start: datetime, end: datetime, device_id: int | None = None,
-                     limit: int = 1000) -> list[Row]:
+def flights_in_range(
+    session: Session, start: datetime, end: datetime, device_id: int | None = None, limit: int = 1000
+) -> list[Row]:
     """Flights overlapping [start, end], by start time (ix_flights_start_time, ix_flights_device_id_start_time)."""
     return list(session.execute(flights_in_range_stmt(start, end, device_id, limit)).all())
 
@@ -40,7 +78,8 @@ def flights_in_range_stmt(start: datetime, end: datetime, device_id: int | None 
     cannot still be in the air."""
     start, end = as_naive_utc(start), as_naive_utc(end)
     q = select(*FLIGHT_COLUMNS).where(
-        Flight.start_time <= end, Flight.start_time >= start - MAX_FLIGHT,
+        Flight.start_time <= end,
+        Flight.start_time >= start - MAX_FLIGHT,
         or_(Flight.end_time >= start, and_(Flight.end_time.is_(None), Flight.start_time >= start)),
     )
     if device_id is not None:
@@ -49,15 +88,18 @@ def flights_in_range_stmt(start: datetime, end: datetime, device_id: int | None 
 
 
 def complete_run_of_video(session: Session, video_id: int, baseline: bool = False) -> ProcessingRun | None:
-    return session.scalar(select(ProcessingRun).where(ProcessingRun.video_id == video_id,
-                                                      ProcessingRun.baseline == baseline,
-                                                      ProcessingRun.status == "complete"))
+    return session.scalar(
+        select(ProcessingRun).where(
+            ProcessingRun.video_id == video_id, ProcessingRun.baseline == baseline, ProcessingRun.status == "complete"
+        )
+    )
 
 
 def runs_of_flight(session: Session, flight_id: int) -> list[ProcessingRun]:
     """Runs of a flight (ix_processing_runs_flight_id), oldest first."""
-    return list(session.scalars(select(ProcessingRun).where(ProcessingRun.flight_id == flight_id)
-                                .order_by(ProcessingRun.id)))
+    return list(
+        session.scalars(select(ProcessingRun).where(ProcessingRun.flight_id == flight_id).order_by(ProcessingRun.id))
+    )
 
 
 def tracks_of_run(session: Session, run_id: int, with_paths: bool = False) -> list[Row]:
@@ -79,14 +121,29 @@ def speeds_of_track_stmt(track_id: int) -> Select:
     return select(*SPEED_COLUMNS).where(TrackSpeed.track_id == track_id).order_by(TrackSpeed.frame)
 
 
-def violations_in_bbox(session: Session, min_lat: float, min_lon: float, max_lat: float, max_lon: float,
-                       start: datetime | None = None, end: datetime | None = None, limit: int = 5000) -> list[Row]:
+def violations_in_bbox(
+    session: Session,
+    min_lat: float,
+    min_lon: float,
+    max_lat: float,
+    max_lon: float,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 5000,
+) -> list[Row]:
     """Violations inside a lat/lon box, optionally within a time range, newest first."""
     return list(session.execute(violations_in_bbox_stmt(min_lat, min_lon, max_lat, max_lon, start, end, limit)).all())
 
 
-def violations_in_bbox_stmt(min_lat: float, min_lon: float, max_lat: float, max_lon: float,
-                            start: datetime | None = None, end: datetime | None = None, limit: int = 5000) -> Select:
+def violations_in_bbox_stmt(
+    min_lat: float,
+    min_lon: float,
+    max_lat: float,
+    max_lon: float,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 5000,
+) -> Select:
     """Box query plan:
 
     A box of up to MAX_BOX_CELLS grid cells is looked up by ``cell IN (...)`` on ix_violations_cell_occurred_at
@@ -94,7 +151,10 @@ def violations_in_bbox_stmt(min_lat: float, min_lon: float, max_lat: float, max_
     ix_violations_occurred_at finds ``limit`` rows quickly. Violations exist only for complete runs (they are
     written in the transaction that completes the run and deleted with a superseded run), so no join is needed.
     """
-    conds: list[ColumnElement[bool]] = [Violation.lat.between(min_lat, max_lat), Violation.lon.between(min_lon, max_lon)]
+    conds: list[ColumnElement[bool]] = [
+        Violation.lat.between(min_lat, max_lat),
+        Violation.lon.between(min_lon, max_lon),
+    ]
     cells = cells_in_box(min_lat, min_lon, max_lat, max_lon)
     if cells is not None:
         conds.append(Violation.cell.in_(cells))

@@ -8,6 +8,7 @@ transaction). Any other error (a constraint, bad SQL, a full disk on the server)
 Every retry logs one line, ``database unreachable while <what> (...); retry N in X s, giving up after Y s``, and
 the first success after a failure logs ``database reachable again after X s``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,7 +30,8 @@ _CONNECTION_CODES = {
     1040,  # too many connections
     1053,  # server shutdown in progress
     1927,  # connection was killed
-    2002, 2003,  # can't connect (socket / TCP)
+    2002,
+    2003,  # can't connect (socket / TCP)
     2006,  # server has gone away
     2013,  # lost connection during query
     2055,  # lost connection (system error)
@@ -59,8 +61,13 @@ def short(exc: BaseException) -> str:
     return f"{type(orig).__name__}: {orig}".splitlines()[0][:300]
 
 
-def retry_db(fn: Callable[[], T], what: str, budget_s: float = DEFAULT_RETRY_S,
-             logger: logging.Logger = log, sleep: Callable[[float], None] = time.sleep) -> T:
+def retry_db(
+    fn: Callable[[], T],
+    what: str,
+    budget_s: float = DEFAULT_RETRY_S,
+    logger: logging.Logger = log,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
     """``fn()``, run again while it fails for want of a connection, for at most ``budget_s`` seconds in all.
 
     ``budget_s`` 0: one try; a connection failure raises :class:`DatabaseUnavailable` at once.
@@ -78,15 +85,23 @@ def retry_db(fn: Callable[[], T], what: str, budget_s: float = DEFAULT_RETRY_S,
             if waited + wait > budget_s:
                 if budget_s > 0:
                     logger.error("database unreachable while %s for %.0f s (%s): giving up", what, waited, short(exc))
-                raise DatabaseUnavailable(f"database unreachable while {what} "
-                                          f"(for {waited:.0f} s, {tries} tries): {short(exc)}") from exc
-            logger.warning("database unreachable while %s (%s); retry %d in %.1f s, giving up after %.0f s",
-                           what, short(exc), tries, wait, budget_s)
+                raise DatabaseUnavailable(
+                    f"database unreachable while {what} (for {waited:.0f} s, {tries} tries): {short(exc)}"
+                ) from exc
+            logger.warning(
+                "database unreachable while %s (%s); retry %d in %.1f s, giving up after %.0f s",
+                what,
+                short(exc),
+                tries,
+                wait,
+                budget_s,
+            )
             sleep(wait)
             slept += wait
             wait = min(wait * 2, MAX_WAIT_S)
             continue
         if tries:
-            logger.warning("database reachable again after %.1f s (%s, %d retries)",
-                           time.monotonic() - start, what, tries)
+            logger.warning(
+                "database reachable again after %.1f s (%s, %d retries)", time.monotonic() - start, what, tries
+            )
         return result

@@ -11,6 +11,7 @@ What the pages show besides the rows is made here too and kept in the run folder
 (:mod:`db.orthophoto`). They belong to the import, not to the web layer, so the service, the CLI and the tests import
 a run without loading the dashboard.
 """
+
 from __future__ import annotations
 
 import csv
@@ -98,10 +99,15 @@ def _track_state(row: dict) -> TrackState:
     return TrackState(
         track_id=int(row["track_id"]),
         xyxy=np.array([float(row[k]) for k in ("x1", "y1", "x2", "y2")], np.float32),
-        score=float(row["score"]), class_id=_class_id(row["class"]), moving=row["moving"] == "1",
-        speed_kmh=_float(row["speed_kmh"]), speed_sigma_kmh=_float(row.get("speed_sigma_kmh", "")),
-        speed_flag=row.get("speed_flag") or None, ground_xy=(gx, gy) if gx is not None and gy is not None else None,
-        lat=_float(row.get("lat", "")), lon=_float(row.get("lon", "")),
+        score=float(row["score"]),
+        class_id=_class_id(row["class"]),
+        moving=row["moving"] == "1",
+        speed_kmh=_float(row["speed_kmh"]),
+        speed_sigma_kmh=_float(row.get("speed_sigma_kmh", "")),
+        speed_flag=row.get("speed_flag") or None,
+        ground_xy=(gx, gy) if gx is not None and gy is not None else None,
+        lat=_float(row.get("lat", "")),
+        lon=_float(row.get("lon", "")),
     )
 
 
@@ -113,7 +119,8 @@ def _frame_results(csv_path: Path, fps: float, total_frames: int):
     with open(csv_path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = {"frame", "t", "track_id", "class", "x1", "y1", "x2", "y2", "score", "moving", "speed_kmh"} - set(
-            reader.fieldnames or [])
+            reader.fieldnames or []
+        )
         if missing:
             raise RunImportError(f"{csv_path}: not a tracks.csv (missing columns {', '.join(sorted(missing))})")
         for line_no, row in enumerate(reader, start=2):
@@ -147,13 +154,23 @@ def _import_flight(maker: sessionmaker, log_path: Path, device_serial: str | Non
     log = load_flight_log(log_path)
     serial = device_serial or log.device.get("serial") or FALLBACK_DEVICE_SERIAL
     with maker() as s, s.begin():
-        return import_flight_log(s, log_path, device_serial=serial, create_device=True, progress=False, log=log).flight_id
+        return import_flight_log(
+            s, log_path, device_serial=serial, create_device=True, progress=False, log=log
+        ).flight_id
 
 
-def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = None, *,
-                   import_telemetry: bool = True, device_serial: str | None = None,
-                   speed_limit_kmh: float | None = None, task_round_id: int | None = None,
-                   progress: bool = False, orthophoto: bool = True) -> ImportedRun:
+def import_run_dir(
+    run_dir: str | Path,
+    target=None,
+    flight_id: int | None = None,
+    *,
+    import_telemetry: bool = True,
+    device_serial: str | None = None,
+    speed_limit_kmh: float | None = None,
+    task_round_id: int | None = None,
+    progress: bool = False,
+    orthophoto: bool = True,
+) -> ImportedRun:
     """Store the results of a processed run folder; returns the new run's ids and counts.
 
     ``target``: an Engine, a sessionmaker, a database URL, None (the configured database) or a Session (its
@@ -176,12 +193,20 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     if flight_id is None and import_telemetry and log_path and Path(log_path).is_file():
         flight_id = _import_flight(maker, Path(log_path), device_serial)
 
-    sink = DatabaseSink(session_maker=maker, flight_id=flight_id, task_round_id=task_round_id,
-                        speed_limit_kmh=speed_limit_kmh)
-    info = RunInfo(str(summary.get("source") or run_dir), int(video.get("width") or 0), int(video.get("height") or 0),
-                   fps, video.get("frame_count") or frames or None, summary.get("config") or {},
-                   str(summary.get("weights") or ""), str(summary.get("mode") or "dual_layer"),
-                   str(summary.get("device") or ""))
+    sink = DatabaseSink(
+        session_maker=maker, flight_id=flight_id, task_round_id=task_round_id, speed_limit_kmh=speed_limit_kmh
+    )
+    info = RunInfo(
+        str(summary.get("source") or run_dir),
+        int(video.get("width") or 0),
+        int(video.get("height") or 0),
+        fps,
+        video.get("frame_count") or frames or None,
+        summary.get("config") or {},
+        str(summary.get("weights") or ""),
+        str(summary.get("mode") or "dual_layer"),
+        str(summary.get("device") or ""),
+    )
     sink.open(info)
     try:
         with tqdm(total=frames or None, unit="frame", desc=f"import {run_dir.name}"[:24], disable=not progress) as bar:
@@ -198,12 +223,19 @@ def import_run_dir(run_dir: str | Path, target=None, flight_id: int | None = Non
     with maker() as s:
         run = s.get(ProcessingRun, sink.run_id)
         vehicles, all_tracks = track_counts(s, run.id)
-        wanted = [Wanted(no, t) for no, t in s.execute(select(TrackRow.track_no, Violation.t_s).join(
-            TrackRow, TrackRow.id == Violation.track_id).where(Violation.run_id == run.id))]
+        wanted = [
+            Wanted(no, t)
+            for no, t in s.execute(
+                select(TrackRow.track_no, Violation.t_s)
+                .join(TrackRow, TrackRow.id == Violation.track_id)
+                .where(Violation.run_id == run.id)
+            )
+        ]
         snapshots = _snapshots(run_dir, wanted, fps)
         clips = _clips(run_dir, wanted, fps)
-        return ImportedRun(run.id, flight_id, run.video_id, vehicles, len(wanted), all_tracks - vehicles, ortho_note,
-                           snapshots, clips)
+        return ImportedRun(
+            run.id, flight_id, run.video_id, vehicles, len(wanted), all_tracks - vehicles, ortho_note, snapshots, clips
+        )
 
 
 def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
@@ -213,8 +245,9 @@ def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
     try:
         return len(make_snapshots(run_dir, wanted, fps))
     except (OSError, ValueError, cv2.error) as exc:  # av errors are OSError / ValueError subclasses
-        logging.getLogger(__name__).warning("%s: no violation snapshots (%s: %s)", run_dir, type(exc).__name__,
-                                            str(exc).splitlines()[0][:200])
+        logging.getLogger(__name__).warning(
+            "%s: no violation snapshots (%s: %s)", run_dir, type(exc).__name__, str(exc).splitlines()[0][:200]
+        )
         return 0
 
 
@@ -225,8 +258,9 @@ def _clips(run_dir: Path, wanted: list, fps: float) -> int:
     try:
         return len(make_clips(run_dir, wanted, fps))
     except (OSError, ValueError, cv2.error) as exc:
-        logging.getLogger(__name__).warning("%s: no violation clips (%s: %s)", run_dir, type(exc).__name__,
-                                            str(exc).splitlines()[0][:200])
+        logging.getLogger(__name__).warning(
+            "%s: no violation clips (%s: %s)", run_dir, type(exc).__name__, str(exc).splitlines()[0][:200]
+        )
         return 0
 
 

@@ -1,4 +1,5 @@
 """Password hashes (Argon2id via argon2-cffi) and device API tokens (random, stored as SHA-256)."""
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ Same ``Base`` (so the same Alembic history: ``airpatrol db upgrade`` creates the
 rules as :mod:`db.models`. They refer to the other rows by id only (no foreign keys): a job outlives the upload
 files it was made from, a stream the device row it named.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -18,6 +18,7 @@ Re-running a video: history is kept, but only one run per (video, mode) is ``com
 earlier complete runs of the same video and mode become ``superseded`` and their tracks, speeds and violations are
 deleted in that same transaction, so the dashboard never sees two result sets - nor none while the re-run is going.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,19 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.engine import begin_write, session_factory
-from db.retry import DEFAULT_RETRY_S, retry_db
 from db.models import (
-    Flight, ProcessingRun, Task, TaskRound, TrackRow, TrackSpeed, Video, Violation, grid_cell, utcnow,
+    Flight,
+    ProcessingRun,
+    Task,
+    TaskRound,
+    TrackRow,
+    TrackSpeed,
+    Video,
+    Violation,
+    grid_cell,
+    utcnow,
 )
+from db.retry import DEFAULT_RETRY_S, retry_db
 from tracking.types import FrameResult, RunInfo, lower_bound_kmh, trusted_speed, violation_rule
 from vision.types import VEHICLE_CLASSES
 
@@ -53,7 +63,9 @@ class _Track:
     moving_frames: int = 0
     frames: int = 0
     # kmh, t, lat, lon, sigma, scale source
-    speeds: list[tuple[float, float, float | None, float | None, float | None, str | None]] = field(default_factory=list)
+    speeds: list[tuple[float, float, float | None, float | None, float | None, str | None]] = field(
+        default_factory=list
+    )
     path: list[list[float]] = field(default_factory=list)
     path_t: float = -1e9
     db_id: int | None = None
@@ -65,10 +77,20 @@ def _finite(x) -> float | None:
 
 
 class DatabaseSink:
-    def __init__(self, url: str | None = None, *, video_id: int | None = None, flight_id: int | None = None,
-                 task_round_id: int | None = None, speed_limit_kmh: float | None = None,
-                 time_offset_s: float | None = None, batch_rows: int = 5000, min_over_limit_s: float = 1.0,
-                 session_maker: sessionmaker | None = None, retry_s: float = DEFAULT_RETRY_S):
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        video_id: int | None = None,
+        flight_id: int | None = None,
+        task_round_id: int | None = None,
+        speed_limit_kmh: float | None = None,
+        time_offset_s: float | None = None,
+        batch_rows: int = 5000,
+        min_over_limit_s: float = 1.0,
+        session_maker: sessionmaker | None = None,
+        retry_s: float = DEFAULT_RETRY_S,
+    ):
         self._sessions = session_maker or session_factory(url)
         self.video_id, self.flight_id, self.task_round_id = video_id, flight_id, task_round_id
         self.speed_limit_kmh, self.time_offset_s = speed_limit_kmh, time_offset_s
@@ -91,10 +113,18 @@ class DatabaseSink:
                 begin_write(s)
                 video_id = self.video_id if self.video_id is not None else self._video_for(s, info).id
                 run = ProcessingRun(
-                    video_id=video_id, flight_id=self.flight_id, task_round_id=self.task_round_id, status="running",
-                    baseline=info.mode == "baseline", source=info.source[:1024], config_json=info.config,
-                    weights=(info.weights or "")[:1024] or None, device=(info.device or "")[:64] or None,
-                    frame_count=info.frame_count, started_at=utcnow(), heartbeat_at=utcnow(),
+                    video_id=video_id,
+                    flight_id=self.flight_id,
+                    task_round_id=self.task_round_id,
+                    status="running",
+                    baseline=info.mode == "baseline",
+                    source=info.source[:1024],
+                    config_json=info.config,
+                    weights=(info.weights or "")[:1024] or None,
+                    device=(info.device or "")[:64] or None,
+                    frame_count=info.frame_count,
+                    started_at=utcnow(),
+                    heartbeat_at=utcnow(),
                 )
                 s.add(run)
                 s.flush()
@@ -118,11 +148,18 @@ class DatabaseSink:
             if lat is not None and lon is not None and f.t - t.path_t >= PATH_SPACING_S:
                 t.path.append([round(lon, 7), round(lat, 7)])
                 t.path_t = f.t
-            self._rows.append({
-                "track_no": tr.track_id, "frame": f.index, "t_s": f.t, "speed_kmh": speed,
-                "sigma_kmh": _finite(tr.speed_sigma_kmh), "lat": lat, "lon": lon,
-                "flag": tr.speed_flag[:32] if tr.speed_flag else None,
-            })
+            self._rows.append(
+                {
+                    "track_no": tr.track_id,
+                    "frame": f.index,
+                    "t_s": f.t,
+                    "speed_kmh": speed,
+                    "sigma_kmh": _finite(tr.speed_sigma_kmh),
+                    "lat": lat,
+                    "lon": lon,
+                    "flag": tr.speed_flag[:32] if tr.speed_flag else None,
+                }
+            )
         self._frames += 1
         if result.scale_source:
             self._scale_sources[result.scale_source] += 1
@@ -133,6 +170,7 @@ class DatabaseSink:
         """The rows buffered so far, in one transaction (retried for ``retry_s`` while the database is away).
 
         Raises ``db.retry.DatabaseUnavailable`` after ``retry_s``; the rows then stay buffered for the next call."""
+
         def attempt() -> tuple[dict[int, int], int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
@@ -186,10 +224,16 @@ class DatabaseSink:
         def attempt():
             with self._sessions() as s, s.begin():
                 begin_write(s)
-                s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
-                    status="failed", finished_at=utcnow(), frames_done=self._frames,
-                    error=(f"{type(error).__name__}: {error}" if error is not None else "aborted")[:10000],
-                ))
+                s.execute(
+                    update(ProcessingRun)
+                    .where(ProcessingRun.id == self.run_id)
+                    .values(
+                        status="failed",
+                        finished_at=utcnow(),
+                        frames_done=self._frames,
+                        error=(f"{type(error).__name__}: {error}" if error is not None else "aborted")[:10000],
+                    )
+                )
 
         retry_db(attempt, f"marking run {self.run_id} failed", self.retry_s)
 
@@ -216,8 +260,18 @@ class DatabaseSink:
         new = [(no, t) for no, t in self._tracks.items() if t.db_id is None]
         ids: dict[int, int] = {}
         if new:
-            rows = [TrackRow(run_id=self.run_id, track_no=no, class_name=self._class_name(t), first_t=t.first_t,
-                             last_t=t.last_t, first_frame=t.first_frame, last_frame=t.last_frame) for no, t in new]
+            rows = [
+                TrackRow(
+                    run_id=self.run_id,
+                    track_no=no,
+                    class_name=self._class_name(t),
+                    first_t=t.first_t,
+                    last_t=t.last_t,
+                    first_frame=t.first_frame,
+                    last_frame=t.last_frame,
+                )
+                for no, t in new
+            ]
             s.add_all(rows)
             s.flush()
             ids = {no: row.id for (no, _), row in zip(new, rows)}
@@ -227,8 +281,11 @@ class DatabaseSink:
                 r["track_id"] = self._tracks[src["track_no"]].db_id or ids[src["track_no"]]
             _insert_speed_rows(s, speed_rows)
         progress = min(1.0, self._frames / self._frame_count) if self._frame_count else 0.0
-        s.execute(update(ProcessingRun).where(ProcessingRun.id == self.run_id).values(
-            frames_done=self._frames, progress=progress, heartbeat_at=utcnow()))
+        s.execute(
+            update(ProcessingRun)
+            .where(ProcessingRun.id == self.run_id)
+            .values(frames_done=self._frames, progress=progress, heartbeat_at=utcnow())
+        )
         return ids
 
     def _ids_of_written_tracks(self, s: Session) -> dict[int, int]:
@@ -270,14 +327,20 @@ class DatabaseSink:
                 path = json.dumps({"type": "LineString", "coordinates": t.path})
             elif t.path:
                 path = json.dumps({"type": "Point", "coordinates": t.path[0]})
-            rows.append({
-                "id": t.db_id or ids[no], "last_t": t.last_t, "last_frame": t.last_frame, "class_name": self._class_name(t),
-                "moving": t.moving_frames * 2 >= t.frames,
-                "median_speed_kmh": statistics.median(speeds) if speeds else None,
-                "max_speed_kmh": max(speeds) if speeds else None, "path_geojson": path,
-                "median_sigma_kmh": statistics.median(sigmas) if sigmas else None,
-                "scale_source": sources.most_common(1)[0][0][:16] if sources else None,
-            })
+            rows.append(
+                {
+                    "id": t.db_id or ids[no],
+                    "last_t": t.last_t,
+                    "last_frame": t.last_frame,
+                    "class_name": self._class_name(t),
+                    "moving": t.moving_frames * 2 >= t.frames,
+                    "median_speed_kmh": statistics.median(speeds) if speeds else None,
+                    "max_speed_kmh": max(speeds) if speeds else None,
+                    "path_geojson": path,
+                    "median_sigma_kmh": statistics.median(sigmas) if sigmas else None,
+                    "scale_source": sources.most_common(1)[0][0][:16] if sources else None,
+                }
+            )
         if rows:
             s.execute(update(TrackRow), rows)  # ORM bulk UPDATE by primary key
 
@@ -317,20 +380,41 @@ class DatabaseSink:
             if len(over) * frame_s < self.min_over_limit_s:
                 continue
             speed, when, lat, lon, sigma, source = max(over, key=lambda v: lower_bound_kmh(v[0], v[4]))
-            rows.append({"run_id": self.run_id, "track_id": t.db_id or ids[no], "task_id": task_id, "speed_kmh": speed,
-                         "limit_kmh": limit, "sigma_kmh": sigma, "lower_bound_kmh": lower_bound_kmh(speed, sigma),
-                         "over_limit_s": round(len(over) * frame_s, 3), "rule": rule,
-                         "scale_source": source[:16] if source else None,
-                         "t_s": when, "lat": lat, "lon": lon, "time_is_estimate": estimate,
-                         "cell": grid_cell(lat, lon), "occurred_at": t0 + timedelta(seconds=when) if t0 else None})
+            rows.append(
+                {
+                    "run_id": self.run_id,
+                    "track_id": t.db_id or ids[no],
+                    "task_id": task_id,
+                    "speed_kmh": speed,
+                    "limit_kmh": limit,
+                    "sigma_kmh": sigma,
+                    "lower_bound_kmh": lower_bound_kmh(speed, sigma),
+                    "over_limit_s": round(len(over) * frame_s, 3),
+                    "rule": rule,
+                    "scale_source": source[:16] if source else None,
+                    "t_s": when,
+                    "lat": lat,
+                    "lon": lon,
+                    "time_is_estimate": estimate,
+                    "cell": grid_cell(lat, lon),
+                    "occurred_at": t0 + timedelta(seconds=when) if t0 else None,
+                }
+            )
         if rows:
             s.execute(insert(Violation), rows)
         return len(rows)
 
     def _supersede(self, s: Session, run: ProcessingRun) -> None:
-        old = list(s.scalars(select(ProcessingRun.id).where(
-            ProcessingRun.video_id == run.video_id, ProcessingRun.baseline == run.baseline,
-            ProcessingRun.status == "complete", ProcessingRun.id != run.id)))
+        old = list(
+            s.scalars(
+                select(ProcessingRun.id).where(
+                    ProcessingRun.video_id == run.video_id,
+                    ProcessingRun.baseline == run.baseline,
+                    ProcessingRun.status == "complete",
+                    ProcessingRun.id != run.id,
+                )
+            )
+        )
         if not old or run.video_id is None:
             return
         old_tracks = select(TrackRow.id).where(TrackRow.run_id.in_(old))
@@ -371,7 +455,7 @@ def _insert_speed_rows(s: Session, rows: list[dict]) -> None:
         values = ",".join(
             f"({int(r['track_id'])},{int(r['frame'])},{num(r['t_s'])},{num(r['speed_kmh'])},{num(r['sigma_kmh'])},"
             f"{num(r['lat'])},{num(r['lon'])},{text(r['flag'])})"
-            for r in rows[i:i + _ROWS_PER_STATEMENT]
+            for r in rows[i : i + _ROWS_PER_STATEMENT]
         )
         cursor.execute(f"INSERT INTO track_speeds ({', '.join(_SPEED_COLUMNS)}) VALUES {values}")
     cursor.close()
@@ -380,7 +464,16 @@ def _insert_speed_rows(s: Session, rows: list[dict]) -> None:
 def fail_stale_runs(session: Session, max_silence_s: float = 900.0) -> int:
     """Mark 'running' runs whose last batch is older than ``max_silence_s`` as failed (their process died)."""
     cutoff = utcnow() - timedelta(seconds=max_silence_s)
-    result = session.execute(update(ProcessingRun).where(
-        ProcessingRun.status == "running", ProcessingRun.heartbeat_at < cutoff,
-    ).values(status="failed", finished_at=utcnow(), error=f"no progress for more than {max_silence_s:.0f} s (process died?)"))
+    result = session.execute(
+        update(ProcessingRun)
+        .where(
+            ProcessingRun.status == "running",
+            ProcessingRun.heartbeat_at < cutoff,
+        )
+        .values(
+            status="failed",
+            finished_at=utcnow(),
+            error=f"no progress for more than {max_silence_s:.0f} s (process died?)",
+        )
+    )
     return result.rowcount or 0  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult, which has it

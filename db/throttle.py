@@ -13,6 +13,7 @@ Two counters of failed logins, each with a delay that doubles per failure once i
 While a delay runs, attempts are refused before the password is checked (and are not counted: a refused attempt
 does not extend anybody's delay). Counters are forgotten after ``FORGET_AFTER`` without a failure.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,13 +63,20 @@ class LoginThrottle:
         """Seconds this client must wait before trying ``username`` again (0: go ahead)."""
         now = self._now()
         with self._sessions() as s:
-            rows = {(r.scope, r.key): r for r in s.scalars(select(LoginThrottleRow).where(
-                LoginThrottleRow.key.in_([_key(client), _account(username), _trusted(username, client)])))}
+            rows = {
+                (r.scope, r.key): r
+                for r in s.scalars(
+                    select(LoginThrottleRow).where(
+                        LoginThrottleRow.key.in_([_key(client), _account(username), _trusted(username, client)])
+                    )
+                )
+            }
         wait = self._remaining(rows.get(("client", _key(client))), CLIENT_FREE, CLIENT_MAX_DELAY_S, now)
         trusted = rows.get(("trusted", _trusted(username, client)))
         if trusted is None or now - trusted.last_at > TRUSTED_FOR:
-            wait = max(wait, self._remaining(rows.get(("account", _account(username))), ACCOUNT_FREE,
-                                             ACCOUNT_MAX_DELAY_S, now))
+            wait = max(
+                wait, self._remaining(rows.get(("account", _account(username))), ACCOUNT_FREE, ACCOUNT_MAX_DELAY_S, now)
+            )
         return wait
 
     @staticmethod
@@ -95,33 +103,48 @@ class LoginThrottle:
             self.purge()
 
     def _bump(self, s: Session, scope: str, key: str, now: datetime) -> None:
-        row = s.scalar(select(LoginThrottleRow).where(LoginThrottleRow.scope == scope, LoginThrottleRow.key == key)
-                       .with_for_update())
+        row = s.scalar(
+            select(LoginThrottleRow)
+            .where(LoginThrottleRow.scope == scope, LoginThrottleRow.key == key)
+            .with_for_update()
+        )
         if row is None:
             s.execute(insert(LoginThrottleRow).values(scope=scope, key=key, failures=1, last_at=now))
             return
         fresh = now - row.last_at > FORGET_AFTER
-        s.execute(update(LoginThrottleRow).where(LoginThrottleRow.id == row.id).values(
-            failures=1 if fresh else LoginThrottleRow.failures + 1, last_at=now))
+        s.execute(
+            update(LoginThrottleRow)
+            .where(LoginThrottleRow.id == row.id)
+            .values(failures=1 if fresh else LoginThrottleRow.failures + 1, last_at=now)
+        )
 
     def succeeded(self, client: str, username: str) -> None:
         """The right password: this client's counter and the account's are reset, the pair is trusted from now on."""
         now = self._now()
         with self._sessions() as s, s.begin():
             begin_write(s)
-            s.execute(delete(LoginThrottleRow).where(
-                ((LoginThrottleRow.scope == "client") & (LoginThrottleRow.key == _key(client)))
-                | ((LoginThrottleRow.scope == "account") & (LoginThrottleRow.key == _account(username)))
-                | ((LoginThrottleRow.scope == "trusted") & (LoginThrottleRow.key == _trusted(username, client)))))
-            s.execute(insert(LoginThrottleRow).values(scope="trusted", key=_trusted(username, client), failures=0,
-                                                      last_at=now))
+            s.execute(
+                delete(LoginThrottleRow).where(
+                    ((LoginThrottleRow.scope == "client") & (LoginThrottleRow.key == _key(client)))
+                    | ((LoginThrottleRow.scope == "account") & (LoginThrottleRow.key == _account(username)))
+                    | ((LoginThrottleRow.scope == "trusted") & (LoginThrottleRow.key == _trusted(username, client)))
+                )
+            )
+            s.execute(
+                insert(LoginThrottleRow).values(
+                    scope="trusted", key=_trusted(username, client), failures=0, last_at=now
+                )
+            )
 
     def purge(self) -> int:
         """Delete forgotten counters and expired trust (called now and then; the table stays small)."""
         now = self._now()
         with self._sessions() as s, s.begin():
             begin_write(s)
-            gone = s.execute(delete(LoginThrottleRow).where(
-                ((LoginThrottleRow.scope != "trusted") & (LoginThrottleRow.last_at < now - FORGET_AFTER))
-                | ((LoginThrottleRow.scope == "trusted") & (LoginThrottleRow.last_at < now - TRUSTED_FOR))))
+            gone = s.execute(
+                delete(LoginThrottleRow).where(
+                    ((LoginThrottleRow.scope != "trusted") & (LoginThrottleRow.last_at < now - FORGET_AFTER))
+                    | ((LoginThrottleRow.scope == "trusted") & (LoginThrottleRow.last_at < now - TRUSTED_FOR))
+                )
+            )
             return gone.rowcount or 0

@@ -3,6 +3,7 @@
 Anything from outside (a flight log, a form, a device) is checked here for types, sizes and ranges before it can
 reach SQL, so the two back ends never see values one would truncate and the other accept.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,10 @@ class DbValidationError(ValueError):
     """Input rejected before it reached the database; the message names what and why."""
 
 
-Serial = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64,
-                                          pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$")]
+Serial = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$"),
+]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Lat = Annotated[float, Field(ge=-90, le=90)]
 Lon = Annotated[float, Field(ge=-180, le=180)]
@@ -71,11 +74,15 @@ class DeviceIn(_Strict):
 
 
 class UserIn(_Strict):
-    username: Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=64, pattern=r"^[\w.@-]+$")]
+    username: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=2, max_length=64, pattern=r"^[\w.@-]+$")
+    ]
     password: Annotated[str, StringConstraints(min_length=8, max_length=1024)]
     role: Literal[ROLES] = "viewer"  # type: ignore[valid-type]
     display_name: Annotated[str, StringConstraints(strip_whitespace=True, max_length=128)] | None = None
-    email: Annotated[str, StringConstraints(strip_whitespace=True, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")] | None = None
+    email: (
+        Annotated[str, StringConstraints(strip_whitespace=True, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")] | None
+    ) = None
 
 
 class TaskIn(_Strict):
@@ -116,8 +123,9 @@ def validate_samples(rows: list[dict], what: str) -> None:
         index, field = err["loc"][0], ".".join(str(p) for p in err["loc"][1:])
         t = rows[index].get("t_s") if isinstance(index, int) else None
         t_text = f", t={t:.2f} s" if isinstance(t, float) and math.isfinite(t) else ""
-        raise DbValidationError(f"{what}: sample {index}{t_text}: {field}: {err['msg']} "
-                                f"(got {_short(err.get('input'))})") from None
+        raise DbValidationError(
+            f"{what}: sample {index}{t_text}: {field}: {err['msg']} (got {_short(err.get('input'))})"
+        ) from None
 
 
 def _short(value) -> str:

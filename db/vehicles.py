@@ -8,6 +8,7 @@ speed - or when the video ended while it was tracked (a vehicle that just drove 
 frames, so a one-frame blip in the last frame does not count). ``import-run``, the runs list, the run page, the map and the exports all select with :func:`counted`, and
 ``tests/dashboard/test_vehicle_counts.py`` checks that they agree.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,11 +29,16 @@ def is_vehicle(duration_s: float, frame_span: int, tracked_at_video_end: bool) -
 
 def counted():
     """SQL condition on :class:`TrackRow`: the track is a counted vehicle."""
-    last_frame_of_run = (select(ProcessingRun.frames_done - 1).where(ProcessingRun.id == TrackRow.run_id)
-                         .scalar_subquery())
-    return or_(TrackRow.last_t - TrackRow.first_t >= MIN_VEHICLE_S,
-               and_(TrackRow.last_frame >= last_frame_of_run,
-                    TrackRow.last_frame - TrackRow.first_frame >= MIN_FRAMES_AT_END - 1))
+    last_frame_of_run = (
+        select(ProcessingRun.frames_done - 1).where(ProcessingRun.id == TrackRow.run_id).scalar_subquery()
+    )
+    return or_(
+        TrackRow.last_t - TrackRow.first_t >= MIN_VEHICLE_S,
+        and_(
+            TrackRow.last_frame >= last_frame_of_run,
+            TrackRow.last_frame - TrackRow.first_frame >= MIN_FRAMES_AT_END - 1,
+        ),
+    )
 
 
 def vehicle_counts(db: Session, run_ids: Iterable[int]) -> dict[int, int]:
@@ -40,8 +46,9 @@ def vehicle_counts(db: Session, run_ids: Iterable[int]) -> dict[int, int]:
     ids = list(run_ids)
     if not ids:
         return {}
-    rows = db.execute(select(TrackRow.run_id, func.count()).where(TrackRow.run_id.in_(ids), counted())
-                      .group_by(TrackRow.run_id)).all()
+    rows = db.execute(
+        select(TrackRow.run_id, func.count()).where(TrackRow.run_id.in_(ids), counted()).group_by(TrackRow.run_id)
+    ).all()
     return {run_id: n for run_id, n in rows}
 
 

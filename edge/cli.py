@@ -4,6 +4,7 @@ The development tools (`synth`, `train-detector`, `train-road`: ``vision.synth``
 lazily: their modules load only when one of them runs or `--help` lists them, so `airpatrol process`, `serve` or
 `batch` never import training or simulation code.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -11,14 +12,14 @@ import importlib
 import typer
 from typer.core import TyperGroup
 
-from edge.batch.cli import cli_batch
-from edge.commands import demo as demo_cmd
-from edge.commands.client import cli_stream, cli_upload
-from edge.commands.config_show import cli_config
-from edge.commands import process as process_cmd
-from edge.service.cli import cli_serve
 from dashboard.cli import cli_user_add
 from db import cli as db_cli
+from edge.batch.cli import cli_batch
+from edge.commands import demo as demo_cmd
+from edge.commands import process as process_cmd
+from edge.commands.client import cli_stream, cli_upload
+from edge.commands.config_show import cli_config
+from edge.service.cli import cli_serve
 from tracking.evaluation.report import cli_eval
 
 # name -> (module, function) of the commands loaded on first use.
@@ -28,8 +29,23 @@ LAZY_COMMANDS = {
     "train-road": ("vision.training.road.cli", "cli_train_road"),
 }
 # The order `airpatrol --help` lists the commands in (lazy ones included).
-HELP_ORDER = ("process", "demo", "batch", "serve", "config", "upload", "stream", "import-log", "synth", "eval",
-              "train-detector", "train-road", "import-run", "db", "user")
+HELP_ORDER = (
+    "process",
+    "demo",
+    "batch",
+    "serve",
+    "config",
+    "upload",
+    "stream",
+    "import-log",
+    "synth",
+    "eval",
+    "train-detector",
+    "train-road",
+    "import-run",
+    "db",
+    "user",
+)
 
 
 class LazyCommandsGroup(TyperGroup):

@@ -5,6 +5,7 @@ A run over damaged input completes what it can and says what it lost: ``summary.
 ranges), the database run row gets the same, and ``airpatrol process`` warns and exits with
 :data:`edge.commands.errors.EXIT_INCOMPLETE`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,8 +19,15 @@ TELEMETRY_GAP_FACTOR = 5.0  # ...is a gap: poses across it are interpolated gues
 
 
 def video_losses(source: FrameSource) -> list[dict[str, Any]]:
-    return [{"input": "video", "reason": loss.reason, "frames": [loss.first_frame, loss.last_frame],
-             "t_s": [loss.start_s, loss.end_s]} for loss in getattr(source, "losses", [])]
+    return [
+        {
+            "input": "video",
+            "reason": loss.reason,
+            "frames": [loss.first_frame, loss.last_frame],
+            "t_s": [loss.start_s, loss.end_s],
+        }
+        for loss in getattr(source, "losses", [])
+    ]
 
 
 def telemetry_losses(log, poses, duration_s: float | None, fps: float) -> list[dict[str, Any]]:
@@ -34,9 +42,14 @@ def telemetry_losses(log, poses, duration_s: float | None, fps: float) -> list[d
         return [first, last] if last >= first else None
 
     if not log.complete:
-        out.append({"input": "telemetry", "reason": f"flight log {log.path.name} damaged, read up to {log.stopped_at}",
-                    "frames": frames(poses.end_s, end) if end > poses.end_s else None,
-                    "t_s": [round(poses.end_s, 3), round(max(end, poses.end_s), 3)]})
+        out.append(
+            {
+                "input": "telemetry",
+                "reason": f"flight log {log.path.name} damaged, read up to {log.stopped_at}",
+                "frames": frames(poses.end_s, end) if end > poses.end_s else None,
+                "t_s": [round(poses.end_s, 3), round(max(end, poses.end_s), 3)],
+            }
+        )
     t = np.asarray(poses.t, float) - poses.time_offset_s  # sample times on the video's clock
     if len(t) >= 3:
         dt = np.diff(t)
@@ -46,8 +59,14 @@ def telemetry_losses(log, poses, duration_s: float | None, fps: float) -> list[d
             if b <= 0 or (end and a >= end):
                 continue  # outside the video
             a, b = max(a, 0.0), min(b, end) if end else b
-            out.append({"input": "telemetry", "reason": f"no telemetry for {dt[i]:.1f} s (positions interpolated)",
-                        "frames": frames(a, b), "t_s": [round(a, 3), round(b, 3)]})
+            out.append(
+                {
+                    "input": "telemetry",
+                    "reason": f"no telemetry for {dt[i]:.1f} s (positions interpolated)",
+                    "frames": frames(a, b),
+                    "t_s": [round(a, 3), round(b, 3)],
+                }
+            )
     return out
 
 

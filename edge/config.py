@@ -3,6 +3,7 @@
 Precedence, highest first: command-line flags, ``AIRPATROL_*`` environment variables (nested with ``__``, e.g.
 ``AIRPATROL_PIPELINE__DETECTOR__CONF=0.3``), a YAML/JSON config file (``--config``), the defaults.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,9 @@ class AirPatrolSettings(BaseSettings):
     device_token: SecretStr | None = Field(None, description="this device's API token (apt_...); shown masked")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
         return (init_settings, env_settings, _FileSource(settings_cls))
 
 

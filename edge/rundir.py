@@ -3,6 +3,7 @@
 A full disk (or quota, or file size limit) while writing is :class:`OutputWriteError`: one line naming the folder
 (and the file, when the system said which); the temporary folder is removed, any earlier result stays as it was.
 """
+
 from __future__ import annotations
 
 import errno
@@ -13,8 +14,11 @@ from pathlib import Path
 # Defined beside the commands' error handling (db/cli_errors.py), which turns it into exit code 4.
 from db.cli_errors import OutputWriteError
 
-DISK_FULL = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
-             errno.EFBIG: "file too large for the file system or the process's file size limit"}
+DISK_FULL = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large for the file system or the process's file size limit",
+}
 
 
 def output_write_error(exc: BaseException, rundir: "RunDirectory") -> OutputWriteError | None:

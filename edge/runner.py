@@ -3,6 +3,7 @@
 The CLI (`airpatrol process`, `airpatrol demo`) and the batch runner call ``process_video``; the live service drives
 the same ``Pipeline`` frame by frame. All of them feed their sinks through the one loop in ``edge/sinks/loop.py``.
 """
+
 from __future__ import annotations
 
 import platform
@@ -84,8 +85,17 @@ def process_video(
         poses, tel_path, flight_log = load_poses_and_log(video, Path(telemetry) if telemetry else None, info)
         pipeline = pipeline or Pipeline(config)
         pipeline.reset(info.width, info.height, info.fps, poses)
-        run = RunInfo(str(video), info.width, info.height, info.fps, info.frame_count, config.model_dump(mode="json"),
-                      pipeline.detector.weights, pipeline.mode, pipeline.device)
+        run = RunInfo(
+            str(video),
+            info.width,
+            info.height,
+            info.fps,
+            info.frame_count,
+            config.model_dump(mode="json"),
+            pipeline.detector.weights,
+            pipeline.mode,
+            pipeline.device,
+        )
         rundir = RunDirectory(out_dir)
         with rundir as tmp:
             file_sinks: list[Sink] = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
@@ -95,7 +105,9 @@ def process_video(
             def summarize() -> dict[str, Any]:
                 summary = _summary(run, info, pipeline, file_sinks, sinks.loop_s, time.perf_counter() - wall0, tel_path)
                 duration = info.duration_s or ((info.frame_count or 0) / info.fps)
-                summary.update(completeness(video_losses(source) + telemetry_losses(flight_log, poses, duration, info.fps)))
+                summary.update(
+                    completeness(video_losses(source) + telemetry_losses(flight_log, poses, duration, info.fps))
+                )
                 return summary
 
             with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
@@ -108,8 +120,15 @@ def process_video(
     return RunOutcome(final, summary)
 
 
-def _summary(run: RunInfo, info: SourceInfo, pipeline: HasStats, sinks: list[Sink], loop_s: float, wall_s: float,
-             telemetry: Path | None) -> dict[str, Any]:
+def _summary(
+    run: RunInfo,
+    info: SourceInfo,
+    pipeline: HasStats,
+    sinks: list[Sink],
+    loop_s: float,
+    wall_s: float,
+    telemetry: Path | None,
+) -> dict[str, Any]:
     import statistics
 
     import torch
@@ -152,5 +171,9 @@ def _summary(run: RunInfo, info: SourceInfo, pipeline: HasStats, sinks: list[Sin
         },
         "ego_motion_failures": stats["ego_motion_failures"],
         "detector_tiles": stats["detector_tiles"],
-        "versions": {"python": platform.python_version(), "torch": torch.__version__, "ultralytics": ultralytics.__version__},
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "ultralytics": ultralytics.__version__,
+        },
     }

@@ -1,4 +1,5 @@
 """Shared test helpers: where ../shared is, and small synthetic images."""
+
 from __future__ import annotations
 
 import os

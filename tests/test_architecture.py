@@ -4,6 +4,7 @@ Every module of the five packages is parsed (no import runs), and every import i
 functions (the lazy imports that keep start-up light), relative ones, and ``importlib.import_module("...")`` with
 a literal name. A package may import itself and the packages below it; anything else fails with the file and line.
 """
+
 from __future__ import annotations
 
 import ast
@@ -70,13 +71,19 @@ def collect_imports(root: Path, packages: tuple[str, ...] = LAYERS) -> list[Impo
                     else:
                         base = node.module or ""
                     targets = [base]
-                elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
-                      == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
-                      and isinstance(node.args[0].value, str)):
+                elif (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
                     targets = [node.args[0].value]
                 for target in targets:
                     if target.split(".")[0] in packages:
-                        found.append(Import(rel, getattr(node, "lineno", 0), package, target))  # statements and calls have one
+                        found.append(
+                            Import(rel, getattr(node, "lineno", 0), package, target)
+                        )  # statements and calls have one
     return found
 
 
@@ -95,7 +102,7 @@ def package_cycles(imports: list[Import]) -> list[list[str]]:
     def visit(node: str, path: list[str]) -> None:
         for nxt in sorted(graph.get(node, ())):
             if nxt in path:
-                cycle = path[path.index(nxt):]
+                cycle = path[path.index(nxt) :]
                 key = frozenset(cycle)
                 if key not in seen:
                     seen.add(key)
@@ -112,8 +119,10 @@ def test_layers_only_look_down():
     imports = collect_imports(REPO)
     assert len(imports) > 100, "the import walk found almost nothing: is it looking in the right place?"
     bad = [i for i in upward_imports(imports) if f"{i.file} -> {i.target}" not in ALLOWED]
-    assert not bad, (f"upward imports (layers, low to high: {' -> '.join(LAYERS)}); move the code down or the "
-                     "import up:\n" + "\n".join(map(str, bad)))
+    assert not bad, (
+        f"upward imports (layers, low to high: {' -> '.join(LAYERS)}); move the code down or the "
+        "import up:\n" + "\n".join(map(str, bad))
+    )
 
 
 def test_no_import_circles_between_packages():
@@ -128,6 +137,7 @@ def test_allowed_exceptions_are_still_needed():
 
 
 # -- the checker itself, on a planted tree: it must catch what it claims to -------------------------------------------
+
 
 @pytest.fixture
 def tree(tmp_path):
@@ -149,10 +159,12 @@ def test_checker_catches_top_level_lazy_relative_and_dynamic_upward_imports(tree
     write("tracking/d.py", "import importlib\nimportlib.import_module('edge.cli')\n")
     write("edge/e.py", "from vision import types\nfrom . import f\n")  # downward and self: fine
     bad = sorted(str(i) for i in upward_imports(collect_imports(root)))
-    assert bad == ["db/sub/c.py:1: db imports dashboard",
-                   "tracking/d.py:2: tracking imports edge.cli",
-                   "vision/a.py:1: vision imports tracking.config",
-                   "vision/b.py:2: vision imports edge.batch.runtime"]
+    assert bad == [
+        "db/sub/c.py:1: db imports dashboard",
+        "tracking/d.py:2: tracking imports edge.cli",
+        "vision/a.py:1: vision imports tracking.config",
+        "vision/b.py:2: vision imports edge.batch.runtime",
+    ]
 
 
 def test_checker_finds_a_circle(tree):

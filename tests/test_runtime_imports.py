@@ -4,6 +4,7 @@ Each check runs in a fresh interpreter and reads ``sys.modules`` after the impor
 pipeline and `airpatrol process` load must not include ``vision.training`` or ``vision.synth``. The `airpatrol` CLI
 registers those commands lazily, so they still work (and load their modules) when asked for.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_TOOLS = ("vision.training", "vision.synth", "vision.detector")  # vision.detector: the old place of training
-RUNTIME = ("edge.service.app", "edge.runner", "edge.batch.worker", "tracking.pipeline", "vision.detection",
-           "vision.road.segmenter")
+RUNTIME = (
+    "edge.service.app",
+    "edge.runner",
+    "edge.batch.worker",
+    "tracking.pipeline",
+    "vision.detection",
+    "vision.road.segmenter",
+)
 
 
 def probe(code: str) -> list:
@@ -50,6 +57,7 @@ def test_the_cli_loads_a_development_tool_only_when_it_runs():
         "def run(*args):\n    r = CliRunner().invoke(app, list(args))\n    assert r.exit_code == 0, r.output\n"
         "run('process', '--help')\n"
         f"print(json.dumps([m for m in sys.modules if m.startswith({DEV_TOOLS!r})]))\n"
-        "run('synth', '--help')\nrun('train-road', '--help')")
+        "run('synth', '--help')\nrun('train-road', '--help')"
+    )
     assert before == [], f"`airpatrol process` loads development tools: {before}"
     assert {"vision.synth.cli", "vision.training.road.cli"} <= set(modules)

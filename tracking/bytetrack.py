@@ -3,6 +3,7 @@
 Ultralytics' tracker exposes a hook between Kalman prediction and the first association; we use it to move every
 track's predicted state by the ego-motion homography, so a drifting or rotating drone does not break associations.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -3,6 +3,7 @@
 CLI flags, a YAML/JSON config file and ``AIRPATROL_*`` environment variables all fill this model
 (see ``edge.config``); stages receive only their own section.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -15,8 +16,15 @@ from vision.config import DetectorConfig, EgoMotionConfig, MotionConfig, RoadCon
 from vision.motion_gate import MotionGateConfig
 
 __all__ = [
-    "CalibrationConfig", "DetectorConfig", "EgoMotionConfig", "MotionConfig", "MotionGateConfig", "PipelineConfig",
-    "RoadConfig", "SpeedConfig", "TrackerConfig",
+    "CalibrationConfig",
+    "DetectorConfig",
+    "EgoMotionConfig",
+    "MotionConfig",
+    "MotionGateConfig",
+    "PipelineConfig",
+    "RoadConfig",
+    "SpeedConfig",
+    "TrackerConfig",
 ]
 
 
@@ -40,15 +48,21 @@ class SpeedConfig(BaseModel):
     size_window_s: float = Field(30.0, gt=0, description="size prior: vehicles seen in the last N seconds count")
     size_min_tracks: int = Field(5, ge=1, description="size prior: vehicles measured before it gives a scale")
     size_systematic_rel: float = Field(
-        0.08, ge=0, description="size prior: 1-sigma relative error no number of vehicles removes (the local fleet's "
-                                "mean size against the priors, how vehicles stand out from the road)")
+        0.08,
+        ge=0,
+        description="size prior: 1-sigma relative error no number of vehicles removes (the local fleet's "
+        "mean size against the priors, how vehicles stand out from the road)",
+    )
     size_focal_rel: float = Field(0.08, ge=0, description="size prior, oblique views: error of the assumed lens")
     size_min_perspective: float = Field(
-        0.25, ge=0, description="size prior: relative change of vehicle size top to bottom that makes a view oblique")
+        0.25, ge=0, description="size prior: relative change of vehicle size top to bottom that makes a view oblique"
+    )
     assumed_focal_equiv_mm: float = Field(
-        24.0, gt=0, description="size prior, oblique views: 35 mm-equivalent focal length assumed (most drone lenses)")
+        24.0, gt=0, description="size prior, oblique views: 35 mm-equivalent focal length assumed (most drone lenses)"
+    )
     max_metres_per_pixel: float = Field(
-        1.0, gt=0, description="no speed where a pixel is coarser than this (a car under ~5 px; near the horizon)")
+        1.0, gt=0, description="no speed where a pixel is coarser than this (a car under ~5 px; near the horizon)"
+    )
 
 
 class CalibrationConfig(BaseModel):
@@ -56,9 +70,12 @@ class CalibrationConfig(BaseModel):
 
     metres_per_pixel: float | None = Field(None, gt=0)
     image_points: list[tuple[float, float]] | None = Field(
-        None, description="pixel points (first frame); with lonlat_points and no image_points: the frame corners TL, TR, BR, BL"
+        None,
+        description="pixel points (first frame); with lonlat_points and no image_points: the frame corners TL, TR, BR, BL",
     )
-    ground_points_m: list[tuple[float, float]] | None = Field(None, description="ground (east, north) metres of image_points")
+    ground_points_m: list[tuple[float, float]] | None = Field(
+        None, description="ground (east, north) metres of image_points"
+    )
     lonlat_points: list[tuple[float, float]] | None = Field(None, description="WGS84 (lon, lat) of image_points")
 
     @property

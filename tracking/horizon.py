@@ -10,6 +10,7 @@ of vehicles suffices (a toll plaza, a quiet road).
 Used only where it is a clear, single vanishing point above the image centre (a camera looking down sees the
 horizon above its principal point); a nadir view has parallel lines (no such point) and gets None.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,9 @@ DIRECTION_BIN_DEG = 2.0
 MIN_DIRECTIONS = 4  # distinct directions (2-degree bins) among the supporting segments
 MAX_ONE_DIRECTION = 0.6  # of the supporting length in one direction at most
 MIN_SUPPORT_FRAC = 0.25  # of the tilted segments' total length
-MAX_DEPRESSION_DEG = 75.0  # a horizon further above (a camera looking down more steeply) changes the scale by too little to matter
+MAX_DEPRESSION_DEG = (
+    75.0  # a horizon further above (a camera looking down more steeply) changes the scale by too little to matter
+)
 TRIALS = 400
 DETECT_PX = 960
 

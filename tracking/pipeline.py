@@ -4,6 +4,7 @@ source -> frame (+ pose) -> ego-motion -> background layer (road) -> detection (
 speed -> FrameResult. The CLI, the batch runner and the live service all drive this same object.
 ``baseline=True`` gives plain YOLOv8 + ByteTrack with a constant scale: the comparison the design is measured against.
 """
+
 from __future__ import annotations
 
 import time
@@ -88,7 +89,9 @@ class Pipeline:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
         self._last_boxes = np.zeros((0, 4), np.float32)
-        self._residual_px = 0.0  # ego-motion registration residual since the last detector frame (the blob gate's noise floor)
+        self._residual_px = (
+            0.0  # ego-motion registration residual since the last detector frame (the blob gate's noise floor)
+        )
         # ego-motion chained since the last detector frame: None once a frame failed (the motion layer restarts its
         # background), while the road maps treat a failed frame as no motion, as they do frame by frame
         self._H_since_key: np.ndarray | None = np.eye(3)
@@ -147,7 +150,7 @@ class Pipeline:
         self._since_key += 1
         self._H_since_key = None if H is None or self._H_since_key is None else H @ self._H_since_key
         self._H_road_since_key = (np.eye(3) if H is None else H) @ self._H_road_since_key  # road maps: kept in place
-        self._residual_sq += ego.residual_px ** 2
+        self._residual_sq += ego.residual_px**2
         t = self._tick("ego_motion", t)
 
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
@@ -185,8 +188,9 @@ class Pipeline:
         if field is not None:
             if cfg.motion.add_missed:
                 previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
-                dets = Detections.concat([dets, self._missed_movers(field, dets, ground, expected_car_px, previous,
-                                                                    H_key, elapsed)])
+                dets = Detections.concat(
+                    [dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H_key, elapsed)]
+                )
         t = self._tick("motion", t)
 
         rows = self.tracker.step(dets, H)
@@ -248,8 +252,9 @@ class Pipeline:
         road_small = None if road is None else cv2.resize(road, small_wh, interpolation=cv2.INTER_NEAREST)
         return self.motion.update(grey, H_small, s, road_small, elapsed)
 
-    def _filter_boxes(self, dets: Detections, road: np.ndarray | None, ground,
-                      moving_fraction: np.ndarray | None = None) -> Detections:
+    def _filter_boxes(
+        self, dets: Detections, road: np.ndarray | None, ground, moving_fraction: np.ndarray | None = None
+    ) -> Detections:
         """Drop boxes too large to be one vehicle, boxes where the U-Net is sure there is no road and, with
         ``road.filter_detections``, every box off the road mask.
 
@@ -262,7 +267,9 @@ class Pipeline:
             return dets
         h, w = self._wh[1], self._wh[0]
         wh = dets.wh
-        keep = (wh[:, 0] <= self.config.detector.max_box_fraction * w) & (wh[:, 1] <= self.config.detector.max_box_fraction * h)
+        keep = (wh[:, 0] <= self.config.detector.max_box_fraction * w) & (
+            wh[:, 1] <= self.config.detector.max_box_fraction * h
+        )
         if ground is not None and ground.source != ScaleSource.SIZE_PRIOR:
             c = dets.centers
             mpp = np.array([ground.metres_per_pixel(x, y) for x, y in c])
@@ -281,8 +288,16 @@ class Pipeline:
             keep &= on_road
         return dets[keep]
 
-    def _missed_movers(self, field, dets: Detections, ground, expected_car_px: float | None,
-                       previous_tracks: np.ndarray, H: np.ndarray | None, elapsed: int) -> Detections:
+    def _missed_movers(
+        self,
+        field,
+        dets: Detections,
+        ground,
+        expected_car_px: float | None,
+        previous_tracks: np.ndarray,
+        H: np.ndarray | None,
+        elapsed: int,
+    ) -> Detections:
         """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed.
         ``previous_tracks``: last frame's track boxes, moved into this frame by the ego-motion.
 
@@ -310,7 +325,9 @@ class Pipeline:
         # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
         # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
         # pixels long in its input.
-        det_scale = 1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
+        det_scale = (
+            1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
+        )
         ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
         blobs = blobs[ok]
         n = len(blobs)
@@ -337,7 +354,9 @@ class Pipeline:
             return None
         return self.config.speed.car_length_m / g.metres_per_pixel(self._wh[0] / 2, self._wh[1] / 2)
 
-    def _observe_sizes(self, frame: Frame, dets: Detections, rows: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+    def _observe_sizes(
+        self, frame: Frame, dets: Detections, rows: np.ndarray, H_cur_to_first: np.ndarray | None
+    ) -> None:
         """Every tracked vehicle's measured box this frame (detector or motion blob) goes to the size prior, which
         measures the vehicle in the image itself (``tracking.vehicle_size``)."""
         rows = np.asarray(rows).reshape(-1, 8)
@@ -345,8 +364,15 @@ class Pipeline:
         ok = (idx >= 0) & (idx < len(dets))
         if ok.any():
             i = idx[ok]
-            self.scale.observe_vehicles(frame.t, frame.image, dets.xyxy[i], rows[ok, 4].astype(int), dets.class_id[i],
-                                        dets.source[i] == DetectionSource.DETECTOR, H_cur_to_first)
+            self.scale.observe_vehicles(
+                frame.t,
+                frame.image,
+                dets.xyxy[i],
+                rows[ok, 4].astype(int),
+                dets.class_id[i],
+                dets.source[i] == DetectionSource.DETECTOR,
+                H_cur_to_first,
+            )
 
     def _finish(self, frame: Frame, rows: np.ndarray, dets: Detections, ground, H, road) -> FrameResult:
         cfg = self.config
@@ -358,14 +384,26 @@ class Pipeline:
             # 50.1 -> 50.7 baseline)
             # The baseline reports the tracker's box, as Ultralytics' `track` does: it is plain YOLOv8 + ByteTrack.
             box = dets.xyxy[i] if 0 <= i < len(dets) and not cfg.baseline else np.array([x1, y1, x2, y2], np.float32)
-            tracks.append(TrackState(int(tid), np.array(box, np.float32), float(score), int(cls),
-                                     moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True))
+            tracks.append(
+                TrackState(
+                    int(tid),
+                    np.array(box, np.float32),
+                    float(score),
+                    int(cls),
+                    moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True,
+                )
+            )
         speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks}, ground, H)
         for tr in tracks:
             s = speeds.get(tr.track_id)
             if s is None:
                 continue
-            tr.speed_kmh, tr.speed_sigma_kmh, tr.speed_flag, tr.ground_xy = s.speed_kmh, s.sigma_kmh, s.flag, s.ground_xy
+            tr.speed_kmh, tr.speed_sigma_kmh, tr.speed_flag, tr.ground_xy = (
+                s.speed_kmh,
+                s.sigma_kmh,
+                s.flag,
+                s.ground_xy,
+            )
             if s.lonlat:
                 tr.lon, tr.lat = s.lonlat
             if s.speed_kmh is not None and not cfg.baseline:
@@ -377,7 +415,9 @@ class Pipeline:
         self.frames += 1
         h, w = frame.image.shape[:2]
         return FrameResult(
-            frame=frame, tracks=tracks, road_mask=road,
+            frame=frame,
+            tracks=tracks,
+            road_mask=road,
             metres_per_pixel=ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None,
             scale_source=ground.source if ground is not None else None,
             scale_detail=ground.description if ground is not None else None,
@@ -393,7 +433,7 @@ class Pipeline:
         f = self.frames
         seen = self._track_support
         from_blob: set[int] = set()
-        for (*_, tid, _score, _cls, idx) in rows:
+        for *_, tid, _score, _cls, idx in rows:
             i, tid = int(idx), int(tid)
             entry = seen.setdefault(tid, [f, f, False])
             entry[1] = f
@@ -410,8 +450,12 @@ class Pipeline:
         # A vehicle that stands is reported from detector evidence only: a motion blob on a track measured standing
         # contradicts itself (flicker, parallax or a shadow beside a parked car), and was the dual layer's largest
         # source of false positives on a moving drone.
-        return [tr for tr in tracks if (seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames)
-                and not (tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary)]
+        return [
+            tr
+            for tr in tracks
+            if (seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames)
+            and not (tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary)
+        ]
 
     def stats(self) -> dict:
         n = max(1, self.frames)

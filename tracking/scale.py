@@ -5,6 +5,7 @@ or image points with their ground / WGS84 coordinates), and last the vehicles th
 measured vehicle lengths and widths against class priors, one scale for a nadir view, a ground-plane fit that
 varies with the image row for an oblique one), which is marked low-confidence and carries its own uncertainty.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,9 @@ class GroundFrame:
             return self.source
         view = "nadir"
         if m.oblique:
-            view = f"oblique, horizon at row {m.horizon_row:.0f}" + (f" from {m.horizon_from}" if m.horizon_from else "")
+            view = f"oblique, horizon at row {m.horizon_row:.0f}" + (
+                f" from {m.horizon_from}" if m.horizon_from else ""
+            )
         return f"{self.source} ({view}, {m.n_tracks} vehicles, segment {m.segment}, +-{100 * m.rel_sigma:.0f} %)"
 
     def valid(self, pts: np.ndarray, max_m_per_px: float) -> np.ndarray:
@@ -99,7 +102,9 @@ def load_calibration(value: str) -> CalibrationConfig:
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: calibration file is not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})") from None
+        raise ValueError(
+            f"{path}: calibration file is not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})"
+        ) from None
     if isinstance(data, dict) and "coordinates" in data and "lonlat_points" not in data:
         data = {"lonlat_points": data["coordinates"]}
     try:
@@ -120,7 +125,9 @@ class GroundScale:
     """Gives the ``GroundFrame`` of each frame. ``H_cur_to_first`` (from ego-motion) carries a calibration made on the
     first frame to later frames."""
 
-    def __init__(self, calibration: CalibrationConfig, speed: SpeedConfig, width: int, height: int, constant: bool = False):
+    def __init__(
+        self, calibration: CalibrationConfig, speed: SpeedConfig, width: int, height: int, constant: bool = False
+    ):
         self.cal = calibration
         self.speed_cfg = speed
         self.width, self.height = width, height
@@ -135,8 +142,11 @@ class GroundScale:
         if c.metres_per_pixel:
             s = c.metres_per_pixel
             # image y grows downwards, north grows upwards
-            return GroundFrame(np.array([[s, 0, -s * self.width / 2], [0, -s, s * self.height / 2], [0, 0, 1.0]]),
-                               ScaleSource.CALIBRATION, None)
+            return GroundFrame(
+                np.array([[s, 0, -s * self.width / 2], [0, -s, s * self.height / 2], [0, 0, 1.0]]),
+                ScaleSource.CALIBRATION,
+                None,
+            )
         if c.ground_points_m or c.lonlat_points:
             img = c.image_points or [(0, 0), (self.width, 0), (self.width, self.height), (0, self.height)]
             origin = None
@@ -153,8 +163,16 @@ class GroundScale:
             return GroundFrame(H, ScaleSource.CALIBRATION, origin)
         return None
 
-    def observe_vehicles(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray,
-                         class_ids: np.ndarray, from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+    def observe_vehicles(
+        self,
+        t: float,
+        image: np.ndarray,
+        boxes: np.ndarray,
+        track_ids: np.ndarray,
+        class_ids: np.ndarray,
+        from_detector: np.ndarray,
+        H_cur_to_first: np.ndarray | None,
+    ) -> None:
         """This frame's tracked vehicles (measured boxes, ids, classes, whether the detector saw them), for the size
         prior. Skipped when telemetry or a calibration gives the scale anyway."""
         if self._cal_frame is not None or self._telemetry_seen:
@@ -172,7 +190,9 @@ class GroundScale:
         H = m.image_to_ground() @ H_cur_to_anchor
         return GroundFrame(H, ScaleSource.SIZE_PRIOR, None, m, H_cur_to_anchor)
 
-    def frame(self, pose: CameraPose | None, H_cur_to_first: np.ndarray | None, t: float | None = None) -> GroundFrame | None:
+    def frame(
+        self, pose: CameraPose | None, H_cur_to_first: np.ndarray | None, t: float | None = None
+    ) -> GroundFrame | None:
         if self.constant:
             return self._constant_frame(pose)
         if pose is not None:

@@ -6,6 +6,7 @@ ground mapping, and a line is fitted to position over time (one robust reweighti
 All tracks are fitted together in torch: on the GPU when present, on the CPU otherwise, in float64 either way so both
 give the same numbers.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -54,8 +55,13 @@ class SpeedEstimator:
                     h[i] = (t, p[0] / p[2], p[1] / p[2])
             self._H_cur_to_world = np.eye(3)
 
-    def update(self, t: float, points: dict[int, tuple[float, float]], ground: GroundFrame | None,
-               H_prev_to_cur: np.ndarray | None = None) -> dict[int, SpeedResult]:
+    def update(
+        self,
+        t: float,
+        points: dict[int, tuple[float, float]],
+        ground: GroundFrame | None,
+        H_prev_to_cur: np.ndarray | None = None,
+    ) -> dict[int, SpeedResult]:
         """``points``: track id -> reference point (pixels, current frame) of every track visible now."""
         self._advance(H_prev_to_cur)
         keep_s = self.cfg.window_s * 1.5 + 0.5
@@ -82,8 +88,13 @@ class SpeedEstimator:
             if ll is not None:
                 results[tid].lonlat = (float(ll[k, 0]), float(ll[k, 1]))
         valid = ground.valid(cur, self.cfg.max_metres_per_pixel)
-        fit_ids = [i for k, i in enumerate(ids) if valid[k] and len(self._hist[i]) >= 3
-                   and self._hist[i][-1][0] - self._hist[i][0][0] >= self.cfg.min_track_s]
+        fit_ids = [
+            i
+            for k, i in enumerate(ids)
+            if valid[k]
+            and len(self._hist[i]) >= 3
+            and self._hist[i][-1][0] - self._hist[i][0][0] >= self.cfg.min_track_s
+        ]
         if not fit_ids:
             return results
         v, sig = self._fit(fit_ids, t, ground)

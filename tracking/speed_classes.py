@@ -3,6 +3,7 @@
 Blue (slow) to dark red (fast), in km/h; grey while a vehicle's speed is not known (yet). The dashboard hands these
 to its JavaScript (``dashboard/templates/base.html``), the video annotator (``edge/sinks/annotate.py``) draws with them.
 """
+
 from __future__ import annotations
 
 import bisect

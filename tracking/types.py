@@ -1,4 +1,5 @@
 """Typed values produced by the motion layer: tracked vehicles, their speeds, per-frame results."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,11 +9,13 @@ import numpy as np
 
 from vision.types import Frame
 
+
 def trusted_speed(flag: str | None, sigma_kmh: float | None) -> bool:
     """Speeds that count for a track's aggregates and for violations: unflagged ones, and size-prior ones
     (``low_confidence_scale``) that carry their sigma, which includes that scale's uncertainty. ``implausible_*``
     speeds never count."""
     return flag is None or (flag == "low_confidence_scale" and sigma_kmh is not None)
+
 
 # a violation needs speed - VIOLATION_SIGMAS * sigma > limit: too fast with ~98 % confidence (one-sided 2 sigma)
 VIOLATION_SIGMAS = 2.0

@@ -25,6 +25,7 @@ chain, so a moving or zooming drone keeps its scale; when the view has changed t
 by more than 1.4x, or moved by more than a frame) a new segment starts on the current frame (the measurements are
 carried over), and only the last ``size_window_s`` seconds of vehicles count.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,8 +74,16 @@ def _union_extent(half: float, magnification: float, shift: float) -> float:
     return max(half, shift + magnification * half) - min(-half, shift - magnification * half)
 
 
-def box_scale(box: np.ndarray, direction: np.ndarray, length_m: float, width_m: float, height_m: float,
-              focal_px: float, cx: float, cy: float) -> float | None:
+def box_scale(
+    box: np.ndarray,
+    direction: np.ndarray,
+    length_m: float,
+    width_m: float,
+    height_m: float,
+    focal_px: float,
+    cx: float,
+    cy: float,
+) -> float | None:
     """Pixels per metre on the road at a vehicle from its detector box, for a camera looking (nearly) straight down.
 
     The box outlines the whole vehicle body: its footprint (a length x width rectangle along ``direction``, the unit
@@ -146,8 +155,11 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
         return None
     # the vehicle: every component whose centre lies inside the box (a large vehicle seen close up falls apart
     # into roof, windows, bonnet at this threshold); road marks and neighbours reach into the ring instead
-    inside = [k for k in range(1, n) if stats[k, 4] >= 2
-              and x1 - a0 <= centroids[k][0] <= x2 - a0 and y1 - b0 <= centroids[k][1] <= y2 - b0]
+    inside = [
+        k
+        for k in range(1, n)
+        if stats[k, 4] >= 2 and x1 - a0 <= centroids[k][0] <= x2 - a0 and y1 - b0 <= centroids[k][1] <= y2 - b0
+    ]
     if not inside or sum(stats[k, 4] for k in inside) < 4:
         return None
     # The vehicle's outline at half its contrast: a blurred edge crosses half contrast where the true edge is, so
@@ -180,8 +192,7 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     else:
         u = np.asarray(direction, np.float64) / max(float(np.linalg.norm(direction)), 1e-9)
     v = np.array([-u[1], u[0]])
-    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright,
-                          major)
+    return VehicleMeasure(_extent(u @ cov @ u), _extent(v @ cov @ v), _extent(cov[0, 0]), int(len(pts)), bright, major)
 
 
 @dataclass
@@ -230,9 +241,13 @@ class SizeModel:
         height = 1.0 / math.hypot(b, (a + b * self.cy) / f)
         cp, sp = math.cos(pitch), math.sin(pitch)
         # ground (X right, Y forward, 1) -> image, camera at (0, 0, height) looking forward and down
-        G = np.array([[f, self.cx * cp, self.cx * height * sp],
-                      [0.0, self.cy * cp - f * sp, height * (self.cy * sp + f * cp)],
-                      [0.0, cp, height * sp]])
+        G = np.array(
+            [
+                [f, self.cx * cp, self.cx * height * sp],
+                [0.0, self.cy * cp - f * sp, height * (self.cy * sp + f * cp)],
+                [0.0, cp, height * sp],
+            ]
+        )
         return np.linalg.inv(G)
 
 
@@ -348,11 +363,24 @@ class VehicleSizeScale:
             for to, x, ya, k_lw, k_x, bright, k_box, k_xbox, focal in tr.obs:
                 zz, zx = _zoom(Hinv, x, ya), _zoom_x(Hinv, x, ya)
                 nx, ny = _apply(Hinv, x, ya)
-                moved.append((to, nx, ny, _times(k_lw, zz), _times(k_x, zx), bright, _times(k_box, zz), _times(k_xbox, zx),
-                              focal))
+                moved.append(
+                    (
+                        to,
+                        nx,
+                        ny,
+                        _times(k_lw, zz),
+                        _times(k_x, zx),
+                        bright,
+                        _times(k_box, zz),
+                        _times(k_xbox, zx),
+                        focal,
+                    )
+                )
             tr.obs = moved
-        self._horizons = deque(((to, *_apply(Hinv, x, y)) if x is not None else (to, None, None)
-                                for to, x, y in self._horizons), maxlen=HORIZONS_KEPT)
+        self._horizons = deque(
+            ((to, *_apply(Hinv, x, y)) if x is not None else (to, None, None) for to, x, y in self._horizons),
+            maxlen=HORIZONS_KEPT,
+        )
         assert H_cur_to_first is not None  # None is the identity, returned above
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
@@ -361,8 +389,16 @@ class VehicleSizeScale:
         return np.eye(3)
 
     # -- observations ---------------------------------------------------------------------------------------
-    def observe(self, t: float, image: np.ndarray, boxes: np.ndarray, track_ids: np.ndarray, class_ids: np.ndarray,
-                from_detector: np.ndarray, H_cur_to_first: np.ndarray | None) -> None:
+    def observe(
+        self,
+        t: float,
+        image: np.ndarray,
+        boxes: np.ndarray,
+        track_ids: np.ndarray,
+        class_ids: np.ndarray,
+        from_detector: np.ndarray,
+        H_cur_to_first: np.ndarray | None,
+    ) -> None:
         self._frames += 1
         H = self._maybe_new_segment(H_cur_to_first, t)
         Hinv = np.linalg.inv(H)
@@ -387,7 +423,10 @@ class VehicleSizeScale:
             if det:
                 tr.detector_obs += 1
                 tr.cls[int(cls)] = tr.cls.get(int(cls), 0) + 1
-            if t - tr.last_measured < (MEASURE_EVERY_S if len(tr.obs) < SETTLED_OBS else MEASURE_EVERY_SETTLED_S) - 1e-6:
+            if (
+                t - tr.last_measured
+                < (MEASURE_EVERY_S if len(tr.obs) < SETTLED_OBS else MEASURE_EVERY_SETTLED_S) - 1e-6
+            ):
                 continue
             tr.last_measured = t
             direction = self._direction(tr, box, Hinv)
@@ -401,8 +440,16 @@ class VehicleSizeScale:
                 if heading is None and m is not None and m.major_axis is not None:
                     heading = m.major_axis  # standing: its long axis
                 if heading is not None:
-                    k_box = box_scale(box, heading, length_m, width_m, CLASS_HEIGHT_M[cls_now], self.focal_px,
-                                      self.width / 2, self.height / 2)
+                    k_box = box_scale(
+                        box,
+                        heading,
+                        length_m,
+                        width_m,
+                        CLASS_HEIGHT_M[cls_now],
+                        self.focal_px,
+                        self.width / 2,
+                        self.height / 2,
+                    )
             # oblique views: the box's lateral extent against the vehicle's expected lateral metres (its footprint's
             # extent along the rows, from its heading); shadow-free like the box route above
             k_xbox: float | None = None
@@ -435,14 +482,14 @@ class VehicleSizeScale:
                 k_lw = math.sqrt(m.along_px / length_m * m.across_px / width_m)  # parked: major / minor axis
             if k_lw is None and k_x is None and k_box is None and k_xbox is None:
                 continue
-            tr.obs.append((t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx),
-                           focal))
+            tr.obs.append(
+                (t, ax, ay, _times(k_lw, z), _times(k_x, zx), m.bright, _times(k_box, z), _times(k_xbox, zx), focal)
+            )
             self._dirty = True
         for tid in [k for k, tr in self._tracks.items() if tr.path and t - tr.path[-1][0] > keep_s]:
             del self._tracks[tid]
 
-    def _lateral_share(self, direction: np.ndarray, x: float, y: float,
-                       vp: tuple[float, float] | None) -> float:
+    def _lateral_share(self, direction: np.ndarray, x: float, y: float, vp: tuple[float, float] | None) -> float:
         """|sin| of the vehicle's heading against the camera's forward direction on the ground: the share of its
         length that lies across the view. Without a horizon, the image direction's (a nadir view's). With one, from
         where the vehicle's line of travel meets the horizon: on an oblique view a car driving straight away from
@@ -459,8 +506,9 @@ class VehicleSizeScale:
         r = (u - self.width / 2) * cos_pitch / self.focal_px  # lateral over forward, on the ground
         return abs(r) / math.hypot(1.0, r)
 
-    def _focal_from_box(self, box: np.ndarray, horizon_row: float, length_m: float, width_m: float,
-                        height_m: float) -> float | None:
+    def _focal_from_box(
+        self, box: np.ndarray, horizon_row: float, length_m: float, width_m: float, height_m: float
+    ) -> float | None:
         """The focal length (pixels) a vehicle driving along the view implies. On an oblique view its box is about
         its width across and L sin(d) + h cos(d) down (footprint foreshortened, its back or front seen, d: depression
         below the horizon), so the box's aspect says d, and the horizon lies f tan(d)-ish above its row. Solved
@@ -485,8 +533,14 @@ class VehicleSizeScale:
             g = ray / -ray[2]  # the ground under the box's bottom centre, camera 1 up (z = 0 plane at -1)
             inv_h = 0.05  # the car's size in camera heights, fitted to the box's width
             for _ in range(6):
-                pts = np.array([[g[0] + a * width_m / 2 * inv_h, g[1] + b * length_m * inv_h, -1.0 + z * height_m * inv_h]
-                                for a in (-1, 1) for b in (0, 1) for z in (0, 1)])
+                pts = np.array(
+                    [
+                        [g[0] + a * width_m / 2 * inv_h, g[1] + b * length_m * inv_h, -1.0 + z * height_m * inv_h]
+                        for a in (-1, 1)
+                        for b in (0, 1)
+                        for z in (0, 1)
+                    ]
+                )
                 depth = pts @ o
                 if (depth <= 0).any():
                     return None
@@ -561,13 +615,17 @@ class VehicleSizeScale:
             k_lw = [o[3] for o in obs if o[3] is not None]
             k_x = [o[4] for o in obs if o[4] is not None]
             k_box = [o[6] for o in obs if o[6] is not None]
-            rows.append((float(np.median([o[2] for o in obs])),
-                         float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
-                         float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
-                         float(np.mean([o[5] for o in obs if o[5] is not None] or [0.0]) >= 0.5),
-                         float(np.median(k_box)) if len(k_box) >= 3 else np.nan,
-                         float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan,
-                         float(np.median(focal)) if focal else np.nan))
+            rows.append(
+                (
+                    float(np.median([o[2] for o in obs])),
+                    float(np.median(k_lw)) if len(k_lw) >= 3 else np.nan,
+                    float(np.median(k_x)) if len(k_x) >= 3 else np.nan,
+                    float(np.mean([o[5] for o in obs if o[5] is not None] or [0.0]) >= 0.5),
+                    float(np.median(k_box)) if len(k_box) >= 3 else np.nan,
+                    float(np.median(k_xbox)) if len(k_xbox) >= 2 else np.nan,
+                    float(np.median(focal)) if focal else np.nan,
+                )
+            )
         per = np.array(rows, np.float64).reshape(-1, 7)
         self._lateral = per.copy()  # every track, for the oblique fit with a known horizon
         # vehicles brighter than the road are measured without their shadows: they alone count when there are
@@ -604,8 +662,19 @@ class VehicleSizeScale:
             focal, focal_rel = self.focal_px, cfg.size_focal_rel
             if horizon_from == "lines":
                 focal, focal_rel = self._fit_focal(focal, focal_rel)
-            m = SizeModel(alpha, beta, focal, cx, cy, 0.0, len(per), self.segment, cov,
-                          math.hypot(sys_rel, focal_rel), horizon_from)
+            m = SizeModel(
+                alpha,
+                beta,
+                focal,
+                cx,
+                cy,
+                0.0,
+                len(per),
+                self.segment,
+                cov,
+                math.hypot(sys_rel, focal_rel),
+                horizon_from,
+            )
             m.rel_sigma = m.rel_sigma_at(cy)
             return m
         k = float(np.median(k_lw))
@@ -618,7 +687,9 @@ class VehicleSizeScale:
         oblique view, even where the oblique fit is not kept (e.g. its horizon implausibly low)."""
         lateral = np.isfinite(per[:, 2])
         for ok, col in ((boxed, 4), (lateral, 2)):
-            if ok.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(*_huber_line(per[ok, 0], per[ok, col])):
+            if ok.sum() >= max(8, self.cfg.size_min_tracks) and self._grows_with_row(
+                *_huber_line(per[ok, 0], per[ok, col])
+            ):
                 return True
         return False
 

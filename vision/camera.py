@@ -3,6 +3,7 @@
 The ground is taken as a plane (roads seen from a drone are locally flat). With the camera's height above it,
 its intrinsics and its orientation (gimbal pitch, heading) the image <-> ground mapping is a homography.
 """
+
 from __future__ import annotations
 
 import math

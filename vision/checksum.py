@@ -1,5 +1,6 @@
 """Content checksums of files: a batch re-run skips a video whatever its name or folder, an ONNX export is cached
 per weights file."""
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ Each stage's settings live next to the stages (layers only look down: ``vision``
 ``tracking.config.PipelineConfig`` composes them and re-exports these names, so ``from tracking.config import
 DetectorConfig`` keeps working.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -16,38 +17,66 @@ __all__ = ["DetectorConfig", "EgoMotionConfig", "MotionConfig", "MotionGateConfi
 
 
 class DetectorConfig(BaseModel):
-    weights: str | None = Field(None, description="YOLO weights (.pt, .onnx, ...); default: the shipped AirPatrol detector")
-    conf: float = Field(0.1, ge=0.0, le=1.0, description="minimum detection confidence (0.1: Ultralytics' default for "
-                                                         "tracking; ByteTrack drops boxes below its track_low_thresh "
-                                                         "0.1 anyway, and uses 0.1-0.25 to extend tracks)")
+    weights: str | None = Field(
+        None, description="YOLO weights (.pt, .onnx, ...); default: the shipped AirPatrol detector"
+    )
+    conf: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="minimum detection confidence (0.1: Ultralytics' default for "
+        "tracking; ByteTrack drops boxes below its track_low_thresh "
+        "0.1 anyway, and uses 0.1-0.25 to extend tracks)",
+    )
     iou: float = Field(0.5, ge=0.0, le=1.0, description="NMS IoU threshold")
     imgsz: int = Field(640, ge=32, description="detector input size")
     tiling: Literal["auto", "on", "off"] = Field(
-        "auto", description="native-resolution detection, so small vehicles survive: 'on' always (one pass over the "
-                            "road's bounding box, or tiles for frames beyond single_pass_max), 'off' never (the frame "
-                            "letterboxed to imgsz), 'auto' when a probe every probe_every detector frames finds more")
+        "auto",
+        description="native-resolution detection, so small vehicles survive: 'on' always (one pass over the "
+        "road's bounding box, or tiles for frames beyond single_pass_max), 'off' never (the frame "
+        "letterboxed to imgsz), 'auto' when a probe every probe_every detector frames finds more",
+    )
     native_up_to: int = Field(
-        1280, ge=0, description="tiling 'auto': frames whose long side is at most this are always detected at native "
-                                "resolution (one pass; at most ~4x the pixels of the letterboxed frame, paid for by "
-                                "detector.every_n_frames); larger frames when the probe finds it pays")
+        1280,
+        ge=0,
+        description="tiling 'auto': frames whose long side is at most this are always detected at native "
+        "resolution (one pass; at most ~4x the pixels of the letterboxed frame, paid for by "
+        "detector.every_n_frames); larger frames when the probe finds it pays",
+    )
     single_pass_max: int = Field(
-        2048, ge=32, description="tiling on: frames whose long side is at most this are detected at native resolution "
-                                 "in ONE pass over the road's bounding box instead of in tiles (no overlap, no seams)")
-    crop_to_road: bool = Field(False, description="native pass: detect only in the road's bounding box (saves compute "
-                                                  "where the road leaves part of the frame out, but on the real "
-                                                  "sequences it cost MOTA: vehicles outside the U-Net's road are lost)")
+        2048,
+        ge=32,
+        description="tiling on: frames whose long side is at most this are detected at native resolution "
+        "in ONE pass over the road's bounding box instead of in tiles (no overlap, no seams)",
+    )
+    crop_to_road: bool = Field(
+        False,
+        description="native pass: detect only in the road's bounding box (saves compute "
+        "where the road leaves part of the frame out, but on the real "
+        "sequences it cost MOTA: vehicles outside the U-Net's road are lost)",
+    )
     road_margin_px: int = Field(32, ge=0, description="native pass: margin kept around the road's bounding box")
     every_n_frames: int = Field(
-        3, ge=1, description="dual layer: run the detector on every N-th frame only; in between, tracks are carried by "
-                             "their Kalman motion and the drone's ego-motion (DeepStream's 'interval')")
+        3,
+        ge=1,
+        description="dual layer: run the detector on every N-th frame only; in between, tracks are carried by "
+        "their Kalman motion and the drone's ego-motion (DeepStream's 'interval')",
+    )
     tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
-    min_tile_gain: float = Field(1.0, ge=0, description="'auto' tiling: extra vehicles a tile pass must find to be worth it")
-    probe_every: int = Field(50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles")
-    max_box_fraction: float = Field(0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame")
+    min_tile_gain: float = Field(
+        1.0, ge=0, description="'auto' tiling: extra vehicles a tile pass must find to be worth it"
+    )
+    probe_every: int = Field(
+        50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles"
+    )
+    max_box_fraction: float = Field(
+        0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame"
+    )
     half: bool = Field(True, description="FP16 inference on CUDA")
     runtime: Literal["auto", "torch", "onnx"] = Field(
-        "auto", description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
-                            "PyTorch on CUDA (measured rule, see vision/runtime.py)"
+        "auto",
+        description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
+        "PyTorch on CUDA (measured rule, see vision/runtime.py)",
     )
 
 
@@ -61,21 +90,29 @@ class RoadConfig(BaseModel):
     learn_from_tracks: bool = Field(True, description="fuse where moving vehicles actually drive into the road mask")
     dilate_px: int = Field(8, ge=0, description="grow the road mask so vehicles on the kerb are kept")
     sure_off_road_probability: float | None = Field(
-        0.05, ge=0, lt=1, description="detector boxes centred where the U-Net is this sure there is no road (and no "
-                                      "vehicle path was learnt) are dropped even without filter_detections: clutter on "
-                                      "roofs and fields; where the network is unsure (night, unusual scenes) nothing "
-                                      "is dropped (None: off)")
+        0.05,
+        ge=0,
+        lt=1,
+        description="detector boxes centred where the U-Net is this sure there is no road (and no "
+        "vehicle path was learnt) are dropped even without filter_detections: clutter on "
+        "roofs and fields; where the network is unsure (night, unusual scenes) nothing "
+        "is dropped (None: off)",
+    )
     filter_detections: bool = Field(
-        False, description="also drop detector boxes off the road (the motion layer is always restricted to it); off: "
-                           "on the real sequences it cost MOTA day and night, dropping vehicles the U-Net's mask "
-                           "missed (docs/accuracy.md)")
+        False,
+        description="also drop detector boxes off the road (the motion layer is always restricted to it); off: "
+        "on the real sequences it cost MOTA day and night, dropping vehicles the U-Net's mask "
+        "missed (docs/accuracy.md)",
+    )
 
 
 class EgoMotionConfig(BaseModel):
     backend: Literal["auto", "opencv", "torch"] = Field(
-        "auto", description="ego-motion and motion layer implementation: 'opencv' (CPU), 'torch' (kornia, on the "
-                            "pipeline's device, batched over streams), 'auto': torch on CUDA, OpenCV on CPU (on CPU "
-                            "the OpenCV path measured faster at equal accuracy, docs/gpu.md)")
+        "auto",
+        description="ego-motion and motion layer implementation: 'opencv' (CPU), 'torch' (kornia, on the "
+        "pipeline's device, batched over streams), 'auto': torch on CUDA, OpenCV on CPU (on CPU "
+        "the OpenCV path measured faster at equal accuracy, docs/gpu.md)",
+    )
     max_features: int = Field(600, ge=20)
     ransac_px: float = Field(2.5, gt=0)
     downscale_to: int = Field(960, ge=160, description="long side of the image the flow is computed on")
@@ -83,24 +120,45 @@ class EgoMotionConfig(BaseModel):
 
 class MotionConfig(BaseModel):
     enabled: bool = True
-    min_contrast: float = Field(14.0, gt=0, description="grey-level difference from the background that counts as foreground")
+    min_contrast: float = Field(
+        14.0, gt=0, description="grey-level difference from the background that counts as foreground"
+    )
     min_area_px: int = Field(12, ge=1)
     add_missed: bool = Field(True, description="add moving blobs the detector missed")
     max_blob_detector_px: float = Field(
-        32.0, gt=0, description="moving blobs are added only when this small (long side) in the detector's input")
+        32.0, gt=0, description="moving blobs are added only when this small (long side) in the detector's input"
+    )
     blob_score: float = Field(
-        0.5, gt=0, le=1, description="confidence of a moving blob that may start a track (the detector is blind to it: "
-                                     "too small, or never tracked it)")
+        0.5,
+        gt=0,
+        le=1,
+        description="confidence of a moving blob that may start a track (the detector is blind to it: "
+        "too small, or never tracked it)",
+    )
     min_motion_track_s: float = Field(
-        1.0, ge=0, description="a track only motion blobs have fed is reported once it has lasted this long (the "
-                              "speed window: by then it also has a speed)")
+        1.0,
+        ge=0,
+        description="a track only motion blobs have fed is reported once it has lasted this long (the "
+        "speed window: by then it also has a speed)",
+    )
     detector_blind_px: float = Field(
-        12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle")
+        12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle"
+    )
     visible_blob_score: float = Field(
-        0.2, gt=0, le=1, description="confidence of a moving blob on an already tracked vehicle the detector could "
-                                     "see: below ByteTrack's track_high_thresh, so it only extends that track")
+        0.2,
+        gt=0,
+        le=1,
+        description="confidence of a moving blob on an already tracked vehicle the detector could "
+        "see: below ByteTrack's track_high_thresh, so it only extends that track",
+    )
     promote_moving_fraction: float | None = Field(
-        None, ge=0, le=1, description="a detector box scored in ByteTrack's low band (track_low..new_track) whose "
-                                      "pixels move at least this much may start a track (off: None)")
-    gate: MotionGateConfig = Field(MotionGateConfig(), description="a blob counts only after consistent motion over "
-                                                                   "several frames (vision/motion_gate.py)")
+        None,
+        ge=0,
+        le=1,
+        description="a detector box scored in ByteTrack's low band (track_low..new_track) whose "
+        "pixels move at least this much may start a track (off: None)",
+    )
+    gate: MotionGateConfig = Field(
+        MotionGateConfig(),
+        description="a blob counts only after consistent motion over several frames (vision/motion_gate.py)",
+    )

@@ -3,6 +3,7 @@
 Any weights Ultralytics loads work (``.pt``, ``.onnx``, ``.engine`` ...). The classes of the model are mapped onto
 AirPatrol's vehicle classes by name (COCO ``car``/``truck``/``bus`` and our own ``van``); other classes are dropped.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,9 @@ class Detector(Protocol):
     weights: str
     tiles_run: int
 
-    def detect(self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None) -> Detections: ...
+    def detect(
+        self, image: np.ndarray, road_mask: np.ndarray | None = None, tiling: bool | None = None
+    ) -> Detections: ...
 
     def reset(self) -> None: ...
 
@@ -53,7 +56,11 @@ def load_yolo(weights: str | os.PathLike | None):
 
     path = Path(weights) if weights else DEFAULT_DETECTOR_WEIGHTS
     if not path.is_file():
-        hint = "" if weights else " (the shipped default is missing: reinstall airpatrol or run `airpatrol train-detector`)"
+        hint = (
+            ""
+            if weights
+            else " (the shipped default is missing: reinstall airpatrol or run `airpatrol train-detector`)"
+        )
         raise WeightsError(f"{path}: detector weights not found{hint}")
     try:
         return YOLO(str(path), task="detect")
@@ -63,6 +70,7 @@ def load_yolo(weights: str | os.PathLike | None):
 
 def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[int, int, int, int]]:
     """Tiles of ``tile`` px covering the frame with at least ``overlap`` shared between neighbours."""
+
     def starts(length: int) -> list[int]:
         if length <= tile:
             return [0]
@@ -118,10 +126,17 @@ class VehicleDetector:
         gain = n_tiled - n_whole
         self._tiling_now = gain > 0.15 * n_whole + 1 and gain >= max(1, n_tiles - 1) * self.config.min_tile_gain
         return tiled if self._tiling_now else whole
+
     # -- inference ------------------------------------------------------------------------------------------
     def _predict(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
-        kwargs = dict(imgsz=imgsz or self.config.imgsz, conf=self.config.conf, iou=self.config.iou, device=self.device,
-                      verbose=False, classes=sorted(self.class_map))
+        kwargs = dict(
+            imgsz=imgsz or self.config.imgsz,
+            conf=self.config.conf,
+            iou=self.config.iou,
+            device=self.device,
+            verbose=False,
+            classes=sorted(self.class_map),
+        )
         if self.device.startswith("cuda") and self.config.half:
             kwargs["half"] = True
         if self._is_torch and self.device.startswith("cuda"):
@@ -137,7 +152,9 @@ class VehicleDetector:
                 out.append(Detections())
                 continue
             cls = b.cls.cpu().numpy().astype(int)
-            out.append(Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([self.class_map[c] for c in cls])))
+            out.append(
+                Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([self.class_map[c] for c in cls]))
+            )
         return out
 
     def _tiled(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
@@ -163,8 +180,11 @@ class VehicleDetector:
         box (plus a margin, for vehicles on the kerb) is where restricting detection to the road saves compute.
         """
         h, w = image.shape[:2]
-        x1, y1, x2, y2 = (road_bounding_box(road_mask, self.config.road_margin_px) if road_mask is not None
-                          and self.config.crop_to_road else (0, 0, w, h))
+        x1, y1, x2, y2 = (
+            road_bounding_box(road_mask, self.config.road_margin_px)
+            if road_mask is not None and self.config.crop_to_road
+            else (0, 0, w, h)
+        )
         if x2 <= x1 or y2 <= y1:
             return Detections()
         self.tiles_run += 1
@@ -210,8 +230,12 @@ def road_bounding_box(road_mask: np.ndarray, margin: int) -> tuple[int, int, int
     if not len(rows):
         return 0, 0, 0, 0
     cols = np.flatnonzero(road_mask.any(axis=0))
-    return (max(0, int(cols[0]) - margin), max(0, int(rows[0]) - margin),
-            min(w, int(cols[-1]) + 1 + margin), min(h, int(rows[-1]) + 1 + margin))
+    return (
+        max(0, int(cols[0]) - margin),
+        max(0, int(rows[0]) - margin),
+        min(w, int(cols[-1]) + 1 + margin),
+        min(h, int(rows[-1]) + 1 + margin),
+    )
 
 
 def _count_on_road(dets: Detections, road_mask: np.ndarray | None, min_score: float = 0.3) -> int:
@@ -230,8 +254,9 @@ def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:
     return float(np.count_nonzero(sub)) / max(1, sub.size)
 
 
-def cut_by_tile_edge(xyxy: np.ndarray, tile: tuple[int, int, int, int], width: int, height: int,
-                     margin: float = 3.0) -> np.ndarray:
+def cut_by_tile_edge(
+    xyxy: np.ndarray, tile: tuple[int, int, int, int], width: int, height: int, margin: float = 3.0
+) -> np.ndarray:
     """Which boxes (tile coordinates) touch an edge of the tile that lies inside the frame: possibly cut vehicles."""
     x1, y1, x2, y2 = tile
     b = np.asarray(xyxy, np.float32).reshape(-1, 4)

@@ -4,6 +4,7 @@ Sparse features on the background (vehicles masked out) are tracked with pyramid
 fitted with RANSAC, so drift, rotation and jitter of the drone are not read as vehicle motion. The road is a plane, so
 a homography is the right model for it; buildings add parallax that RANSAC treats as outliers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,7 +47,9 @@ class EgoMotionEstimator:
         self._scale = min(1.0, self.config.downscale_to / max(h, w))
         grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
         if self._scale < 1.0:
-            grey = cv2.resize(grey, (int(round(w * self._scale)), int(round(h * self._scale))), interpolation=cv2.INTER_AREA)
+            grey = cv2.resize(
+                grey, (int(round(w * self._scale)), int(round(h * self._scale))), interpolation=cv2.INTER_AREA
+            )
         return grey
 
     @property
@@ -72,7 +75,9 @@ class EgoMotionEstimator:
         p0, p1 = pts.reshape(-1, 2)[good], nxt.reshape(-1, 2)[good]
         if len(p0) < 8:
             return EgoMotion.identity()
-        H_small, inl = cv2.findHomography(p0, p1, cv2.RANSAC, self.config.ransac_px * self._scale + 0.5, maxIters=2000, confidence=0.995)
+        H_small, inl = cv2.findHomography(
+            p0, p1, cv2.RANSAC, self.config.ransac_px * self._scale + 0.5, maxIters=2000, confidence=0.995
+        )
         n_inl = int(inl.sum()) if inl is not None else 0
         if H_small is None or n_inl < max(8, 0.25 * len(p0)):
             return EgoMotion(np.eye(3), n_inl, len(p0), False)
@@ -83,9 +88,9 @@ class EgoMotionEstimator:
         residual = float(np.percentile(np.linalg.norm(proj - p1[inl], axis=1), 90)) / self._scale
         return EgoMotion(H / H[2, 2], n_inl, len(p0), True, residual)
 
-
-    def ground_velocities(self, prev_small: np.ndarray, cur_small: np.ndarray, xyxy: np.ndarray,
-                          H_prev_to_cur: np.ndarray | None) -> np.ndarray:
+    def ground_velocities(
+        self, prev_small: np.ndarray, cur_small: np.ndarray, xyxy: np.ndarray, H_prev_to_cur: np.ndarray | None
+    ) -> np.ndarray:
         """Image velocity (full-resolution px/frame) of what is inside each box, the drone's own motion removed.
 
         Points on a small grid in each box are followed from this frame back to the previous one (pyramidal
@@ -100,12 +105,25 @@ class EgoMotionEstimator:
         fx, fy = np.meshgrid(g, g)
         grid = np.column_stack([fx.ravel(), fy.ravel()])  # 9 points in the inner half of the box
         pts = np.concatenate([b[:2] + grid * (b[2:] - b[:2]) for b in boxes]).astype(np.float32)
-        back, status, _ = cv2.calcOpticalFlowPyrLK(cur_small, prev_small, pts.reshape(-1, 1, 2), None,  # type: ignore[call-overload]  # None: OpenCV allocates the output
-                                                   winSize=(15, 15), maxLevel=3)
+        back, status, _ = cv2.calcOpticalFlowPyrLK(
+            cur_small,
+            prev_small,
+            pts.reshape(-1, 1, 2),
+            None,  # type: ignore[call-overload]  # None: OpenCV allocates the output
+            winSize=(15, 15),
+            maxLevel=3,
+        )
         back = back.reshape(-1, 2).astype(np.float64)
-        carried = back if H_prev_to_cur is None else cv2.perspectiveTransform(
-            back.reshape(-1, 1, 2), np.diag([self._scale, self._scale, 1.0]) @ H_prev_to_cur
-            @ np.diag([1 / self._scale, 1 / self._scale, 1.0])).reshape(-1, 2)
+        carried = (
+            back
+            if H_prev_to_cur is None
+            else cv2.perspectiveTransform(
+                back.reshape(-1, 1, 2),
+                np.diag([self._scale, self._scale, 1.0])
+                @ H_prev_to_cur
+                @ np.diag([1 / self._scale, 1 / self._scale, 1.0]),
+            ).reshape(-1, 2)
+        )
         own = (pts - carried) / self._scale  # where the point is, less where the drone's motion put it
         ok = status.reshape(-1) == 1
         for i in range(len(boxes)):

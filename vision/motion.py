@@ -7,6 +7,7 @@ blobs, even tiny ones, which two-frame differencing would reduce to thin edges. 
 also changed since the previous frame, which rejects the "ghost" a vehicle leaves where it stood when the background
 was initialised.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,8 +64,14 @@ class MotionDetector:
         self._bg: np.ndarray | None = None
         self._prev: np.ndarray | None = None
 
-    def update(self, grey_small: np.ndarray, H_prev_to_cur_small: np.ndarray | None, scale: float,
-               road_mask_small: np.ndarray | None = None, frames_elapsed: int = 1) -> MotionField:
+    def update(
+        self,
+        grey_small: np.ndarray,
+        H_prev_to_cur_small: np.ndarray | None,
+        scale: float,
+        road_mask_small: np.ndarray | None = None,
+        frames_elapsed: int = 1,
+    ) -> MotionField:
         """``frames_elapsed``: video frames since the previous call; the background learns at the same rate per
         second whether it is called on every frame or every few."""
         cur = cv2.GaussianBlur(grey_small, (3, 3), 0).astype(np.float32)
@@ -74,8 +81,12 @@ class MotionDetector:
             self._bg, self._prev = cur.copy(), cur
             return MotionField(np.zeros((h, w), np.uint8), scale, np.zeros((h, w), np.uint8))
         H = H_prev_to_cur_small
-        bg = cv2.warpPerspective(self._bg, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
-        prev = cv2.warpPerspective(self._prev, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
+        bg = cv2.warpPerspective(
+            self._bg, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1
+        )
+        prev = cv2.warpPerspective(
+            self._prev, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1
+        )
         fresh = (bg < 0) | (prev < 0)  # uncovered by the drone's motion: no history yet
         bg[fresh] = cur[fresh]
         prev[fresh] = cur[fresh]
@@ -84,7 +95,9 @@ class MotionDetector:
         # thresholds relative to the footage's own noise (compression, texture, warp interpolation)
         thr = max(self.config.min_contrast, 4.0 * _fast_median(diff_bg))
         fg: np.ndarray = (diff_bg > thr).astype(np.uint8) * 255
-        changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * _fast_median(diff_prev))).astype(np.uint8) * 255
+        changed = (diff_prev > max(self.config.min_contrast * 0.75, 4.0 * _fast_median(diff_prev))).astype(
+            np.uint8
+        ) * 255
         k = max(1, frames_elapsed)
         alpha = np.where(fg > 0, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k).astype(np.float32)
         self._bg = bg + alpha * (cur - bg)

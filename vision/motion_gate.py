@@ -14,6 +14,7 @@ blobs across frames in ego-motion compensated coordinates and lets one through o
   motion). A blob whose compensated motion is (anti-)parallel to the ego-motion at its place and smaller than
   ``max_parallax_fraction`` of it is rejected; a vehicle driving the drone's way faster than that still counts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ class MotionGateConfig(BaseModel):
     noise_factor: float = Field(1.0, ge=0, description="speed floor in multiples of the registration residual")
     min_straightness: float = Field(0.6, ge=0, le=1, description="net displacement / path length over the stretch")
     max_parallax_fraction: float = Field(
-        0.5, ge=0, description="motion along the ego-motion and below this share of it is taken for parallax")
+        0.5, ge=0, description="motion along the ego-motion and below this share of it is taken for parallax"
+    )
 
 
 @dataclass
@@ -54,8 +56,9 @@ class MovingBlobGate:
     def reset(self) -> None:
         self._cands: list[_Candidate] = []
 
-    def update(self, blobs_xyxy: np.ndarray, H_prev_to_cur: np.ndarray | None, residual_px: float,
-               fps: float) -> np.ndarray:
+    def update(
+        self, blobs_xyxy: np.ndarray, H_prev_to_cur: np.ndarray | None, residual_px: float, fps: float
+    ) -> np.ndarray:
         """Feed this frame's blobs (full-resolution xyxy); returns which of them are confirmed movers."""
         cfg = self.config
         blobs = np.asarray(blobs_xyxy, np.float64).reshape(-1, 4)
@@ -66,7 +69,7 @@ class MovingBlobGate:
                 moved = _warp_points(H_prev_to_cur, np.array(c.centres))
                 c.ego.append(moved[-1] - c.centres[-1])
                 c.centres = list(moved)
-                del c.ego[:-2 * cfg.min_frames]
+                del c.ego[: -2 * cfg.min_frames]
         centres = np.column_stack([(blobs[:, 0] + blobs[:, 2]) / 2, (blobs[:, 1] + blobs[:, 3]) / 2])
         lengths = np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1])
         owner = self._associate(centres, lengths)
@@ -79,7 +82,7 @@ class MovingBlobGate:
                 c.centres.append(centres[j])
                 c.lengths.append(float(lengths[j]))
                 c.misses = 0
-                del c.centres[:-2 * cfg.min_frames], c.lengths[:-2 * cfg.min_frames]
+                del c.centres[: -2 * cfg.min_frames], c.lengths[: -2 * cfg.min_frames]
         seen = set(owner.tolist())
         for i, c in enumerate(self._cands):
             if i not in seen:
@@ -141,7 +144,7 @@ class MovingBlobGate:
         na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
         if min(na / max(mid, 1), nb / max(n - 1 - mid, 1)) < 0.5 * floor or float(np.dot(a, b)) < 0.7 * na * nb:
             return False
-        ego = np.sum(c.ego[-(n - 1):], axis=0) if c.ego else np.zeros(2)
+        ego = np.sum(c.ego[-(n - 1) :], axis=0) if c.ego else np.zeros(2)
         ego_len = float(np.linalg.norm(ego))
         if ego_len > 0 and net < cfg.max_parallax_fraction * ego_len:
             along = abs(float(np.dot(pts[-1] - pts[0], ego))) / (net * ego_len)

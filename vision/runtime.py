@@ -15,6 +15,7 @@ explicit ``onnx`` raises. Weights that are not ``.pt`` are always loaded as they
 
 The export never downloads anything (``simplify=False`` avoids Ultralytics' onnxslim install; YOLO_OFFLINE is set).
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,7 +53,9 @@ def choose_runtime(config: DetectorConfig, device: str, weights: Path) -> str:
     suffix = weights.suffix.lower()
     if suffix != ".pt":
         if wanted == "onnx" and suffix != ".onnx":
-            raise RuntimeChoiceError(f"{weights}: detector runtime 'onnx' needs .pt weights to export (or an .onnx file)")
+            raise RuntimeChoiceError(
+                f"{weights}: detector runtime 'onnx' needs .pt weights to export (or an .onnx file)"
+            )
         return "onnx" if suffix == ".onnx" else "native"
     if wanted == "auto":
         return "torch" if device.startswith("cuda") else "onnx"
@@ -91,8 +94,9 @@ def exported_onnx(weights: Path) -> Path:
         shutil.copyfile(weights, local)
         with _quiet_ultralytics(), warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # torch's notice about its legacy ONNX exporter
-            out = YOLO(str(local), task="detect").export(format="onnx", dynamic=True, simplify=False, half=False,
-                                                          device="cpu", opset=EXPORT_OPSET, verbose=False)
+            out = YOLO(str(local), task="detect").export(
+                format="onnx", dynamic=True, simplify=False, half=False, device="cpu", opset=EXPORT_OPSET, verbose=False
+            )
         os.replace(out, target)
     return target
 
@@ -110,8 +114,12 @@ def runtime_weights(config: DetectorConfig, device: str, default: Path) -> tuple
     except Exception as exc:  # the exporter raises many types; the message is what matters
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         if getattr(config, "runtime", "auto") == "onnx":
-            raise RuntimeChoiceError(f"{weights}: ONNX export for the 'onnx' detector runtime failed ({reason})") from None
-        warnings.warn(f"{weights}: ONNX export failed ({reason}); detector runs on PyTorch", RuntimeWarning, stacklevel=2)
+            raise RuntimeChoiceError(
+                f"{weights}: ONNX export for the 'onnx' detector runtime failed ({reason})"
+            ) from None
+        warnings.warn(
+            f"{weights}: ONNX export failed ({reason}); detector runs on PyTorch", RuntimeWarning, stacklevel=2
+        )
         return weights, "torch"
 
 

@@ -2,6 +2,7 @@
 
 Never holds more than the current frame: memory stays flat however long the video.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -119,7 +120,12 @@ class VideoFileSource(FrameSource):
             duration = self._container.duration / 1e6
         count = stream.frames or (int(round(duration * fps)) if duration else None)
         self.info = SourceInfo(
-            str(self.path), stream.codec_context.width, stream.codec_context.height, fps, count, duration,
+            str(self.path),
+            stream.codec_context.width,
+            stream.codec_context.height,
+            fps,
+            count,
+            duration,
             stream.codec_context.name,
         )
 
@@ -164,7 +170,9 @@ class VideoFileSource(FrameSource):
             except av.error.FFmpegError as exc:  # one damaged packet: skip it, the timestamps show what was lost
                 errors += 1
                 if index == 0 and errors >= MAX_LEADING_ERRORS:
-                    raise SourceError(f"{self.path}: video is damaged or truncated at frame 0 ({_short(exc)})") from None
+                    raise SourceError(
+                        f"{self.path}: video is damaged or truncated at frame 0 ({_short(exc)})"
+                    ) from None
                 continue
             for vf in decoded:
                 t = float(vf.time) if vf.time is not None else index / fps
@@ -184,8 +192,11 @@ class VideoFileSource(FrameSource):
             if stopped:
                 self._lost(stopped, prev - t0 + 1 / fps, self._declared_end_s(prev - t0))
             elif declared and declared - covered >= END_TOLERANCE_FRAMES:
-                self._lost(f"decoding ended early: {index} of {declared} declared frames decoded "
-                           "(file truncated or damaged)", prev - t0 + 1 / fps, self._declared_end_s(prev - t0))
+                self._lost(
+                    f"decoding ended early: {index} of {declared} declared frames decoded (file truncated or damaged)",
+                    prev - t0 + 1 / fps,
+                    self._declared_end_s(prev - t0),
+                )
         if index == 0:
             raise SourceError(f"{self.path}: no frame could be decoded (unsupported codec or truncated file)")
 

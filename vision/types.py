@@ -3,6 +3,7 @@
 Everything here is a plain dataclass so a stage can be tested alone with hand-made inputs.
 Arrays are NumPy; boxes are pixel ``xyxy`` in the frame they came from.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
 """``python3 -m bench.accuracy``: see bench/accuracy/run.py."""
+
 import sys
 
 from bench.accuracy.run import main

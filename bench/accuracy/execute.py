@@ -1,5 +1,6 @@
 """Running the suite: render (or reuse) each clip, run the dual-layer pipeline and the baseline with the same
 detector weights, and score both with ``tracking.evaluation.evaluate_run``."""
+
 from __future__ import annotations
 
 import json
@@ -66,7 +67,9 @@ def _truncated_uavdt(spec: SequenceSpec, workdir: Path) -> Path:
         keep = [ln for ln in src.read_text().splitlines() if ln.strip() and int(ln.split(",")[0]) <= spec.frames]
         (out / "gt" / name).write_text("\n".join(keep) + "\n")
     (out / "seqinfo.ini").write_text(
-        "[Sequence]\nname=M1303\nimDir=img\nframeRate=30\nseqLength=%d\nimWidth=1024\nimHeight=540\nimExt=.jpg\n" % spec.frames)
+        "[Sequence]\nname=M1303\nimDir=img\nframeRate=30\nseqLength=%d\nimWidth=1024\nimHeight=540\nimExt=.jpg\n"
+        % spec.frames
+    )
     return out / "gt" / "M1303_gt_whole.txt"
 
 
@@ -101,12 +104,43 @@ def condense(ev: dict, summary: dict) -> dict:
     sp = ev.get("speed") or {}
     tm = ev.get("timing") or {}
     rm = ev.get("road_mask") or {}
-    keys = ("mota", "idf1", "idp", "idr", "precision", "recall", "num_frames", "num_objects", "num_predictions",
-            "num_unique_objects", "num_false_positives", "num_misses", "num_switches", "num_fragmentations",
-            "mostly_tracked", "mostly_lost", "fp_per_frame", "fn_per_frame", "motp_iou")
+    keys = (
+        "mota",
+        "idf1",
+        "idp",
+        "idr",
+        "precision",
+        "recall",
+        "num_frames",
+        "num_objects",
+        "num_predictions",
+        "num_unique_objects",
+        "num_false_positives",
+        "num_misses",
+        "num_switches",
+        "num_fragmentations",
+        "mostly_tracked",
+        "mostly_lost",
+        "fp_per_frame",
+        "fn_per_frame",
+        "motp_iou",
+    )
     out = {k: m.get(k) for k in keys}
-    out["speed"] = {k: sp.get(k) for k in ("n", "mae_kmh", "rmse_kmh", "p95_abs_kmh", "bias_kmh", "mape_pct",
-                                            "p95_abs_pct", "n_pct", "coverage", "eligible_matches")}
+    out["speed"] = {
+        k: sp.get(k)
+        for k in (
+            "n",
+            "mae_kmh",
+            "rmse_kmh",
+            "p95_abs_kmh",
+            "bias_kmh",
+            "mape_pct",
+            "p95_abs_pct",
+            "n_pct",
+            "coverage",
+            "eligible_matches",
+        )
+    }
     out["speed"]["moving_mae_kmh"] = (sp.get("moving") or {}).get("mae_kmh")
     out["speed"]["standing_mae_kmh"] = (sp.get("standing") or {}).get("mae_kmh")
     out["ms_per_frame"] = tm.get("ms_per_frame")
@@ -125,8 +159,15 @@ def run_mode(spec: SequenceSpec, mode: str, prep: Prepared, settings: RunSetting
     from tracking.evaluation import evaluate_run
 
     run_dir = settings.workdir / "runs" / spec.name / mode
-    outcome = process_video(prep.video, run_dir, pipeline_config(mode, settings), telemetry=prep.telemetry,
-                            write_video=spec.name in settings.videos, progress=False, max_frames=spec.frames)
+    outcome = process_video(
+        prep.video,
+        run_dir,
+        pipeline_config(mode, settings),
+        telemetry=prep.telemetry,
+        write_video=spec.name in settings.videos,
+        progress=False,
+        max_frames=spec.frames,
+    )
     ev = evaluate_run(outcome.out_dir, prep.ground_truth, min_track_s=MIN_TRACK_S)
     res = condense(ev, outcome.summary)
     res["run_dir"] = str(outcome.out_dir)

@@ -1,5 +1,6 @@
 """PNG plots of an accuracy run (matplotlib, Agg backend): per-sequence bars dual vs. baseline, and MOTA by
 altitude / resolution / camera motion (the spread targets)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,13 @@ PER_SEQUENCE = (
     ("accuracy_fp_rate", "False positives per frame", "FP / frame", lambda m: m.get("fp_per_frame"), 1.0),
     ("accuracy_fn_rate", "Misses (false negatives) per frame", "FN / frame", lambda m: m.get("fn_per_frame"), 1.0),
     ("accuracy_idf1", "IDF1", "IDF1 (%)", lambda m: m.get("idf1"), 100.0),
-    ("accuracy_speed_mae", "Speed MAE, vehicles tracked >= 1 s", "MAE (km/h)",
-     lambda m: (m.get("speed") or {}).get("mae_kmh"), 1.0),
+    (
+        "accuracy_speed_mae",
+        "Speed MAE, vehicles tracked >= 1 s",
+        "MAE (km/h)",
+        lambda m: (m.get("speed") or {}).get("mae_kmh"),
+        1.0,
+    ),
     ("accuracy_time_per_frame", "Time per frame (this machine)", "ms / frame", lambda m: m.get("ms_per_frame"), 1.0),
 )
 
@@ -48,8 +54,10 @@ def write_plots(results: dict, img_dir: Path) -> list[Path]:
     labels = [r["name"] for r in seqs] + [f"pooled: {k}" for k in overall]
     out = []
     for stem, title, ylabel, get, scale in PER_SEQUENCE:
-        series = {mode: [get(r["modes"][mode]) for r in seqs] +
-                  [get(p[mode]) for p in overall.values()] for mode in ("dual", "baseline")}
+        series = {
+            mode: [get(r["modes"][mode]) for r in seqs] + [get(p[mode]) for p in overall.values()]
+            for mode in ("dual", "baseline")
+        }
         fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(labels) + 2), 4.2))
         _bars(ax, labels, series, scale)
         ax.axvline(len(seqs) - 0.5, color="grey", linestyle="--", linewidth=0.8)  # sequences | pooled rows
@@ -69,9 +77,11 @@ def _factor_plots(results: dict, img_dir: Path) -> list[Path]:
     agg = results["aggregates"]
     by_name = {r["name"]: r for r in results["sequences"]}
     out = []
-    for factor, title in (("altitude", "MOTA by altitude (1280x720, steady camera)"),
-                          ("resolution", "MOTA by resolution (80 m, steady camera)"),
-                          ("jitter", "MOTA with / without camera jitter (80 m, 1280x720)")):
+    for factor, title in (
+        ("altitude", "MOTA by altitude (1280x720, steady camera)"),
+        ("resolution", "MOTA by resolution (80 m, steady camera)"),
+        ("jitter", "MOTA with / without camera jitter (80 m, 1280x720)"),
+    ):
         levels = agg.get(f"by_{factor}") or {}
         if not levels:
             continue
@@ -84,12 +94,22 @@ def _factor_plots(results: dict, img_dir: Path) -> list[Path]:
             for scene in scenes:  # thin lines: each scene on its own, to show the spread behind the pooled value
                 ys = []
                 for p in levels.values():
-                    m = [by_name[n]["modes"][mode]["mota"] for n in p["sequences"]
-                         if by_name[n]["factors"]["scene"] == scene]
+                    m = [
+                        by_name[n]["modes"][mode]["mota"]
+                        for n in p["sequences"]
+                        if by_name[n]["factors"]["scene"] == scene
+                    ]
                     ys.append(100 * m[0] if m and m[0] is not None else np.nan)
                 ax.plot(xs, ys, ":", marker=".", color=COLOURS[mode], alpha=0.5, linewidth=1)
-                ax.annotate(scene, (xs[-1], ys[-1]), fontsize=6, color=COLOURS[mode], alpha=0.7,
-                            xytext=(3, 0), textcoords="offset points")
+                ax.annotate(
+                    scene,
+                    (xs[-1], ys[-1]),
+                    fontsize=6,
+                    color=COLOURS[mode],
+                    alpha=0.7,
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                )
         d = [p["dual"]["mota"] for p in levels.values() if p["dual"]["mota"] is not None]
         if len(d) >= 2:
             ax.set_title(f"{title}\ndual spread {100 * (max(d) - min(d)):.1f} points (target <= 10)", fontsize=10)

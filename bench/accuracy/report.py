@@ -8,6 +8,7 @@ Aggregates pool the raw counts (CLEAR-MOT style, as MOTChallenge combines sequen
 over all pooled boxes, FP/FN rates = per evaluated frame, IDF1 from pooled identity true positives, speed MAE weighted
 by matched samples, time per frame weighted by frames.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,13 @@ def pool(ms: list[dict], frames: list[int] | None = None) -> dict:
     preds, nfr = _sum(ms, "num_predictions"), _sum(ms, "num_frames")
     idtp = sum((m.get("idr") or 0.0) * (m.get("num_objects") or 0) for m in ms)
     out: dict[str, Any] = {
-        "sequences": len(ms), "num_objects": int(gt), "num_predictions": int(preds), "num_frames": int(nfr),
-        "num_false_positives": int(fp), "num_misses": int(fn), "num_switches": int(sw),
+        "sequences": len(ms),
+        "num_objects": int(gt),
+        "num_predictions": int(preds),
+        "num_frames": int(nfr),
+        "num_false_positives": int(fp),
+        "num_misses": int(fn),
+        "num_switches": int(sw),
         "mota": 1.0 - (fp + fn + sw) / gt if gt else None,
         "idf1": 2.0 * idtp / (gt + preds) if gt + preds else None,
         "fp_per_frame": fp / nfr if nfr else None,
@@ -50,7 +56,8 @@ def pool(ms: list[dict], frames: list[int] | None = None) -> dict:
         "mae_kmh": sum((s.get("n") or 0) * (s.get("mae_kmh") or 0) for s in sp) / n if n else None,
         "n_pct": n_pct,
         "mape_pct": sum((s.get("n_pct") or 0) * s["mape_pct"] for s in sp if s.get("mape_pct") is not None) / n_pct
-        if n_pct else None,
+        if n_pct
+        else None,
     }
     fr = frames or [m.get("num_frames") or 0 for m in ms]
     timed = [(m["ms_per_frame"], f) for m, f in zip(ms, fr) if m.get("ms_per_frame") is not None and f]
@@ -100,7 +107,9 @@ def aggregates(records: list[dict]) -> dict:
         if rs:
             out["overall"][label] = pool_records(rs)
     for name, levels in factor_groups(records).items():
-        out[f"by_{name}"] = {lvl: {**pool_records(rs), "sequences": [r["name"] for r in rs]} for lvl, rs in levels.items()}
+        out[f"by_{name}"] = {
+            lvl: {**pool_records(rs), "sequences": [r["name"] for r in rs]} for lvl, rs in levels.items()
+        }
     return out
 
 
@@ -115,37 +124,69 @@ def check_targets(agg: dict) -> list[dict]:
     allp = agg["overall"].get("all")
 
     def add(key, name, measured, passed, detail):
-        out.append({"id": key, "target": name, "measured": measured, "status": "n/a" if passed is None else
-                    ("PASS" if passed else "FAIL"), "detail": detail})
+        out.append(
+            {
+                "id": key,
+                "target": name,
+                "measured": measured,
+                "status": "n/a" if passed is None else ("PASS" if passed else "FAIL"),
+                "detail": detail,
+            }
+        )
 
     if allp:
         d, b = allp["dual"]["fp_per_frame"], allp["baseline"]["fp_per_frame"]
         ok = None if d is None or b is None else d <= TARGET_FP_RATIO * b
         ratio = (d / b) if (d is not None and b) else None
-        add("fp_rate", "FP rate (dual) <= 1/2 of baseline", f"dual {d:.2f} vs baseline {b:.2f} FP/frame"
-            + (f" (ratio {ratio:.2f})" if ratio is not None else " (baseline has none)") if ok is not None else "-",
-            ok, "pooled over all sequences")
+        add(
+            "fp_rate",
+            "FP rate (dual) <= 1/2 of baseline",
+            f"dual {d:.2f} vs baseline {b:.2f} FP/frame"
+            + (f" (ratio {ratio:.2f})" if ratio is not None else " (baseline has none)")
+            if ok is not None
+            else "-",
+            ok,
+            "pooled over all sequences",
+        )
         d, b = allp["dual"]["mota"], allp["baseline"]["mota"]
         ok = None if d is None or b is None else d - b >= TARGET_MOTA_GAIN
-        add("mota_gain", "MOTA >= baseline + 10 points", f"dual {100 * d:.1f} vs baseline {100 * b:.1f} ({100 * (d - b):+.1f} points)"
-            if ok is not None else "-", ok, "pooled over all sequences")
+        add(
+            "mota_gain",
+            "MOTA >= baseline + 10 points",
+            f"dual {100 * d:.1f} vs baseline {100 * b:.1f} ({100 * (d - b):+.1f} points)" if ok is not None else "-",
+            ok,
+            "pooled over all sequences",
+        )
     for factor, label in (("altitude", "altitudes"), ("resolution", "resolutions")):
         spread, vals = _spread(agg.get(f"by_{factor}", {}), "dual")
         detail = ", ".join(f"{k}: {100 * v:.1f}" for k, v in vals.items())
-        add(f"spread_{factor}", f"MOTA spread across {label} <= 10 points (dual)",
+        add(
+            f"spread_{factor}",
+            f"MOTA spread across {label} <= 10 points (dual)",
             f"{100 * spread:.1f} points ({detail})" if spread is not None else "fewer than two levels in this run",
-            None if spread is None else spread <= TARGET_MOTA_SPREAD, f"controlled comparison, see by-{factor} table")
+            None if spread is None else spread <= TARGET_MOTA_SPREAD,
+            f"controlled comparison, see by-{factor} table",
+        )
     sp = (agg["overall"].get("synthetic") or {}).get("dual", {}).get("speed") or {}
     if sp.get("n"):
         mae, mape = sp["mae_kmh"], sp.get("mape_pct")
         ok = mae <= TARGET_SPEED_MAE_KMH or (mape is not None and mape <= TARGET_SPEED_MAPE_PCT)
-        add("speed_mae", "speed MAE <= 2 km/h or 3 % (dual, tracked >= 1 s)",
-            f"{mae:.2f} km/h (limit 2)" + (f", {mape:.1f} % (limit 3)" if mape is not None else ""), ok,
+        add(
+            "speed_mae",
+            "speed MAE <= 2 km/h or 3 % (dual, tracked >= 1 s)",
+            f"{mae:.2f} km/h (limit 2)" + (f", {mape:.1f} % (limit 3)" if mape is not None else ""),
+            ok,
             f"either limit suffices (the larger tolerance); {sp['n']} matched vehicle-frames of synthetic clips, "
-            f"{sp.get('n_pct') or 0} of them at true speed >= 10 km/h for the %")
+            f"{sp.get('n_pct') or 0} of them at true speed >= 10 km/h for the %",
+        )
     else:
-        add("speed_mae", "speed MAE <= 2 km/h or 3 % (dual, tracked >= 1 s)", "no matched vehicle tracked >= 1 s with a speed",
-            None, "synthetic clips")
+        add(
+            "speed_mae",
+            "speed MAE <= 2 km/h or 3 % (dual, tracked >= 1 s)",
+            "no matched vehicle tracked >= 1 s with a speed",
+            None,
+            "synthetic clips",
+        )
     return out
 
 
@@ -162,8 +203,10 @@ def _pair(d, b, f) -> str:
     return f"{f(d)} / {f(b)}"
 
 
-TABLE_HEAD = ("| sequence | frames | GT boxes | MOTA % | FP / frame | FN / frame | IDF1 % | ID sw. | speed MAE km/h (n) "
-              "| ms / frame |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+TABLE_HEAD = (
+    "| sequence | frames | GT boxes | MOTA % | FP / frame | FN / frame | IDF1 % | ID sw. | speed MAE km/h (n) "
+    "| ms / frame |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def _row(label: str, frames, gt, d: dict, b: dict) -> str:
@@ -171,10 +214,18 @@ def _row(label: str, frames, gt, d: dict, b: dict) -> str:
         s = m.get("speed") or {}
         return f"{s['mae_kmh']:.2f} ({s['n']})" if s.get("n") else "-"
 
-    cells = [label, str(frames), str(gt), _pair(d["mota"], b["mota"], _pct),
-             _pair(d["fp_per_frame"], b["fp_per_frame"], _num), _pair(d["fn_per_frame"], b["fn_per_frame"], _num),
-             _pair(d["idf1"], b["idf1"], _pct), _pair(d["num_switches"], b["num_switches"], lambda v: _num(v, "d")),
-             _pair(d, b, speed), _pair(d.get("ms_per_frame"), b.get("ms_per_frame"), lambda v: _num(v, ".0f"))]
+    cells = [
+        label,
+        str(frames),
+        str(gt),
+        _pair(d["mota"], b["mota"], _pct),
+        _pair(d["fp_per_frame"], b["fp_per_frame"], _num),
+        _pair(d["fn_per_frame"], b["fn_per_frame"], _num),
+        _pair(d["idf1"], b["idf1"], _pct),
+        _pair(d["num_switches"], b["num_switches"], lambda v: _num(v, "d")),
+        _pair(d, b, speed),
+        _pair(d.get("ms_per_frame"), b.get("ms_per_frame"), lambda v: _num(v, ".0f")),
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -186,21 +237,35 @@ def sequence_table(results: dict, agg: dict | None = None) -> str:
         d, b = r["modes"]["dual"], r["modes"]["baseline"]
         lines.append(_row(r["name"], r["frames"], d.get("num_objects"), d, b))
     for label, p in agg["overall"].items():
-        frames = sum(x["frames"] for x in results["sequences"] if label == "all" or
-                     (x["kind"] == "synthetic") == (label == "synthetic"))
-        lines.append(_row(f"**pooled: {label}** ({p['dual']['sequences']} seq.)", frames, p["dual"]["num_objects"],
-                          p["dual"], p["baseline"]))
+        frames = sum(
+            x["frames"]
+            for x in results["sequences"]
+            if label == "all" or (x["kind"] == "synthetic") == (label == "synthetic")
+        )
+        lines.append(
+            _row(
+                f"**pooled: {label}** ({p['dual']['sequences']} seq.)",
+                frames,
+                p["dual"]["num_objects"],
+                p["dual"],
+                p["baseline"],
+            )
+        )
     return "\n".join(lines)
 
 
 def factor_table(levels: dict, title: str) -> str:
-    lines = [f"| {title} | sequences | MOTA % dual / baseline | FP / frame | FN / frame | IDF1 % |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        f"| {title} | sequences | MOTA % dual / baseline | FP / frame | FN / frame | IDF1 % |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for lvl, p in levels.items():
         d, b = p["dual"], p["baseline"]
-        lines.append(f"| {lvl} | {', '.join(p['sequences'])} | {_pair(d['mota'], b['mota'], _pct)} | "
-                     f"{_pair(d['fp_per_frame'], b['fp_per_frame'], _num)} | "
-                     f"{_pair(d['fn_per_frame'], b['fn_per_frame'], _num)} | {_pair(d['idf1'], b['idf1'], _pct)} |")
+        lines.append(
+            f"| {lvl} | {', '.join(p['sequences'])} | {_pair(d['mota'], b['mota'], _pct)} | "
+            f"{_pair(d['fp_per_frame'], b['fp_per_frame'], _num)} | "
+            f"{_pair(d['fn_per_frame'], b['fn_per_frame'], _num)} | {_pair(d['idf1'], b['idf1'], _pct)} |"
+        )
     return "\n".join(lines)
 
 
@@ -208,36 +273,65 @@ def render_markdown(results: dict, plots: list[str] | None = None) -> str:
     meta = results.get("meta", {})
     agg = results.get("aggregates") or aggregates(results["sequences"])
     targets = results.get("targets") or check_targets(agg)
-    L = ["# Accuracy: dual-layer pipeline vs. YOLOv8 + ByteTrack baseline", "",
-         "Generated by `bench/accuracy` (do not edit by hand; re-run the command below). Every cell reads "
-         "**dual / baseline**; both modes use the same detector weights.", ""]
+    L = [
+        "# Accuracy: dual-layer pipeline vs. YOLOv8 + ByteTrack baseline",
+        "",
+        "Generated by `bench/accuracy` (do not edit by hand; re-run the command below). Every cell reads "
+        "**dual / baseline**; both modes use the same detector weights.",
+        "",
+    ]
     L += ["## Targets", "", "| target | measured | result | basis |", "|---|---|---|---|"]
     L += [f"| {t['target']} | {t['measured']} | **{t['status']}** | {t['detail']} |" for t in targets]
     L += ["", "## Run", ""]
-    for key, label in (("command", "command"), ("date", "date"), ("machine", "machine"),
-                       ("load_average", "load average"),
-                       ("weights", "detector weights"), ("road_weights", "road U-Net"), ("git", "git commit"),
-                       ("runtime", "runtime"), ("suite", "suite")):
+    for key, label in (
+        ("command", "command"),
+        ("date", "date"),
+        ("machine", "machine"),
+        ("load_average", "load average"),
+        ("weights", "detector weights"),
+        ("road_weights", "road U-Net"),
+        ("git", "git commit"),
+        ("runtime", "runtime"),
+        ("suite", "suite"),
+    ):
         if meta.get(key):
             v = meta[key]
             L.append(f"- **{label}**: " + (f"`{v}`" if key == "command" else str(v)))
     for note in meta.get("notes", []):
         L.append(f"- **note**: {note}")
-    L += ["", "## Per sequence", "", "MOTA, FP/FN per evaluated frame, IDF1 and ID switches from `motmetrics` (IoU >= 0.5, "
-          "class-agnostic). Parked vehicles of the synthetic scenes are distractors (`airpatrol eval --parked ignore`): "
-          "AirPatrol measures traffic and drops parked cars off the road by design, so finding one is not scored as a "
-          "hit and missing one not as a miss; UAVDT is scored as labelled. Speed MAE over matched vehicle-frames whose track is >= 1 s old (n = samples); time per "
-          "frame = the pipeline loop incl. decoding and file outputs, on this machine.", "", sequence_table(results, agg)]
-    L += ["", "Pooled precision / recall (dual / baseline): a pipeline that finds few vehicles also makes few false "
-          "positives, so read the FP rate together with these.", "",
-          "| pooled | precision % | recall % | predictions | GT boxes |", "|---|---:|---:|---:|---:|"]
+    L += [
+        "",
+        "## Per sequence",
+        "",
+        "MOTA, FP/FN per evaluated frame, IDF1 and ID switches from `motmetrics` (IoU >= 0.5, "
+        "class-agnostic). Parked vehicles of the synthetic scenes are distractors (`airpatrol eval --parked ignore`): "
+        "AirPatrol measures traffic and drops parked cars off the road by design, so finding one is not scored as a "
+        "hit and missing one not as a miss; UAVDT is scored as labelled. Speed MAE over matched vehicle-frames whose track is >= 1 s old (n = samples); time per "
+        "frame = the pipeline loop incl. decoding and file outputs, on this machine.",
+        "",
+        sequence_table(results, agg),
+    ]
+    L += [
+        "",
+        "Pooled precision / recall (dual / baseline): a pipeline that finds few vehicles also makes few false "
+        "positives, so read the FP rate together with these.",
+        "",
+        "| pooled | precision % | recall % | predictions | GT boxes |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for label, p in agg["overall"].items():
         d, b = p["dual"], p["baseline"]
-        L.append(f"| {label} | {_pair(d.get('precision'), b.get('precision'), _pct)} | "
-                 f"{_pair(d.get('recall'), b.get('recall'), _pct)} | "
-                 f"{_pair(d['num_predictions'], b['num_predictions'], str)} | {d['num_objects']} |")
-    for name, title in (("altitude", "altitude (1280x720, steady)"), ("resolution", "resolution (80 m, steady)"),
-                        ("jitter", "camera motion (80 m, 1280x720)"), ("scene", "scene (all its synthetic clips)")):
+        L.append(
+            f"| {label} | {_pair(d.get('precision'), b.get('precision'), _pct)} | "
+            f"{_pair(d.get('recall'), b.get('recall'), _pct)} | "
+            f"{_pair(d['num_predictions'], b['num_predictions'], str)} | {d['num_objects']} |"
+        )
+    for name, title in (
+        ("altitude", "altitude (1280x720, steady)"),
+        ("resolution", "resolution (80 m, steady)"),
+        ("jitter", "camera motion (80 m, 1280x720)"),
+        ("scene", "scene (all its synthetic clips)"),
+    ):
         levels = agg.get(f"by_{name}")
         if levels:
             L += ["", f"### By {title}", "", factor_table(levels, name)]

@@ -7,6 +7,7 @@
 Clips are rendered into --workdir (reused when their config is unchanged), run in both modes with the same detector
 weights, scored with ``tracking.evaluation.evaluate_run``, and the report is written into --out. See docs/accuracy_synthetic.md (secondary: real footage leads, docs/accuracy.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,10 +52,12 @@ def sha256(path: Path) -> str:
 
 def git_state() -> str:
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True,
-                               check=True).stdout.splitlines()
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return head + (f" + uncommitted changes ({len(dirty)} paths)" if dirty else " (clean)")
@@ -63,13 +66,18 @@ def git_state() -> str:
 def machine() -> str:
     cpu = platform.processor() or "?"
     try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                   if ln.startswith("model name"))
+        cpu = next(
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     mem = ""
     try:
-        kb = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")))
+        kb = int(
+            next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
+        )
         mem = f", {kb / 2**20:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
@@ -114,30 +122,73 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m bench.accuracy", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="three short clips (+ a short UAVDT cut), for development")
     p.add_argument("--out", type=Path, default=REPO / "docs", help="report folder (default: docs/)")
-    p.add_argument("--weights", type=Path, default=None, help=f"detector weights for BOTH modes (default: {DEFAULT_WEIGHTS.relative_to(REPO)})")
-    p.add_argument("--road-weights", type=Path, default=None,
-                   help=f"road U-Net weights (default: {DEFAULT_ROAD_WEIGHTS.relative_to(REPO)}; road layer off when missing)")
+    p.add_argument(
+        "--weights",
+        type=Path,
+        default=None,
+        help=f"detector weights for BOTH modes (default: {DEFAULT_WEIGHTS.relative_to(REPO)})",
+    )
+    p.add_argument(
+        "--road-weights",
+        type=Path,
+        default=None,
+        help=f"road U-Net weights (default: {DEFAULT_ROAD_WEIGHTS.relative_to(REPO)}; road layer off when missing)",
+    )
     p.add_argument("--no-road", action="store_true", help="run the dual-layer pipeline without the road U-Net")
-    p.add_argument("--workdir", type=Path, default=Path("/tmp/airpatrol-accuracy"),
-                   help="rendered clips, truncated UAVDT ground truth and run folders (default: /tmp/airpatrol-accuracy)")
-    p.add_argument("--frames", type=int, default=None,
-                   help=f"frames per synthetic clip (default {suite_mod.DEFAULT_FRAMES}, --quick {suite_mod.QUICK_FRAMES})")
-    p.add_argument("--uavdt-frames", type=int, default=None,
-                   help=f"first N frames of UAVDT M1303 (default {suite_mod.UAVDT_DEFAULT_FRAMES}; --quick: --frames)")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/tmp/airpatrol-accuracy"),
+        help="rendered clips, truncated UAVDT ground truth and run folders (default: /tmp/airpatrol-accuracy)",
+    )
+    p.add_argument(
+        "--frames",
+        type=int,
+        default=None,
+        help=f"frames per synthetic clip (default {suite_mod.DEFAULT_FRAMES}, --quick {suite_mod.QUICK_FRAMES})",
+    )
+    p.add_argument(
+        "--uavdt-frames",
+        type=int,
+        default=None,
+        help=f"first N frames of UAVDT M1303 (default {suite_mod.UAVDT_DEFAULT_FRAMES}; --quick: --frames)",
+    )
     p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these sequences")
-    p.add_argument("--videos", nargs="*", default=[], metavar="NAME",
-                   help="write the annotated video for these sequences (slower; 'all' for every one)")
+    p.add_argument(
+        "--videos",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help="write the annotated video for these sequences (slower; 'all' for every one)",
+    )
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", dest="dual_set",
-                   help="dual-mode setting, e.g. detector.every_n_frames=1 (the report is then not the shipped default)")
-    p.add_argument("--shared", type=Path, default=Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared")),
-                   help="shared data folder holding data/mot/uavdt_M1303 (default: $AIRPATROL_SHARED or ../shared)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep sequences already scored in --workdir/results.json (same weights, suite and frames), "
-                        "e.g. after an interrupted run, and run only the rest")
+    p.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=JSON",
+        dest="dual_set",
+        help="dual-mode setting, e.g. detector.every_n_frames=1 (the report is then not the shipped default)",
+    )
+    p.add_argument(
+        "--shared",
+        type=Path,
+        default=Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared")),
+        help="shared data folder holding data/mot/uavdt_M1303 (default: $AIRPATROL_SHARED or ../shared)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep sequences already scored in --workdir/results.json (same weights, suite and frames), "
+        "e.g. after an interrupted run, and run only the rest",
+    )
     p.add_argument("--render-only", action="store_true", help="render the suite's clips into --workdir and stop")
-    p.add_argument("--from-json", type=Path, default=None,
-                   help="re-write the report from a saved accuracy.json / workdir results.json, running nothing")
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="re-write the report from a saved accuracy.json / workdir results.json, running nothing",
+    )
     return p.parse_args(argv)
 
 
@@ -152,8 +203,10 @@ def resolve_weights(args: argparse.Namespace) -> tuple[Path, Path | None, list[s
         if not road.is_file():
             if args.road_weights:
                 raise BenchInputError(f"{road}: road U-Net weights not found")
-            notes.append(f"road U-Net weights {road.relative_to(REPO)} missing: dual-layer pipeline ran WITHOUT the "
-                         "road layer (motion layer, ego-motion and per-frame scale only)")
+            notes.append(
+                f"road U-Net weights {road.relative_to(REPO)} missing: dual-layer pipeline ran WITHOUT the "
+                "road layer (motion layer, ego-motion and per-frame scale only)"
+            )
             road = None
     else:
         notes.append("--no-road: dual-layer pipeline ran without the road layer")
@@ -178,8 +231,10 @@ def run_suite(args: argparse.Namespace) -> dict:
     road_line = _file_line(road, "road layer disabled", road_copy)
     dual_overrides = tuple((k, json.loads(v)) for k, v in (item.split("=", 1) for item in args.dual_set))
     settings = RunSettings(weights_copy, road_copy, workdir, args.device, videos, dual_overrides)
-    notes.append(f"weights were copied into {workdir / 'weights'} at the start and read from there, so every run "
-                 "used the files hashed above even if the shipped ones changed meanwhile")
+    notes.append(
+        f"weights were copied into {workdir / 'weights'} at the start and read from there, so every run "
+        "used the files hashed above even if the shipped ones changed meanwhile"
+    )
     meta: dict[str, Any] = {
         "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -197,17 +252,20 @@ def run_suite(args: argparse.Namespace) -> dict:
     if args.resume and previous.is_file():
         old = json.loads(previous.read_text())
         om = old.get("meta", {})
-        if om.get("suite") == meta["suite"] and all(_hash_in(om.get(k)) == _hash_in(meta[k])
-                                                     for k in ("weights", "road_weights")):
+        if om.get("suite") == meta["suite"] and all(
+            _hash_in(om.get(k)) == _hash_in(meta[k]) for k in ("weights", "road_weights")
+        ):
             done = {r["name"]: r for r in old.get("sequences", [])}
             now_git = meta["git"]
             for k in ("date", "command", "weights", "road_weights", "git", "machine"):  # the earlier run, continued
                 meta[k] = om.get(k, meta[k])
             if now_git != meta["git"]:
                 notes.append(f"the code changed between the first part and the resumed part: resumed at {now_git}")
-            notes.append(f"resumed {dt.datetime.now().astimezone().isoformat(timespec='seconds')} with "
-                         f"`{shlex.join(getattr(sys, 'orig_argv', sys.argv))}` after an interrupted run; "
-                         f"{len(done)} sequences scored before were kept")
+            notes.append(
+                f"resumed {dt.datetime.now().astimezone().isoformat(timespec='seconds')} with "
+                f"`{shlex.join(getattr(sys, 'orig_argv', sys.argv))}` after an interrupted run; "
+                f"{len(done)} sequences scored before were kept"
+            )
         else:
             notes.append("--resume: earlier results.json used other weights or another suite; everything was re-run")
     load0 = load_average()
@@ -228,8 +286,16 @@ def run_suite(args: argparse.Namespace) -> dict:
         prep = prepare(spec, settings.workdir)
         timing["generate_s"] += prep.generated_s
         bar.update(1)
-        rec: dict[str, Any] = {"name": spec.name, "kind": spec.kind, "group": spec.group, "factors": spec.factors,
-               "frames": spec.frames, "assets": prep.assets, "modes": {}, "run_s": {}}
+        rec: dict[str, Any] = {
+            "name": spec.name,
+            "kind": spec.kind,
+            "group": spec.group,
+            "factors": spec.factors,
+            "frames": spec.frames,
+            "assets": prep.assets,
+            "modes": {},
+            "run_s": {},
+        }
         for mode in MODES:
             bar.set_postfix_str(f"{spec.name}: {mode}")
             t = time.perf_counter()
@@ -245,14 +311,18 @@ def run_suite(args: argparse.Namespace) -> dict:
         notes.append(f"WARNING: runs used different detector weights: {sorted(map(str, used))}")
     timing["total_s"] = time.perf_counter() - t0
     pipeline_min = {m: sum(r["modes"][m].get("wall_s") or 0 for r in records) / 60 for m in MODES}
-    meta["runtime"] = (f"pipeline runs (process_video wall time, model loading included, scoring not): dual-layer "
-                       f"{pipeline_min['dual']:.1f} min + baseline {pipeline_min['baseline']:.1f} min = "
-                       f"{sum(pipeline_min.values()):.1f} min; this invocation {timing['total_s'] / 60:.1f} min in all, "
-                       f"of it rendering {timing['generate_s'] / 60:.1f} min (0 when clips were reused)")
+    meta["runtime"] = (
+        f"pipeline runs (process_video wall time, model loading included, scoring not): dual-layer "
+        f"{pipeline_min['dual']:.1f} min + baseline {pipeline_min['baseline']:.1f} min = "
+        f"{sum(pipeline_min.values()):.1f} min; this invocation {timing['total_s'] / 60:.1f} min in all, "
+        f"of it rendering {timing['generate_s'] / 60:.1f} min (0 when clips were reused)"
+    )
     meta["timing_s"] = {k: round(v, 1) for k, v in timing.items()}
     if load0 is not None:
-        meta["load_average"] = (f"{load0:.1f} at start, {load_average():.1f} at end (1-minute; other jobs share "
-                                f"the {os.cpu_count()} CPU threads, so times per frame vary with them)")
+        meta["load_average"] = (
+            f"{load0:.1f} at start, {load_average():.1f} at end (1-minute; other jobs share "
+            f"the {os.cpu_count()} CPU threads, so times per frame vary with them)"
+        )
     return {"meta": meta, "sequences": records}
 
 

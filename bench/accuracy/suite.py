@@ -12,6 +12,7 @@ Every clip of one scene uses the same seed, so its roads, traffic and heading ar
 the factor being varied (the scene generator draws each part from its own seeded stream). Configs are written out
 here, in code, so the suite is the same on every run; ``SUITE_VERSION`` changes when they do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -90,11 +91,20 @@ def scene_config(scene: str, altitude_m: float, width: int, height: int, jitter:
     )
 
 
-def _synthetic(scene: str, altitude_m: float, res: tuple[int, int], jitter: bool, group: str, frames: int) -> SequenceSpec:
+def _synthetic(
+    scene: str, altitude_m: float, res: tuple[int, int], jitter: bool, group: str, frames: int
+) -> SequenceSpec:
     w, h = res
     return SequenceSpec(
-        name=sequence_name(scene, altitude_m, h, jitter), kind="synthetic", group=group, scene=scene,
-        altitude_m=altitude_m, width=w, height=h, jitter=jitter, frames=frames,
+        name=sequence_name(scene, altitude_m, h, jitter),
+        kind="synthetic",
+        group=group,
+        scene=scene,
+        altitude_m=altitude_m,
+        width=w,
+        height=h,
+        jitter=jitter,
+        frames=frames,
         scene_config=scene_config(scene, altitude_m, w, h, jitter, frames),
         factors={"scene": scene, "altitude_m": altitude_m, "resolution": f"{w}x{h}", "jitter": jitter},
     )
@@ -115,13 +125,28 @@ def uavdt_sequence(shared_dir: Path, frames: int = UAVDT_DEFAULT_FRAMES) -> Sequ
     src = Path(shared_dir) / "data" / "mot" / "uavdt_M1303"
     if not (src / "gt" / "M1303_gt_whole.txt").is_file():
         return None
-    return SequenceSpec(name="uavdt-M1303", kind="uavdt", group="real", scene="uavdt (urban, oblique)",
-                        altitude_m=None, width=1024, height=540, jitter=None, frames=frames, source=src,
-                        factors={"scene": "uavdt", "resolution": "1024x540"})
+    return SequenceSpec(
+        name="uavdt-M1303",
+        kind="uavdt",
+        group="real",
+        scene="uavdt (urban, oblique)",
+        altitude_m=None,
+        width=1024,
+        height=540,
+        jitter=None,
+        frames=frames,
+        source=src,
+        factors={"scene": "uavdt", "resolution": "1024x540"},
+    )
 
 
-def build_suite(quick: bool = False, frames: int | None = None, shared_dir: Path | None = None,
-                uavdt_frames: int | None = None, only: list[str] | None = None) -> list[SequenceSpec]:
+def build_suite(
+    quick: bool = False,
+    frames: int | None = None,
+    shared_dir: Path | None = None,
+    uavdt_frames: int | None = None,
+    only: list[str] | None = None,
+) -> list[SequenceSpec]:
     """The sequences to run: the full suite, or with ``quick`` three short clips (every scene, resolution and jitter
     level, altitudes 40 and 80 m); plus UAVDT M1303 when ``shared_dir`` holds it. ``only`` keeps the named ones."""
     n = frames or (QUICK_FRAMES if quick else DEFAULT_FRAMES)
@@ -160,12 +185,16 @@ scored there) is cut to its first frames, its ground truth with it."""
 
 def design_markdown(seqs: list[SequenceSpec]) -> str:
     """The design text and a table of the sequences actually run."""
-    rows = ["| sequence | group | scene | altitude | resolution | camera | seed | frames |",
-            "|---|---|---|---:|---|---|---:|---:|"]
+    rows = [
+        "| sequence | group | scene | altitude | resolution | camera | seed | frames |",
+        "|---|---|---|---:|---|---|---:|---:|",
+    ]
     for s in seqs:
         cfg = s.scene_config
-        rows.append(f"| {s.name} | {s.group} | {SCENE_LABELS.get(s.scene, s.scene)} | "
-                    f"{'-' if s.altitude_m is None else f'{s.altitude_m:.0f} m'} | {s.resolution} | "
-                    f"{'-' if s.jitter is None else ('jitter + drift' if s.jitter else 'steady')} | "
-                    f"{cfg.seed if cfg else '-'} | {s.frames} |")
+        rows.append(
+            f"| {s.name} | {s.group} | {SCENE_LABELS.get(s.scene, s.scene)} | "
+            f"{'-' if s.altitude_m is None else f'{s.altitude_m:.0f} m'} | {s.resolution} | "
+            f"{'-' if s.jitter is None else ('jitter + drift' if s.jitter else 'steady')} | "
+            f"{cfg.seed if cfg else '-'} | {s.frames} |"
+        )
     return DESIGN_TEXT + "\n\n" + "\n".join(rows)

@@ -14,6 +14,7 @@ Writes ``--out`` (JSON, every run) and prints the markdown tables for docs/accur
 ``--cache`` by sequence, contender, setting, weights and a fingerprint of the pipeline code, so a re-run only
 computes what changed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,14 @@ def _code_tag() -> str:
     """Fingerprint of the code a run depends on: a cached result is reused only for the same pipeline code."""
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    for path in sorted([*(root / "vision").rglob("*.py"), *(root / "tracking").rglob("*.py"),
-                        root / "edge" / "runner.py", *(root / "bench" / "real").glob("*.py")]):
+    for path in sorted(
+        [
+            *(root / "vision").rglob("*.py"),
+            *(root / "tracking").rglob("*.py"),
+            root / "edge" / "runner.py",
+            *(root / "bench" / "real").glob("*.py"),
+        ]
+    ):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
@@ -77,16 +84,25 @@ def _cached(cache: Path, key: dict, compute) -> dict:
 
 def _scored(seq: Sequence, result: RunResult) -> dict:
     gt, ignore = seq.ground_truth()
-    return {**score(gt, ignore, result.pred, seq.frames), "ms_per_frame": result.ms_per_frame,
-            "frames_run": result.frames, "stages": result.stages}
+    return {
+        **score(gt, ignore, result.pred, seq.frames),
+        "ms_per_frame": result.ms_per_frame,
+        "frames_run": result.frames,
+        "stages": result.stages,
+    }
 
 
 def evaluate(seqs: list[Sequence], weights: Path, plain_confs: list[float], cache: Path, log) -> dict:
     tag = _weights_tag(weights)
     out: dict = {"weights": str(weights), "weights_sha256_12": tag, "sequences": {}}
     for seq in seqs:
-        entry: dict = {"frames": list(seq.frames), "condition": seq.condition, "view": seq.view, "plain": {},
-                       "dual": {}}
+        entry: dict = {
+            "frames": list(seq.frames),
+            "condition": seq.condition,
+            "view": seq.view,
+            "plain": {},
+            "dual": {},
+        }
         for conf in plain_confs:
             key = {"seq": seq.name, "frames": seq.frames, "contender": "plain", "conf": conf, "weights": tag}
             entry["plain"][str(conf)] = _cached(cache, key, lambda: _scored(seq, run_plain(seq, weights, conf)))
@@ -96,12 +112,17 @@ def evaluate(seqs: list[Sequence], weights: Path, plain_confs: list[float], cach
         entry["plain_1024"] = _cached(cache, key, lambda: _scored(seq, run_plain(seq, weights, 0.1, imgsz=1024)))
         log(seq.name, "plain imgsz=1024 conf=0.1", entry["plain_1024"])
         key = {"seq": seq.name, "frames": seq.frames, "contender": "baseline", "weights": tag}
-        entry["baseline"] = _cached(cache, key, lambda: _scored(seq, run_airpatrol(seq, True, {"detector.weights": str(weights)})))
+        entry["baseline"] = _cached(
+            cache, key, lambda: _scored(seq, run_airpatrol(seq, True, {"detector.weights": str(weights)}))
+        )
         log(seq.name, "baseline", entry["baseline"])
         for name, overrides in {**DUAL_CANDIDATES, **DUAL_REFERENCES}.items():
             key = {"seq": seq.name, "frames": seq.frames, "contender": "dual", "overrides": overrides, "weights": tag}
-            entry["dual"][name] = _cached(cache, key, lambda: _scored(
-                seq, run_airpatrol(seq, False, {**overrides, "detector.weights": str(weights)})))
+            entry["dual"][name] = _cached(
+                cache,
+                key,
+                lambda: _scored(seq, run_airpatrol(seq, False, {**overrides, "detector.weights": str(weights)})),
+            )
             log(seq.name, f"dual {name}", entry["dual"][name])
         out["sequences"][seq.name] = entry
     return out
@@ -135,25 +156,34 @@ def markdown(results: dict, choice: dict) -> str:
     def f(v, nd=1):
         return "-" if v is None else f"{v:.{nd}f}"
 
-    lines = ["| sequence | contender | MOTA | IDF1 | HOTA | FP | FN | ID sw. | ms/frame |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| sequence | contender | MOTA | IDF1 | HOTA | FP | FN | ID sw. | ms/frame |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     pooled: dict[str, list[dict]] = {"plain": [], "baseline": [], "dual": []}
     for name, e in results["sequences"].items():
         best_conf = max(e["plain"], key=lambda c: e["plain"][c]["mota"])
-        rows: list[tuple[str, dict, str | None]] = [(f"plain Ultralytics track, best conf ({best_conf})", e["plain"][best_conf], "plain"),
-                ("`airpatrol process --baseline`", e["baseline"], "baseline"),
-                (f"`airpatrol process` dual, leave-one-out setting ({choice[name]})", e["dual"][choice[name]], "dual")]
+        rows: list[tuple[str, dict, str | None]] = [
+            (f"plain Ultralytics track, best conf ({best_conf})", e["plain"][best_conf], "plain"),
+            ("`airpatrol process --baseline`", e["baseline"], "baseline"),
+            (f"`airpatrol process` dual, leave-one-out setting ({choice[name]})", e["dual"][choice[name]], "dual"),
+        ]
         if choice[name] != "default":
             rows.append(("dual, shipped default (in-sample)", e["dual"]["default"], None))
         for ref, overrides in DUAL_REFERENCES.items():
             if ref in e["dual"]:
-                rows.append((f"reference: dual, {ref} ({json.dumps(overrides)}; over the cost budget)", e["dual"][ref], None))
+                rows.append(
+                    (f"reference: dual, {ref} ({json.dumps(overrides)}; over the cost budget)", e["dual"][ref], None)
+                )
         rows.append(("reference: plain Ultralytics track, imgsz 1024, conf 0.1", e["plain_1024"], None))
         for label, r, group in rows:
             if group:
                 pooled[group].append(r)
-            lines.append(f"| {name} ({e['condition']}, frames {e['frames'][0]}-{e['frames'][1]}) | {label} | "
-                         f"{f(r['mota'])} | {f(r['idf1'])} | {f(r['hota'])} | {r['fp']} | {r['fn']} | {r['idsw']} | "
-                         f"{f(r['ms_per_frame'], 0)} |")
+            lines.append(
+                f"| {name} ({e['condition']}, frames {e['frames'][0]}-{e['frames'][1]}) | {label} | "
+                f"{f(r['mota'])} | {f(r['idf1'])} | {f(r['hota'])} | {r['fp']} | {r['fn']} | {r['idsw']} | "
+                f"{f(r['ms_per_frame'], 0)} |"
+            )
     for group, group_rows in pooled.items():
         if group_rows:
             p = _pooled(group_rows)
@@ -171,27 +201,46 @@ def targets(results: dict, choice: dict) -> list[tuple[str, str, bool]]:
         dual = e["dual"][choice[name]]
         plains.append(best)
         duals.append(dual)
-        out.append((f"{name}: dual >= plain + 3 MOTA, FP <= plain",
-                    f"dual {dual['mota']:.1f} vs plain {best['mota']:.1f} ({dual['mota'] - best['mota']:+.1f}); "
-                    f"FP {dual['fp']} vs {best['fp']}",
-                    dual["mota"] >= best["mota"] + 3 and dual["fp"] <= best["fp"]))
+        out.append(
+            (
+                f"{name}: dual >= plain + 3 MOTA, FP <= plain",
+                f"dual {dual['mota']:.1f} vs plain {best['mota']:.1f} ({dual['mota'] - best['mota']:+.1f}); "
+                f"FP {dual['fp']} vs {best['fp']}",
+                dual["mota"] >= best["mota"] + 3 and dual["fp"] <= best["fp"],
+            )
+        )
         if e["condition"] == "night":
             out.append((f"{name}: night MOTA >= 50 (held-back frames)", f"{dual['mota']:.1f}", dual["mota"] >= 50))
         cost = results.get("cost", {}).get(name)
         if cost:  # interleaved on the same frames, CPU time: what the machine pays, little affected by other jobs
             d, p = cost["dual"], cost["plain"]
-            out.append((f"{name}: CPU time per frame <= 1.3x plain (`airpatrol process` defaults vs plain track, "
-                        f"first {d['frames']} frames, {d['repeats']} interleaved repeats)",
-                        f"{d['cpu']:.0f} vs {p['cpu']:.0f} ms ({d['cpu_ratio']:.2f}x); wall {d['wall']:.0f} vs "
-                        f"{p['wall']:.0f} ms ({d['wall_ratio']:.2f}x)", d["cpu_ratio"] <= 1.3))
+            out.append(
+                (
+                    f"{name}: CPU time per frame <= 1.3x plain (`airpatrol process` defaults vs plain track, "
+                    f"first {d['frames']} frames, {d['repeats']} interleaved repeats)",
+                    f"{d['cpu']:.0f} vs {p['cpu']:.0f} ms ({d['cpu_ratio']:.2f}x); wall {d['wall']:.0f} vs "
+                    f"{p['wall']:.0f} ms ({d['wall_ratio']:.2f}x)",
+                    d["cpu_ratio"] <= 1.3,
+                )
+            )
         else:
             ratio = dual["ms_per_frame"] / best["ms_per_frame"]
-            out.append((f"{name}: time per frame <= 1.3x plain", f"{dual['ms_per_frame']:.0f} vs "
-                        f"{best['ms_per_frame']:.0f} ms ({ratio:.2f}x)", ratio <= 1.3))
+            out.append(
+                (
+                    f"{name}: time per frame <= 1.3x plain",
+                    f"{dual['ms_per_frame']:.0f} vs {best['ms_per_frame']:.0f} ms ({ratio:.2f}x)",
+                    ratio <= 1.3,
+                )
+            )
     if len(seqs) > 1:
         p, d = _pooled(plains), _pooled(duals)
-        out.append(("pooled: dual >= plain + 5 MOTA", f"dual {d['mota']:.1f} vs plain {p['mota']:.1f} "
-                    f"({d['mota'] - p['mota']:+.1f})", d["mota"] >= p["mota"] + 5))
+        out.append(
+            (
+                "pooled: dual >= plain + 5 MOTA",
+                f"dual {d['mota']:.1f} vs plain {p['mota']:.1f} ({d['mota'] - p['mota']:+.1f})",
+                d["mota"] >= p["mota"] + 5,
+            )
+        )
     return out
 
 
@@ -201,9 +250,13 @@ def candidates_table(results: dict) -> str:
     lines = [head, "|---|---|" + "---|" * len(seqs)]
     for kind, group in (("candidate", DUAL_CANDIDATES), ("reference", DUAL_REFERENCES)):
         for name, o in group.items():
-            cells = [f"{e['dual'][name]['mota']:.1f} / {e['dual'][name]['fp']}" if name in e["dual"] else "-"
-                     for e in seqs.values()]
-            lines.append(f"| `{name}` ({kind}) | {json.dumps(o) if o else 'shipped defaults'} | " + " | ".join(cells) + " |")
+            cells = [
+                f"{e['dual'][name]['mota']:.1f} / {e['dual'][name]['fp']}" if name in e["dual"] else "-"
+                for e in seqs.values()
+            ]
+            lines.append(
+                f"| `{name}` ({kind}) | {json.dumps(o) if o else 'shipped defaults'} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -214,7 +267,9 @@ def _effects(results: dict) -> list[str]:
     for name in [*DUAL_CANDIDATES, *DUAL_REFERENCES]:
         if name == "default" or not all(name in e["dual"] for e in seqs.values()):
             continue
-        deltas = ", ".join(f"{seq} {e['dual'][name]['mota'] - e['dual']['default']['mota']:+.1f}" for seq, e in seqs.items())
+        deltas = ", ".join(
+            f"{seq} {e['dual'][name]['mota'] - e['dual']['default']['mota']:+.1f}" for seq, e in seqs.items()
+        )
         out.append(f"- `{name}` against the shipped default, MOTA: {deltas}.")
     return out
 
@@ -235,7 +290,7 @@ def write_markdown(results: dict, choice: dict, path: Path, command: str) -> Non
         f"scored; frames {split['detector_training'][0]}-{split['detector_training'][1]} may train the detector, "
         "frames in between are a 3 s gap).",
         "- **Contenders**, same detector weights for all: *plain* = `YOLO(weights).track(frame, "
-        "tracker=\"bytetrack.yaml\", persist=True, conf=c, imgsz=640)`, conf swept over "
+        'tracker="bytetrack.yaml", persist=True, conf=c, imgsz=640)`, conf swept over '
         f"{sorted(float(c) for c in next(iter(results['sequences'].values()))['plain'])}, the best conf **on the "
         "scored sequence itself** reported (the strongest plain a user could pick); *baseline* = `airpatrol process "
         "--baseline` with its defaults; *dual* = `airpatrol process` (default dual layer).",
@@ -259,11 +314,13 @@ def write_markdown(results: dict, choice: dict, path: Path, command: str) -> Non
         "",
         "## Reading the figures",
         "",
-        *[f"- {name}: dual {e['dual'][choice[name]]['mota']:.1f} MOTA at {e['dual'][choice[name]]['ms_per_frame']:.0f} "
-          f"ms/frame; plain Ultralytics at imgsz 1024 (native resolution, the other simple thing a user can do) "
-          f"{e['plain_1024']['mota']:.1f} at {e['plain_1024']['ms_per_frame']:.0f} ms/frame "
-          f"({e['dual'][choice[name]]['mota'] - e['plain_1024']['mota']:+.1f} for dual)."
-          for name, e in results["sequences"].items()],
+        *[
+            f"- {name}: dual {e['dual'][choice[name]]['mota']:.1f} MOTA at {e['dual'][choice[name]]['ms_per_frame']:.0f} "
+            f"ms/frame; plain Ultralytics at imgsz 1024 (native resolution, the other simple thing a user can do) "
+            f"{e['plain_1024']['mota']:.1f} at {e['plain_1024']['ms_per_frame']:.0f} ms/frame "
+            f"({e['dual'][choice[name]]['mota'] - e['plain_1024']['mota']:+.1f} for dual)."
+            for name, e in results["sequences"].items()
+        ],
         *_effects(results),
         "- Most of the dual layer's lead over plain at imgsz 640 comes from detecting at native resolution and NMS at "
         "IoU 0.5 (Ultralytics: 0.7); running the detector on every 3rd frame and coasting in between is what pays for "
@@ -290,12 +347,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sequences", nargs="*", help="names (default: all present)")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "airpatrol" / "bench_real")
     ap.add_argument("--out", type=Path, default=Path("docs/real_accuracy.json"))
-    ap.add_argument("--cost-frames", type=int, default=120, help="frames per sequence for the interleaved CPU-time "
-                    "comparison (bench/real/cost.py) the time target is judged on; 0: skip it")
+    ap.add_argument(
+        "--cost-frames",
+        type=int,
+        default=120,
+        help="frames per sequence for the interleaved CPU-time "
+        "comparison (bench/real/cost.py) the time target is judged on; 0: skip it",
+    )
     ap.add_argument("--cost-repeats", type=int, default=2)
     ap.add_argument("--markdown", type=Path, default=Path("docs/accuracy.md"), help="report page ('' for none)")
-    ap.add_argument("--from-json", type=Path, help="re-write the report from a results file of an earlier run "
-                    "(nothing is measured)")
+    ap.add_argument(
+        "--from-json", type=Path, help="re-write the report from a results file of an earlier run (nothing is measured)"
+    )
     args = ap.parse_args(argv)
     if args.from_json:
         import sys
@@ -313,8 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
 
     def log(seq, what, r):
-        print(f"[{time.perf_counter() - t0:6.0f} s] {seq:12s} {what:28s} MOTA {r['mota']:5.1f} IDF1 {r['idf1']:5.1f} "
-              f"FP {r['fp']:5d} FN {r['fn']:5d} IDsw {r['idsw']:3d} {r['ms_per_frame']:6.0f} ms/frame", flush=True)
+        print(
+            f"[{time.perf_counter() - t0:6.0f} s] {seq:12s} {what:28s} MOTA {r['mota']:5.1f} IDF1 {r['idf1']:5.1f} "
+            f"FP {r['fp']:5d} FN {r['fn']:5d} IDsw {r['idsw']:3d} {r['ms_per_frame']:6.0f} ms/frame",
+            flush=True,
+        )
 
     global _CODE_TAG
     _CODE_TAG = _code_tag()
@@ -327,10 +393,14 @@ def main(argv: list[str] | None = None) -> int:
     choice = leave_one_out(results)
     import sys
 
-    results.update(leave_one_out_choice=choice, candidates=DUAL_CANDIDATES, references=DUAL_REFERENCES,
-                   command="python -m bench.real " + " ".join(sys.argv[1:]),
-                   night_split={"scored": NIGHT_SCORED_FRAMES, "detector_training": NIGHT_TRAIN_FRAMES},
-                   machine={"python": platform.python_version(), "cpu_count": __import__("os").cpu_count()})
+    results.update(
+        leave_one_out_choice=choice,
+        candidates=DUAL_CANDIDATES,
+        references=DUAL_REFERENCES,
+        command="python -m bench.real " + " ".join(sys.argv[1:]),
+        night_split={"scored": NIGHT_SCORED_FRAMES, "detector_training": NIGHT_TRAIN_FRAMES},
+        machine={"python": platform.python_version(), "cpu_count": __import__("os").cpu_count()},
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(markdown(results, choice))

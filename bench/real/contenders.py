@@ -5,6 +5,7 @@
 - ``baseline`` / ``dual``: ``airpatrol process`` (``edge.runner.process_video``, the same code path as the CLI) with
   ``--baseline`` or the default dual layer, and optional config overrides.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -37,8 +38,9 @@ def run_plain(seq: Sequence, weights: Path, conf: float, imgsz: int = 640) -> Ru
     t0 = time.perf_counter()
     with open_source(seq.source, max_frames=seq.run_frames) as src:
         for frame in src:
-            r = list(model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=conf, imgsz=imgsz,
-                                 verbose=False))[0]
+            r = list(
+                model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=conf, imgsz=imgsz, verbose=False)
+            )[0]
             b = r.boxes
             if b is not None and b.id is not None:
                 # a torch model's boxes are tensors (Boxes also holds NumPy arrays, for other backends)
@@ -62,7 +64,9 @@ def pipeline_config(baseline: bool, overrides: dict | None = None):
     return PipelineConfig.model_validate(data)
 
 
-def run_airpatrol(seq: Sequence, baseline: bool, overrides: dict | None = None, keep_dir: Path | None = None) -> RunResult:
+def run_airpatrol(
+    seq: Sequence, baseline: bool, overrides: dict | None = None, keep_dir: Path | None = None
+) -> RunResult:
     """``airpatrol process SEQ [--baseline] --no-video`` with ``overrides`` (dotted config keys)."""
     import json
 

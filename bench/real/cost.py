@@ -4,6 +4,7 @@ dual), interleaved in one run on the same frames, so machine load affects all al
 Reports wall ms/frame and CPU ms/frame (process time over all threads: what the contender costs the machine, less
 sensitive to other jobs), per repeat and the median ratio to plain. Models are loaded before timing starts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,15 @@ def _airpatrol(seq, baseline: bool, frames: int) -> tuple[float, float, dict]:
     pipeline = Pipeline(config)  # models loaded before timing
     with tempfile.TemporaryDirectory() as tmp:
         w0, c0 = time.perf_counter(), time.process_time()
-        out = process_video(seq.source, Path(tmp) / "run", config, pipeline=pipeline, write_video=False,
-                            progress=False, max_frames=frames)
+        out = process_video(
+            seq.source,
+            Path(tmp) / "run",
+            config,
+            pipeline=pipeline,
+            write_video=False,
+            progress=False,
+            max_frames=frames,
+        )
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         stages = json.loads((out.out_dir / "summary.json").read_text())["timings"]["ms_per_frame_by_stage"]
     return 1000 * wall / frames, 1000 * cpu / frames, stages
@@ -61,15 +69,24 @@ def measure(seq, frames: int, repeats: int, log=print) -> dict:
             wall, cpu, st = _airpatrol(seq, base, frames)
             rows[name].append((wall, cpu))
             stages[name] = st
-        log(f"{seq.name} cost repeat {r + 1}: " + ", ".join(
-            f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items()))
+        log(
+            f"{seq.name} cost repeat {r + 1}: "
+            + ", ".join(f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items())
+        )
     plain_wall = statistics.median(w for w, _ in rows["plain"])
     plain_cpu = statistics.median(c for _, c in rows["plain"])
     out = {}
     for name, v in rows.items():
         wall, cpu = statistics.median(w for w, _ in v), statistics.median(c for _, c in v)
-        out[name] = {"wall": wall, "cpu": cpu, "wall_ratio": wall / plain_wall, "cpu_ratio": cpu / plain_cpu,
-                     "stages": stages.get(name), "frames": frames, "repeats": repeats}
+        out[name] = {
+            "wall": wall,
+            "cpu": cpu,
+            "wall_ratio": wall / plain_wall,
+            "cpu_ratio": cpu / plain_cpu,
+            "stages": stages.get(name),
+            "frames": frames,
+            "repeats": repeats,
+        }
     return out
 
 
@@ -86,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     result = measure(seq, args.frames, args.repeats)
     print(f"\n{seq.name}, first {args.frames} frames, {args.repeats} interleaved repeats (median):")
     for name, r in result.items():
-        print(f"  {name:9s} {r['wall']:6.0f} ms/frame wall ({r['wall_ratio']:.2f}x plain)   {r['cpu']:6.0f} ms/frame CPU "
-              f"({r['cpu_ratio']:.2f}x plain)" + (f"   stages {r['stages']}" if r.get("stages") else ""))
+        print(
+            f"  {name:9s} {r['wall']:6.0f} ms/frame wall ({r['wall_ratio']:.2f}x plain)   {r['cpu']:6.0f} ms/frame CPU "
+            f"({r['cpu_ratio']:.2f}x plain)" + (f"   stages {r['stages']}" if r.get("stages") else "")
+        )
     return 0
 
 

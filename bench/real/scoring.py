@@ -1,5 +1,6 @@
 """Score predicted tracks of one sequence: motmetrics at IoU 0.5 (MOTA, IDF1, FP, FN, ID switches) and HOTA
 (TrackEval); predictions and ground truth centred in UAVDT ignore regions are dropped, as ``airpatrol eval`` does."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,13 @@ def score(gt: Boxes, ignore: Boxes, pred: Boxes, frames: tuple[int, int]) -> dic
     m, _ = mot_metrics(gt, pred, 0.5)
     h = hota(gt, pred)
     return {
-        "mota": 100 * m["mota"], "idf1": 100 * m["idf1"], "hota": None if h is None else 100 * h,
-        "fp": m["num_false_positives"], "fn": m["num_misses"], "idsw": m["num_switches"],
-        "gt_boxes": m["num_objects"], "precision": m["precision"], "recall": m["recall"],
+        "mota": 100 * m["mota"],
+        "idf1": 100 * m["idf1"],
+        "hota": None if h is None else 100 * h,
+        "fp": m["num_false_positives"],
+        "fn": m["num_misses"],
+        "idsw": m["num_switches"],
+        "gt_boxes": m["num_objects"],
+        "precision": m["precision"],
+        "recall": m["recall"],
     }

@@ -4,6 +4,7 @@ The night sequence M1003 is split in time: its last frames train the detector (`
 frames are scored, with a gap of a few seconds between them so that no scored frame is a near-copy of a training
 frame. Nothing of M1303 is ever trained on.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from vision.training.detector.training import shared_root
 
 # M1003 frames 1..240 are scored (8 s); 241..330 (3 s) are a gap; 331..600 may train the detector.
 NIGHT_SCORED_FRAMES = (1, 240)
-
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,26 @@ def real_sequences(root: Path | None = None) -> list[Sequence]:
     out = []
     m1303 = mot / "uavdt_M1303"
     if (m1303 / "gt" / "M1303_gt_whole.txt").is_file():
-        out.append(Sequence("M1303", m1303, m1303 / "gt" / "M1303_gt_whole.txt", (1, 445), "day",
-                            "oblique urban road and junction, moving drone"))
+        out.append(
+            Sequence(
+                "M1303",
+                m1303,
+                m1303 / "gt" / "M1303_gt_whole.txt",
+                (1, 445),
+                "day",
+                "oblique urban road and junction, moving drone",
+            )
+        )
     m1003 = mot / "uavdt_M1003_night_dev"
     if (m1003 / "gt" / "M1003_gt_whole.txt").is_file():
-        out.append(Sequence("M1003-night", m1003 / "video.mp4", m1003 / "gt" / "M1003_gt_whole.txt",
-                            NIGHT_SCORED_FRAMES, "night", "oblique arterial road at night, moving drone"))
+        out.append(
+            Sequence(
+                "M1003-night",
+                m1003 / "video.mp4",
+                m1003 / "gt" / "M1003_gt_whole.txt",
+                NIGHT_SCORED_FRAMES,
+                "night",
+                "oblique arterial road at night, moving drone",
+            )
+        )
     return out

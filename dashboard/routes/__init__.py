@@ -1,4 +1,5 @@
 """Dashboard routes, one module per page group; :data:`router` includes them all (without the URL prefix)."""
+
 from fastapi import APIRouter
 
 from dashboard.routes import admin, counting, fieldwork, flights, live, login, maps, runs

@@ -1,4 +1,5 @@
 """Devices and drone state (everyone reads, admins register devices and issue tokens); users (admins only)."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -23,8 +24,13 @@ csrf = [Depends(verify_csrf)]
 @router.get("/devices", name="devices")
 def device_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     states = drone_states(db, ctx(request).settings.live_stale_s)
-    tokens = dict(db.execute(select(DeviceToken.device_id, func.count()).where(DeviceToken.revoked_at.is_(None))
-                             .group_by(DeviceToken.device_id)).all())
+    tokens = dict(
+        db.execute(
+            select(DeviceToken.device_id, func.count())
+            .where(DeviceToken.revoked_at.is_(None))
+            .group_by(DeviceToken.device_id)
+        ).all()
+    )
     # a token is shown exactly once, right after it was issued
     new_token = request.session.pop("ap_new_token", None)
     return render(request, "devices.html", user, states=states, tokens=tokens, kinds=DEVICE_KINDS, new_token=new_token)
@@ -36,12 +42,25 @@ def device_state_api(request: Request, user=Depends(viewer), db: Session = Depen
 
 
 @router.post("/devices", dependencies=csrf)
-def device_create(request: Request, serial: str = Form(""), kind: str = Form("drone"), model: str = Form(""),
-                  name: str = Form(""), camera_preset: str = Form(""), user=Depends(admin),
-                  db: Session = Depends(get_db)):
+def device_create(
+    request: Request,
+    serial: str = Form(""),
+    kind: str = Form("drone"),
+    model: str = Form(""),
+    name: str = Form(""),
+    camera_preset: str = Form(""),
+    user=Depends(admin),
+    db: Session = Depends(get_db),
+):
     try:
-        dev = create_device(db, serial, kind=kind, model=model.strip() or None, name=name.strip() or None,
-                            camera_preset=camera_preset.strip() or None)
+        dev = create_device(
+            db,
+            serial,
+            kind=kind,
+            model=model.strip() or None,
+            name=name.strip() or None,
+            camera_preset=camera_preset.strip() or None,
+        )
         _audit(request, db, user, "device.create", f"device:{dev.serial}", kind=dev.kind)
         db.commit()
     except ValueError as exc:
@@ -53,8 +72,9 @@ def device_create(request: Request, serial: str = Form(""), kind: str = Form("dr
 
 
 @router.post("/devices/{device_id}/token", dependencies=csrf)
-def device_token(request: Request, device_id: int, label: str = Form(""), user=Depends(admin),
-                 db: Session = Depends(get_db)):
+def device_token(
+    request: Request, device_id: int, label: str = Form(""), user=Depends(admin), db: Session = Depends(get_db)
+):
     dev = db.get(Device, device_id)
     if dev is None:
         raise not_found(f"device {device_id}")
@@ -71,8 +91,9 @@ def device_revoke(request: Request, device_id: int, user=Depends(admin), db: Ses
     if device is None:
         raise not_found(f"device {device_id}")
     n = 0
-    for tok in db.scalars(select(DeviceToken).where(DeviceToken.device_id == device_id,
-                                                    DeviceToken.revoked_at.is_(None))):
+    for tok in db.scalars(
+        select(DeviceToken).where(DeviceToken.device_id == device_id, DeviceToken.revoked_at.is_(None))
+    ):
         tok.revoked_at, n = utcnow(), n + 1
     _audit(request, db, user, "device.tokens_revoke", f"device:{device.serial}", tokens=n)
     db.commit()
@@ -88,12 +109,20 @@ def user_list(request: Request, user=Depends(admin), db: Session = Depends(get_d
 
 
 @router.post("/users", dependencies=csrf)
-def user_create(request: Request, username: str = Form(""), password: str = Form(""), role: str = Form("viewer"),
-                display_name: str = Form(""), email: str = Form(""), user=Depends(admin),
-                db: Session = Depends(get_db)):
+def user_create(
+    request: Request,
+    username: str = Form(""),
+    password: str = Form(""),
+    role: str = Form("viewer"),
+    display_name: str = Form(""),
+    email: str = Form(""),
+    user=Depends(admin),
+    db: Session = Depends(get_db),
+):
     try:
-        created = create_user(db, username, password, role=role, display_name=display_name.strip() or None,
-                              email=email.strip() or None)
+        created = create_user(
+            db, username, password, role=role, display_name=display_name.strip() or None, email=email.strip() or None
+        )
         _audit(request, db, user, "user.create", f"user:{created.username}", role=created.role)
         db.commit()
     except ValueError as exc:
@@ -109,8 +138,15 @@ def _active_admins(db: Session) -> int:
 
 
 @router.post("/users/{user_id}", dependencies=csrf)
-def user_update(request: Request, user_id: int, role: str = Form(""), active: str = Form(""),
-                password: str = Form(""), user=Depends(admin), db: Session = Depends(get_db)):
+def user_update(
+    request: Request,
+    user_id: int,
+    role: str = Form(""),
+    active: str = Form(""),
+    password: str = Form(""),
+    user=Depends(admin),
+    db: Session = Depends(get_db),
+):
     target = db.get(User, user_id)
     if target is None:
         raise not_found(f"user {user_id}")
@@ -130,9 +166,15 @@ def user_update(request: Request, user_id: int, role: str = Form(""), active: st
             flash(request, str(exc), "error")
             return redirect(request, "/users")
         target.password_hash = hash_password(password)
-    changes = {k: v for k, v in (("role", new_role if new_role != target.role else None),
-                                 ("active", new_active if new_active != target.active else None),
-                                 ("password", "changed" if password else None)) if v is not None}
+    changes = {
+        k: v
+        for k, v in (
+            ("role", new_role if new_role != target.role else None),
+            ("active", new_active if new_active != target.active else None),
+            ("password", "changed" if password else None),
+        )
+        if v is not None
+    }
     target.role, target.active = new_role, new_active
     if changes:
         _audit(request, db, user, "user.update", f"user:{target.username}", **changes)

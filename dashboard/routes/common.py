@@ -1,4 +1,5 @@
 """Small helpers shared by the route modules: query-string parsing and redirects."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -45,9 +46,14 @@ def opt_time(value: str | None, name: str) -> datetime | None:
 def map_filter(request: Request) -> MapFilter:
     q = request.query_params
     try:
-        return MapFilter(start=opt_time(q.get("start"), "start"), end=opt_time(q.get("end"), "end"),
-                         task_id=opt_int(q.get("task_id"), "task_id"), device_id=opt_int(q.get("device_id"), "device_id"),
-                         run_id=opt_int(q.get("run_id"), "run_id"), flight_id=opt_int(q.get("flight_id"), "flight_id"))
+        return MapFilter(
+            start=opt_time(q.get("start"), "start"),
+            end=opt_time(q.get("end"), "end"),
+            task_id=opt_int(q.get("task_id"), "task_id"),
+            device_id=opt_int(q.get("device_id"), "device_id"),
+            run_id=opt_int(q.get("run_id"), "run_id"),
+            flight_id=opt_int(q.get("flight_id"), "flight_id"),
+        )
     except BadQuery as exc:
         raise HTTPException(400, str(exc)) from None
 

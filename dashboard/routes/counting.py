@@ -1,5 +1,6 @@
 """Counting lines and zones of a run's site (drawn on the run page's map): list with their counts, add, delete,
 CSV export. Stored per task, or per run when the run has no task (:mod:`dashboard.counting_store`)."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -17,8 +18,11 @@ router = APIRouter()
 
 
 def site_of(db: Session, run: ProcessingRun) -> str:
-    task_id = (db.scalar(select(TaskRound.task_id).where(TaskRound.id == run.task_round_id))
-               if run.task_round_id is not None else None)
+    task_id = (
+        db.scalar(select(TaskRound.task_id).where(TaskRound.id == run.task_round_id))
+        if run.task_round_id is not None
+        else None
+    )
     return counting_store.site_key(task_id, run.id)
 
 
@@ -46,11 +50,24 @@ def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
             continue  # the map still draws; the run page says why the lines are missing
         for line in lines:
             coords = line["coordinates"]
-            geom = ({"type": "LineString", "coordinates": coords} if line["kind"] == "line"
-                    else {"type": "Polygon", "coordinates": [coords + [coords[0]]]})
-            features.append({"type": "Feature", "geometry": geom,
-                             "properties": {"id": line["id"], "name": line["name"], "kind": line["kind"],
-                                            "site": key, "run_id": run_id}})
+            geom = (
+                {"type": "LineString", "coordinates": coords}
+                if line["kind"] == "line"
+                else {"type": "Polygon", "coordinates": [coords + [coords[0]]]}
+            )
+            features.append(
+                {
+                    "type": "Feature",
+                    "geometry": geom,
+                    "properties": {
+                        "id": line["id"],
+                        "name": line["name"],
+                        "kind": line["kind"],
+                        "site": key,
+                        "run_id": run_id,
+                    },
+                }
+            )
     return {"type": "FeatureCollection", "features": features}
 
 
@@ -89,8 +106,9 @@ async def add_counting_line(request: Request, run_id: int, user=Depends(operator
 
 
 @router.post("/api/runs/{run_id}/counting-lines/{line_id}/delete", dependencies=[Depends(verify_csrf)])
-def delete_counting_line(request: Request, run_id: int, line_id: str, user=Depends(operator),
-                         db: Session = Depends(get_db)):
+def delete_counting_line(
+    request: Request, run_id: int, line_id: str, user=Depends(operator), db: Session = Depends(get_db)
+):
     _run, key = _run_and_site(db, run_id)
     if not counting_store.delete_line(ctx(request).data_dir, key, line_id):
         raise not_found(f"counting line {line_id} of {key}")
@@ -101,5 +119,8 @@ def delete_counting_line(request: Request, run_id: int, line_id: str, user=Depen
 def export_counting_lines(request: Request, run_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     """CSV: per line and zone the counts by direction and class, the time series and every crossing."""
     _run, _key, result = _result(request, db, run_id)
-    return StreamingResponse(counting_lines.lines_csv_lines(result), media_type="text/csv",
-                             headers={"Content-Disposition": f'attachment; filename="run_{run_id}_lines.csv"'})
+    return StreamingResponse(
+        counting_lines.lines_csv_lines(result),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="run_{run_id}_lines.csv"'},
+    )

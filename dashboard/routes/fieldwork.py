@@ -1,4 +1,5 @@
 """Tasks and their rounds, field tests with check-in/out. Viewers read; operators create and change."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,16 @@ from dashboard.context import flash, get_db, render
 from dashboard.routes.common import BadQuery, not_found, opt_float, opt_int, opt_time, redirect
 from db.crud import check_in, check_out, create_task
 from db.models import (
-    Device, FieldTest, FieldTestCheckin, Flight, ProcessingRun, Task, TaskRound, User, as_naive_utc, utcnow,
+    Device,
+    FieldTest,
+    FieldTestCheckin,
+    Flight,
+    ProcessingRun,
+    Task,
+    TaskRound,
+    User,
+    as_naive_utc,
+    utcnow,
 )
 
 router = APIRouter()
@@ -56,13 +66,27 @@ def task_list(request: Request, user=Depends(viewer), db: Session = Depends(get_
 
 
 @router.post("/tasks", dependencies=csrf)
-def task_create(request: Request, name: str = Form(""), description: str = Form(""), road_name: str = Form(""),
-                speed_limit_kmh: str = Form(""), area: str = Form(""), road: str = Form(""),
-                user=Depends(operator), db: Session = Depends(get_db)):
+def task_create(
+    request: Request,
+    name: str = Form(""),
+    description: str = Form(""),
+    road_name: str = Form(""),
+    speed_limit_kmh: str = Form(""),
+    area: str = Form(""),
+    road: str = Form(""),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     try:
-        task = create_task(db, name, description=description.strip() or None, road_name=road_name.strip() or None,
-                           speed_limit_kmh=opt_float(speed_limit_kmh, "speed limit"),
-                           area=parse_coords(area, "area"), road=parse_coords(road, "road"))
+        task = create_task(
+            db,
+            name,
+            description=description.strip() or None,
+            road_name=road_name.strip() or None,
+            speed_limit_kmh=opt_float(speed_limit_kmh, "speed limit"),
+            area=parse_coords(area, "area"),
+            road=parse_coords(road, "road"),
+        )
         task.created_by_id = user.id
         db.commit()
     except ValueError as exc:
@@ -81,8 +105,11 @@ def task_detail(request: Request, task_id: int, user=Depends(viewer), db: Sessio
     rounds = list(db.scalars(select(TaskRound).where(TaskRound.task_id == task_id).order_by(TaskRound.round_no)))
     ids = [r.id for r in rounds]
     flights = list(db.scalars(select(Flight).where(Flight.task_round_id.in_(ids)).order_by(Flight.id))) if ids else []
-    runs = list(db.scalars(select(ProcessingRun).where(ProcessingRun.task_round_id.in_(ids))
-                           .order_by(ProcessingRun.id))) if ids else []
+    runs = (
+        list(db.scalars(select(ProcessingRun).where(ProcessingRun.task_round_id.in_(ids)).order_by(ProcessingRun.id)))
+        if ids
+        else []
+    )
     return render(request, "task.html", user, task=task, rounds=rounds, flights=flights, runs=runs, moves=ROUND_MOVES)
 
 
@@ -97,8 +124,14 @@ def task_toggle(request: Request, task_id: int, user=Depends(operator), db: Sess
 
 
 @router.post("/tasks/{task_id}/rounds", dependencies=csrf)
-def round_create(request: Request, task_id: int, scheduled_at: str = Form(""), notes: str = Form(""),
-                 user=Depends(operator), db: Session = Depends(get_db)):
+def round_create(
+    request: Request,
+    task_id: int,
+    scheduled_at: str = Form(""),
+    notes: str = Form(""),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     if db.get(Task, task_id) is None:
         raise not_found(f"task {task_id}")
     try:
@@ -114,8 +147,9 @@ def round_create(request: Request, task_id: int, scheduled_at: str = Form(""), n
 
 
 @router.post("/rounds/{round_id}/status", dependencies=csrf)
-def round_status(request: Request, round_id: int, status: str = Form(""), user=Depends(operator),
-                 db: Session = Depends(get_db)):
+def round_status(
+    request: Request, round_id: int, status: str = Form(""), user=Depends(operator), db: Session = Depends(get_db)
+):
     rnd = db.get(TaskRound, round_id)
     if rnd is None:
         raise not_found(f"task round {round_id}")
@@ -132,8 +166,9 @@ def round_status(request: Request, round_id: int, status: str = Form(""), user=D
 
 
 @router.post("/flights/{flight_id}/round", dependencies=csrf)
-def flight_assign_round(request: Request, flight_id: int, round_id: str = Form(""), user=Depends(operator),
-                        db: Session = Depends(get_db)):
+def flight_assign_round(
+    request: Request, flight_id: int, round_id: str = Form(""), user=Depends(operator), db: Session = Depends(get_db)
+):
     flight = db.get(Flight, flight_id)
     if flight is None:
         raise not_found(f"flight {flight_id}")
@@ -154,16 +189,27 @@ def flight_assign_round(request: Request, flight_id: int, round_id: str = Form("
 @router.get("/field-tests", name="field_tests")
 def field_test_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     tests = list(db.scalars(select(FieldTest).order_by(FieldTest.id.desc())))
-    open_counts = dict(db.execute(select(FieldTestCheckin.field_test_id, func.count())
-                                  .where(FieldTestCheckin.checked_out_at.is_(None))
-                                  .group_by(FieldTestCheckin.field_test_id)).all())
+    open_counts = dict(
+        db.execute(
+            select(FieldTestCheckin.field_test_id, func.count())
+            .where(FieldTestCheckin.checked_out_at.is_(None))
+            .group_by(FieldTestCheckin.field_test_id)
+        ).all()
+    )
     tasks = list(db.scalars(select(Task).order_by(Task.name)))
     return render(request, "field_tests.html", user, tests=tests, open_counts=open_counts, tasks=tasks)
 
 
 @router.post("/field-tests", dependencies=csrf)
-def field_test_create(request: Request, name: str = Form(""), location: str = Form(""), task_id: str = Form(""),
-                      notes: str = Form(""), user=Depends(operator), db: Session = Depends(get_db)):
+def field_test_create(
+    request: Request,
+    name: str = Form(""),
+    location: str = Form(""),
+    task_id: str = Form(""),
+    notes: str = Form(""),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     name, location = name.strip(), location.strip()
     try:
         tid = opt_int(task_id, "task")
@@ -176,8 +222,9 @@ def field_test_create(request: Request, name: str = Form(""), location: str = Fo
     except BadQuery as exc:
         flash(request, f"field test not created: {exc}", "error")
         return redirect(request, "/field-tests")
-    test = FieldTest(name=name, location=location or None, task_id=tid, started_at=utcnow(),
-                     notes=notes.strip()[:10000] or None)
+    test = FieldTest(
+        name=name, location=location or None, task_id=tid, started_at=utcnow(), notes=notes.strip()[:10000] or None
+    )
     db.add(test)
     db.commit()
     return redirect(request, f"/field-tests/{test.id}")
@@ -193,17 +240,37 @@ def _get_test(db: Session, test_id: int) -> FieldTest:
 @router.get("/field-tests/{test_id}", name="field_test")
 def field_test_detail(request: Request, test_id: int, user=Depends(viewer), db: Session = Depends(get_db)):
     test = _get_test(db, test_id)
-    checkins = list(db.scalars(select(FieldTestCheckin).where(FieldTestCheckin.field_test_id == test_id)
-                               .order_by(FieldTestCheckin.checked_in_at)))
+    checkins = list(
+        db.scalars(
+            select(FieldTestCheckin)
+            .where(FieldTestCheckin.field_test_id == test_id)
+            .order_by(FieldTestCheckin.checked_in_at)
+        )
+    )
     devices = {d.id: d for d in db.scalars(select(Device).order_by(Device.serial))}
     users = {u.id: u for u in db.scalars(select(User).where(User.active.is_(True)).order_by(User.username))}
-    return render(request, "field_test.html", user, test=test, checkins=checkins, devices=devices, users=users,
-                  task=db.get(Task, test.task_id) if test.task_id else None)
+    return render(
+        request,
+        "field_test.html",
+        user,
+        test=test,
+        checkins=checkins,
+        devices=devices,
+        users=users,
+        task=db.get(Task, test.task_id) if test.task_id else None,
+    )
 
 
 @router.post("/field-tests/{test_id}/checkin", dependencies=csrf)
-def field_test_checkin(request: Request, test_id: int, device_id: str = Form(""), user_id: str = Form(""),
-                       person_name: str = Form(""), user=Depends(operator), db: Session = Depends(get_db)):
+def field_test_checkin(
+    request: Request,
+    test_id: int,
+    device_id: str = Form(""),
+    user_id: str = Form(""),
+    person_name: str = Form(""),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     test = _get_test(db, test_id)
     try:
         if test.ended_at is not None:
@@ -239,8 +306,11 @@ def field_test_checkout(request: Request, checkin_id: int, user=Depends(operator
 def field_test_end(request: Request, test_id: int, user=Depends(operator), db: Session = Depends(get_db)):
     test = _get_test(db, test_id)
     now = utcnow()
-    for row in db.scalars(select(FieldTestCheckin).where(FieldTestCheckin.field_test_id == test_id,
-                                                         FieldTestCheckin.checked_out_at.is_(None))):
+    for row in db.scalars(
+        select(FieldTestCheckin).where(
+            FieldTestCheckin.field_test_id == test_id, FieldTestCheckin.checked_out_at.is_(None)
+        )
+    ):
         check_out(db, row, now)  # everyone still on site is checked out when the test ends
     test.ended_at = now
     db.commit()

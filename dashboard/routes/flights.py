@@ -1,4 +1,5 @@
 """Flights: list and search, detail (telemetry charts, map, videos, runs), uploads, exports."""
+
 from __future__ import annotations
 
 import hashlib
@@ -69,8 +70,15 @@ def flight_list(request: Request, user=Depends(viewer), db: Session = Depends(ge
     query = select(Flight).outerjoin(Device, Device.id == Flight.device_id)
     if text:
         like = f"%{text}%"
-        query = query.where(or_(Device.serial.ilike(like), Device.name.ilike(like), Flight.source_file.ilike(like),
-                                Flight.status.ilike(like), Flight.notes.ilike(like)))
+        query = query.where(
+            or_(
+                Device.serial.ilike(like),
+                Device.name.ilike(like),
+                Flight.source_file.ilike(like),
+                Flight.status.ilike(like),
+                Flight.notes.ilike(like),
+            )
+        )
     if device_id is not None:
         query = query.where(Flight.device_id == device_id)
     if start is not None:
@@ -78,12 +86,26 @@ def flight_list(request: Request, user=Depends(viewer), db: Session = Depends(ge
     if end is not None:
         query = query.where(Flight.start_time <= as_naive_utc(end))
     total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
-    flights = list(db.scalars(query.order_by(Flight.start_time.desc(), Flight.id.desc())
-                              .offset((page - 1) * PAGE_SIZE).limit(PAGE_SIZE)))
+    flights = list(
+        db.scalars(
+            query.order_by(Flight.start_time.desc(), Flight.id.desc()).offset((page - 1) * PAGE_SIZE).limit(PAGE_SIZE)
+        )
+    )
     devices = list(db.scalars(select(Device).order_by(Device.serial)))
-    return render(request, "flights.html", user, flights=flights, devices=devices, total=total, page=page,
-                  pages=max(1, -(-total // PAGE_SIZE)), q=text, device_id=device_id,
-                  start=q.get("start", ""), end=q.get("end", ""))
+    return render(
+        request,
+        "flights.html",
+        user,
+        flights=flights,
+        devices=devices,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+        q=text,
+        device_id=device_id,
+        start=q.get("start", ""),
+        end=q.get("end", ""),
+    )
 
 
 @router.get("/flights/{flight_id}", name="flight")
@@ -92,21 +114,45 @@ def flight_detail(request: Request, flight_id: int, user=Depends(viewer), db: Se
     if flight is None:
         raise not_found(f"flight {flight_id}")
     samples = flight_samples(db, flight_id, CHART_POINTS)
-    figure = charts.flight_telemetry(
-        [s.t_s for s in samples], [s.rel_alt_m for s in samples],
-        [None if s.ground_speed_ms is None else s.ground_speed_ms * 3.6 for s in samples],
-        [s.battery_pct for s in samples]) if samples else None
+    figure = (
+        charts.flight_telemetry(
+            [s.t_s for s in samples],
+            [s.rel_alt_m for s in samples],
+            [None if s.ground_speed_ms is None else s.ground_speed_ms * 3.6 for s in samples],
+            [s.battery_pct for s in samples],
+        )
+        if samples
+        else None
+    )
     track = feature_collection(flight_track_features(db, [flight], max_points=1500))
     videos = list(db.scalars(select(Video).where(Video.flight_id == flight_id).order_by(Video.id)))
-    runs = list(db.scalars(select(ProcessingRun).where(ProcessingRun.flight_id == flight_id).order_by(ProcessingRun.id)))
+    runs = list(
+        db.scalars(select(ProcessingRun).where(ProcessingRun.flight_id == flight_id).order_by(ProcessingRun.id))
+    )
     rnd = db.get(TaskRound, flight.task_round_id) if flight.task_round_id else None
-    return render(request, "flight.html", user, flight=flight, figure=figure, track=track, videos=videos, runs=runs,
-                  task_round=rnd, formats=exports.FLIGHT_FORMATS)
+    return render(
+        request,
+        "flight.html",
+        user,
+        flight=flight,
+        figure=figure,
+        track=track,
+        videos=videos,
+        runs=runs,
+        task_round=rnd,
+        formats=exports.FLIGHT_FORMATS,
+    )
 
 
 @router.post("/flights/upload-log", dependencies=[Depends(verify_csrf)])
-def upload_log(request: Request, log: UploadFile = File(...), device_serial: str = Form(""),
-               create_device: bool = Form(False), user=Depends(operator), db: Session = Depends(get_db)):
+def upload_log(
+    request: Request,
+    log: UploadFile = File(...),
+    device_serial: str = Form(""),
+    create_device: bool = Form(False),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     """Store the file, then import it (db.importer): one flight with all its samples, or a one-line error."""
     from db.importer import import_flight_log
     from vision.telemetry import load_flight_log
@@ -117,8 +163,14 @@ def upload_log(request: Request, log: UploadFile = File(...), device_serial: str
         path, _ = save_upload(log, c.data_dir / "uploads" / "logs", c.settings.max_upload_mb * 2**20)
         parsed = load_flight_log(path)
         db.connection(execution_options=WRITE)  # then one write transaction for the whole flight
-        result = import_flight_log(db, path, device_serial=device_serial.strip() or None,
-                                   create_device=create_device, progress=False, log=parsed)
+        result = import_flight_log(
+            db,
+            path,
+            device_serial=device_serial.strip() or None,
+            create_device=create_device,
+            progress=False,
+            log=parsed,
+        )
         db.commit()  # the whole file in one transaction: the flight appears with all its samples or not at all
     except ValueError as exc:
         db.rollback()
@@ -132,8 +184,14 @@ def upload_log(request: Request, log: UploadFile = File(...), device_serial: str
 
 
 @router.post("/flights/{flight_id}/upload-video", dependencies=[Depends(verify_csrf)])
-def upload_video(request: Request, flight_id: int, video: UploadFile = File(...),
-                 time_offset_s: str = Form("0"), user=Depends(operator), db: Session = Depends(get_db)):
+def upload_video(
+    request: Request,
+    flight_id: int,
+    video: UploadFile = File(...),
+    time_offset_s: str = Form("0"),
+    user=Depends(operator),
+    db: Session = Depends(get_db),
+):
     """Store a recorded video of this flight and register it (processing it is a job of the service or the CLI)."""
     from vision.source import open_source
 
@@ -152,9 +210,17 @@ def upload_video(request: Request, flight_id: int, video: UploadFile = File(...)
             path.unlink(missing_ok=True)
             raise ValueError(f"{video.filename}: not a readable video ({str(exc).splitlines()[0][:200]})") from None
         db.connection(execution_options=WRITE)
-        row = Video(flight_id=flight_id, file_path=str(path), checksum=sha, fps=info.fps, width=info.width,
-                    height=info.height, frame_count=info.frame_count, duration_s=info.duration_s,
-                    time_offset_s=offset)
+        row = Video(
+            flight_id=flight_id,
+            file_path=str(path),
+            checksum=sha,
+            fps=info.fps,
+            width=info.width,
+            height=info.height,
+            frame_count=info.frame_count,
+            duration_s=info.duration_s,
+            time_offset_s=offset,
+        )
         db.add(row)
         db.commit()
     except ValueError as exc:

@@ -5,6 +5,7 @@ The stream workers live in the service process (``app.state.ctx.streams``); the 
 process and the browser shows the service's MJPEG preview and follows its WebSocket result feed. Without the
 service (a stand-alone dashboard) the page says that no live service is attached.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,33 @@ def stream_views(request: Request) -> list[dict]:
         latest = json.loads(w.latest_message) if getattr(w, "latest_message", None) else {}
         tracks = latest.get("tracks", [])
         status.update(
-            vehicles=len(tracks), moving=sum(1 for t in tracks if t.get("moving")),
-            speeds=sorted(({"id": t["id"], "class": t["class"], "speed_kmh": t["speed_kmh"], "flag": t.get("flag")}
-                           for t in tracks if t.get("moving") and t.get("speed_kmh") is not None),
-                          key=lambda t: -t["speed_kmh"])[:20],
-            frame=latest.get("frame"), latency_ms=latest.get("latency_ms"),
-            scale_source=latest.get("scale_source"), metres_per_pixel=latest.get("metres_per_pixel"),
+            vehicles=len(tracks),
+            moving=sum(1 for t in tracks if t.get("moving")),
+            speeds=sorted(
+                (
+                    {"id": t["id"], "class": t["class"], "speed_kmh": t["speed_kmh"], "flag": t.get("flag")}
+                    for t in tracks
+                    if t.get("moving") and t.get("speed_kmh") is not None
+                ),
+                key=lambda t: -t["speed_kmh"],
+            )[:20],
+            frame=latest.get("frame"),
+            latency_ms=latest.get("latency_ms"),
+            scale_source=latest.get("scale_source"),
+            metres_per_pixel=latest.get("metres_per_pixel"),
             # vehicles with a map position, for the map's live layer
-            positions=[{"id": t["id"], "class": t["class"], "speed_kmh": t.get("speed_kmh"), "flag": t.get("flag"),
-                        "lat": t["lat"], "lon": t["lon"]} for t in tracks
-                       if t.get("lat") is not None and t.get("lon") is not None],
+            positions=[
+                {
+                    "id": t["id"],
+                    "class": t["class"],
+                    "speed_kmh": t.get("speed_kmh"),
+                    "flag": t.get("flag"),
+                    "lat": t["lat"],
+                    "lon": t["lon"],
+                }
+                for t in tracks
+                if t.get("lat") is not None and t.get("lon") is not None
+            ],
         )
         views.append(status)
     return views
@@ -53,8 +71,9 @@ def stream_views(request: Request) -> list[dict]:
 
 @router.get("/live", name="live")
 def live_page(request: Request, user=Depends(viewer)):
-    return render(request, "live.html", user, attached=service_context(request) is not None,
-                  streams=stream_views(request))
+    return render(
+        request, "live.html", user, attached=service_context(request) is not None, streams=stream_views(request)
+    )
 
 
 @router.get("/api/live")

@@ -1,4 +1,5 @@
 """Login and logout."""
+
 from __future__ import annotations
 
 import math
@@ -32,14 +33,25 @@ def login_form(request: Request, next: str | None = None, user=Depends(optional_
 
 
 @router.post("/login", dependencies=[Depends(verify_csrf)])
-def login_submit(request: Request, username: str = Form(""), password: str = Form(""), next: str = Form(""),
-                 db: Session = Depends(get_db)):
+def login_submit(
+    request: Request,
+    username: str = Form(""),
+    password: str = Form(""),
+    next: str = Form(""),
+    db: Session = Depends(get_db),
+):
     username = username.strip()
     throttle, client = ctx(request).throttle, client_address(request)
     wait = throttle.wait_s(client, username)
     if wait > 0:  # refused before the password is looked at; not counted
-        response = render(request, "login.html", None, status_code=429, next=next,
-                          error=f"too many failed logins; try again in {math.ceil(wait)} s")
+        response = render(
+            request,
+            "login.html",
+            None,
+            status_code=429,
+            next=next,
+            error=f"too many failed logins; try again in {math.ceil(wait)} s",
+        )
         response.headers["Retry-After"] = str(math.ceil(wait))
         return response
     # the request's write transaction (SQLite: its lock) ends before the slow hash and the throttle's own writes
@@ -53,9 +65,15 @@ def login_submit(request: Request, username: str = Form(""), password: str = For
     response = RedirectResponse(_safe_next(request, next), status_code=303)
     signer = _service_signer(request)
     if signer is not None:  # the browser may then also use the service's API (MJPEG preview, feed, uploads, jobs)
-        response.set_cookie(SERVICE_SESSION_COOKIE, signer.issue(user), max_age=signer.ttl_s, httponly=True,
-                            samesite="strict", path="/",
-                            secure=ctx(request).settings.https_only or request.url.scheme == "https")
+        response.set_cookie(
+            SERVICE_SESSION_COOKIE,
+            signer.issue(user),
+            max_age=signer.ttl_s,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=ctx(request).settings.https_only or request.url.scheme == "https",
+        )
     return response
 
 

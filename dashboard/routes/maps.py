@@ -1,4 +1,5 @@
 """The map page and its data: flights, drones, trajectories coloured by speed, violations; a vehicle's profile."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
@@ -30,8 +31,14 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
     f = map_filter(request)
     tasks = list(db.scalars(select(Task).order_by(Task.name)))
     devices = list(db.scalars(select(Device).order_by(Device.serial)))
-    runs = list(db.scalars(select(ProcessingRun).where(ProcessingRun.status == "complete")
-                           .order_by(ProcessingRun.id.desc()).limit(PICKER_SIZE)))
+    runs = list(
+        db.scalars(
+            select(ProcessingRun)
+            .where(ProcessingRun.status == "complete")
+            .order_by(ProcessingRun.id.desc())
+            .limit(PICKER_SIZE)
+        )
+    )
     flights = list(db.scalars(select(Flight).order_by(Flight.start_time.desc(), Flight.id.desc()).limit(PICKER_SIZE)))
     # an older run or flight asked for by id still shows by name
     if f.run_id is not None and all(r.id != f.run_id for r in runs) and (run := db.get(ProcessingRun, f.run_id)):
@@ -40,9 +47,17 @@ def map_page(request: Request, user=Depends(viewer), db: Session = Depends(get_d
         flights.insert(0, fl)
     from dashboard.routes.live import service_context
 
-    return render(request, "map.html", user, filter=f, tasks=tasks, devices=devices,
-                  live_attached=service_context(request) is not None,
-                  run_choices=[(r.id, run_label(r)) for r in runs], flight_choices=[(x.id, flight_label(x)) for x in flights])
+    return render(
+        request,
+        "map.html",
+        user,
+        filter=f,
+        tasks=tasks,
+        devices=devices,
+        live_attached=service_context(request) is not None,
+        run_choices=[(r.id, run_label(r)) for r in runs],
+        flight_choices=[(x.id, flight_label(x)) for x in flights],
+    )
 
 
 @router.get("/basemap/{z}/{x}/{y}")
@@ -71,21 +86,39 @@ def track_profile(track_id: int, user=Depends(viewer), db: Session = Depends(get
     track = db.get(TrackRow, track_id)
     if track is None:
         raise not_found(f"track {track_id}")
-    rows = db.execute(select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.flag)
-                      .where(TrackSpeed.track_id == track_id).order_by(TrackSpeed.frame)).all()
+    rows = db.execute(
+        select(TrackSpeed.t_s, TrackSpeed.speed_kmh, TrackSpeed.sigma_kmh, TrackSpeed.flag)
+        .where(TrackSpeed.track_id == track_id)
+        .order_by(TrackSpeed.frame)
+    ).all()
     step = max(1, len(rows) // MAX_PROFILE_POINTS + (len(rows) % MAX_PROFILE_POINTS > 0))
     rows = rows[::step]
     limit = db.scalar(select(Violation.limit_kmh).where(Violation.track_id == track_id).limit(1))
     run = db.get(ProcessingRun, track.run_id)
     trusted = [trusted_speed(r.flag, r.sigma_kmh) for r in rows]  # size-prior speeds count, with their sigma
-    figure = charts.speed_profile([r.t_s for r in rows], [r.speed_kmh if ok else None for r, ok in zip(rows, trusted)],
-                                  None, limit, sigmas=[r.sigma_kmh if ok else None for r, ok in zip(rows, trusted)])
-    return {"track_id": track.id, "track_no": track.track_no, "run_id": track.run_id, "class": track.class_name,
-            "moving": track.moving, "median_speed_kmh": track.median_speed_kmh, "max_speed_kmh": track.max_speed_kmh,
-            "first_t": track.first_t, "last_t": track.last_t, "limit_kmh": limit,
-            "baseline": run.baseline if run else None,
-            "median_sigma_kmh": track.median_sigma_kmh,
-            # the track's own source (a run can switch, e.g. telemetry lost mid-flight), else the run's
-            "scale_source": track.scale_source or (run.scale_source if run else None)
-            or (((run.summary_json or {}).get("scale") or {}).get("source") if run else None),
-            "figure": figure}
+    figure = charts.speed_profile(
+        [r.t_s for r in rows],
+        [r.speed_kmh if ok else None for r, ok in zip(rows, trusted)],
+        None,
+        limit,
+        sigmas=[r.sigma_kmh if ok else None for r, ok in zip(rows, trusted)],
+    )
+    return {
+        "track_id": track.id,
+        "track_no": track.track_no,
+        "run_id": track.run_id,
+        "class": track.class_name,
+        "moving": track.moving,
+        "median_speed_kmh": track.median_speed_kmh,
+        "max_speed_kmh": track.max_speed_kmh,
+        "first_t": track.first_t,
+        "last_t": track.last_t,
+        "limit_kmh": limit,
+        "baseline": run.baseline if run else None,
+        "median_sigma_kmh": track.median_sigma_kmh,
+        # the track's own source (a run can switch, e.g. telemetry lost mid-flight), else the run's
+        "scale_source": track.scale_source
+        or (run.scale_source if run else None)
+        or (((run.summary_json or {}).get("scale") or {}).get("source") if run else None),
+        "figure": figure,
+    }

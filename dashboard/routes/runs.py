@@ -1,4 +1,5 @@
 """Processing runs: list with live status and progress, per-run summary, side-by-side with the baseline, exports."""
+
 from __future__ import annotations
 
 import statistics
@@ -26,13 +27,24 @@ MAX_VEHICLE_ROWS = 2000  # the vehicle table is sorted and searched in the brows
 def run_row(run: ProcessingRun, vehicles: int | None = None) -> dict:
     """A run for the lists; ``vehicles``: its counted vehicles (:mod:`db.vehicles`), None while not complete."""
     s = run.summary_json or {}
-    return {"run_id": run.id, "status": run.status, "progress": round(run.progress or 0.0, 4),
-            "frames_done": run.frames_done, "frame_count": run.frame_count, "baseline": run.baseline,
-            "flight_id": run.flight_id, "video_id": run.video_id, "error": run.error,
-            "created_at": run.created_at.isoformat() if run.created_at else None,
-            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "tracks": vehicles if run.status == "complete" else None, "violations": s.get("violations"),
-            "label": run_label(run), "completeness": run.completeness or "complete", "losses": run.losses_json or []}
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "progress": round(run.progress or 0.0, 4),
+        "frames_done": run.frames_done,
+        "frame_count": run.frame_count,
+        "baseline": run.baseline,
+        "flight_id": run.flight_id,
+        "video_id": run.video_id,
+        "error": run.error,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "tracks": vehicles if run.status == "complete" else None,
+        "violations": s.get("violations"),
+        "label": run_label(run),
+        "completeness": run.completeness or "complete",
+        "losses": run.losses_json or [],
+    }
 
 
 def loss_text(loss: dict) -> str:
@@ -47,9 +59,14 @@ def loss_text(loss: dict) -> str:
 def run_rows(db: Session, runs: list[ProcessingRun]) -> list[dict]:
     counts = vehicle_counts(db, [r.id for r in runs])
     flight_ids = {r.flight_id for r in runs if r.flight_id}
-    flights = {f.id: flight_label(f) for f in db.scalars(select(Flight).where(Flight.id.in_(flight_ids)))} if flight_ids else {}
-    return [{**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id) if r.flight_id else None}
-            for r in runs]
+    flights = (
+        {f.id: flight_label(f) for f in db.scalars(select(Flight).where(Flight.id.in_(flight_ids)))}
+        if flight_ids
+        else {}
+    )
+    return [
+        {**run_row(r, counts.get(r.id, 0)), "flight": flights.get(r.flight_id) if r.flight_id else None} for r in runs
+    ]
 
 
 def _runs_query(request: Request):
@@ -83,8 +100,15 @@ def service_jobs(request: Request, db: Session) -> list | None:
 def run_list(request: Request, user=Depends(viewer), db: Session = Depends(get_db)):
     query, status = _runs_query(request)
     runs = list(db.scalars(query.limit(PAGE_SIZE)))
-    return render(request, "runs.html", user, runs=run_rows(db, runs), status=status or "",
-                  statuses=RUN_STATUSES, jobs=service_jobs(request, db))
+    return render(
+        request,
+        "runs.html",
+        user,
+        runs=run_rows(db, runs),
+        status=status or "",
+        statuses=RUN_STATUSES,
+        jobs=service_jobs(request, db),
+    )
 
 
 @router.get("/api/runs")
@@ -100,24 +124,41 @@ def run_stats(db: Session, run: ProcessingRun) -> dict:
     timings = s.get("timings") or run.timings_json or {}
     n_viol = db.scalar(select(func.count()).select_from(Violation).where(Violation.run_id == run.id)) or 0
     n_all = db.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run.id)) or 0
-    return {"tracks": len(tracks), "fragments": n_all - len(tracks), "min_vehicle_s": MIN_VEHICLE_S,
-            "moving": sum(t.moving for t in tracks),
-            "stationary": sum(not t.moving for t in tracks), "frames": run.frames_done,
-            "median_speed_kmh": round(statistics.median(moving), 1) if moving else None,
-            "max_speed_kmh": round(max(moving), 1) if moving else None, "violations": n_viol,
-            "fps": timings.get("fps"), "ms_per_frame": timings.get("ms_per_frame"),
-            "mode": s.get("mode") or ("baseline" if run.baseline else "dual_layer"),
-            "device": run.device, "weights": run.weights, "moving_speeds": moving,
-            "scale": s.get("scale") or {}, "violation_rule": s.get("violation_rule")}
+    return {
+        "tracks": len(tracks),
+        "fragments": n_all - len(tracks),
+        "min_vehicle_s": MIN_VEHICLE_S,
+        "moving": sum(t.moving for t in tracks),
+        "stationary": sum(not t.moving for t in tracks),
+        "frames": run.frames_done,
+        "median_speed_kmh": round(statistics.median(moving), 1) if moving else None,
+        "max_speed_kmh": round(max(moving), 1) if moving else None,
+        "violations": n_viol,
+        "fps": timings.get("fps"),
+        "ms_per_frame": timings.get("ms_per_frame"),
+        "mode": s.get("mode") or ("baseline" if run.baseline else "dual_layer"),
+        "device": run.device,
+        "weights": run.weights,
+        "moving_speeds": moving,
+        "scale": s.get("scale") or {},
+        "violation_rule": s.get("violation_rule"),
+    }
 
 
 def counterpart(db: Session, run: ProcessingRun) -> ProcessingRun | None:
     """The complete run of the same video in the other mode (baseline <-> AirPatrol)."""
     if run.video_id is None:
         return None
-    return db.scalar(select(ProcessingRun).where(
-        ProcessingRun.video_id == run.video_id, ProcessingRun.baseline == (not run.baseline),
-        ProcessingRun.status == "complete").order_by(ProcessingRun.id.desc()).limit(1))
+    return db.scalar(
+        select(ProcessingRun)
+        .where(
+            ProcessingRun.video_id == run.video_id,
+            ProcessingRun.baseline == (not run.baseline),
+            ProcessingRun.status == "complete",
+        )
+        .order_by(ProcessingRun.id.desc())
+        .limit(1)
+    )
 
 
 def _get_run(db: Session, run_id: int) -> ProcessingRun:
@@ -134,32 +175,72 @@ def run_detail(request: Request, run_id: int, user=Depends(viewer), db: Session 
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     out_dir = exports.run_output_dir(run, db)
     # each violation stores its evidence: speed, sigma, speed - 2 sigma, time over the limit, rule, scale source
-    violations = [(v, no, cls, violation_time(v.occurred_at, v.t_s, flight.clock if flight else None,
-                                               flight.start_time if flight else None),
-                   evidence.snapshot_path(out_dir, no) is not None, v.sigma_kmh,
-                   evidence.clip_path(out_dir, no) is not None)
-                  for v, no, cls in db.execute(
-                      select(Violation, TrackRow.track_no, TrackRow.class_name)
-                      .join(TrackRow, TrackRow.id == Violation.track_id)
-                      .where(Violation.run_id == run_id).order_by(Violation.speed_kmh.desc()))]
-    tracks = list(db.scalars(select(TrackRow).where(TrackRow.run_id == run_id, counted())
-                             .order_by(TrackRow.max_speed_kmh.desc()).limit(MAX_VEHICLE_ROWS)))
+    violations = [
+        (
+            v,
+            no,
+            cls,
+            violation_time(
+                v.occurred_at, v.t_s, flight.clock if flight else None, flight.start_time if flight else None
+            ),
+            evidence.snapshot_path(out_dir, no) is not None,
+            v.sigma_kmh,
+            evidence.clip_path(out_dir, no) is not None,
+        )
+        for v, no, cls in db.execute(
+            select(Violation, TrackRow.track_no, TrackRow.class_name)
+            .join(TrackRow, TrackRow.id == Violation.track_id)
+            .where(Violation.run_id == run_id)
+            .order_by(Violation.speed_kmh.desc())
+        )
+    ]
+    tracks = list(
+        db.scalars(
+            select(TrackRow)
+            .where(TrackRow.run_id == run_id, counted())
+            .order_by(TrackRow.max_speed_kmh.desc())
+            .limit(MAX_VEHICLE_ROWS)
+        )
+    )
     video = db.get(Video, run.video_id) if run.video_id else None
     has_video = bool(out_dir and (out_dir / "annotated.mp4").is_file())
     limit = run_speed_limit(db, run, [v for v, *_ in violations])
     traffic = counts.run_counts(db, run)
-    histogram = (charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
-                 if stats["moving_speeds"] else None)
-    return render(request, "run.html", user, run=run, row=run_row(run, stats["tracks"]), stats=stats,
-                  violations=violations, violator_ids={v.track_id for v, *_ in violations}, tracks=tracks,
-                  max_rows=MAX_VEHICLE_ROWS, video=video, flight=flight, limit_kmh=limit,
-                  flight_name=flight_label(flight) if flight else None, other=counterpart(db, run),
-                  histogram=histogram, has_video=has_video, formats=exports.RUN_FORMATS,
-                  format_labels=exports.RUN_FORMAT_LABELS, can_make=bool(out_dir) and (
-                      read_orthophoto(out_dir) is None or any(not (snap and clip) for _v, _no, _cls, _when, snap, _sigma, clip in violations)),
-                  traffic=traffic, traffic_figure=counts.counts_figure(traffic),
-                  clip_seconds=round(evidence.CLIP_BEFORE_S + evidence.CLIP_AFTER_S),
-                  losses=[loss_text(x) for x in run.losses_json or []])
+    histogram = (
+        charts.speed_histogram([(stats["mode"], stats["moving_speeds"])], limit_kmh=limit)
+        if stats["moving_speeds"]
+        else None
+    )
+    return render(
+        request,
+        "run.html",
+        user,
+        run=run,
+        row=run_row(run, stats["tracks"]),
+        stats=stats,
+        violations=violations,
+        violator_ids={v.track_id for v, *_ in violations},
+        tracks=tracks,
+        max_rows=MAX_VEHICLE_ROWS,
+        video=video,
+        flight=flight,
+        limit_kmh=limit,
+        flight_name=flight_label(flight) if flight else None,
+        other=counterpart(db, run),
+        histogram=histogram,
+        has_video=has_video,
+        formats=exports.RUN_FORMATS,
+        format_labels=exports.RUN_FORMAT_LABELS,
+        can_make=bool(out_dir)
+        and (
+            read_orthophoto(out_dir) is None
+            or any(not (snap and clip) for _v, _no, _cls, _when, snap, _sigma, clip in violations)
+        ),
+        traffic=traffic,
+        traffic_figure=counts.counts_figure(traffic),
+        clip_seconds=round(evidence.CLIP_BEFORE_S + evidence.CLIP_AFTER_S),
+        losses=[loss_text(x) for x in run.losses_json or []],
+    )
 
 
 def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]) -> float | None:
@@ -168,8 +249,11 @@ def run_speed_limit(db: Session, run: ProcessingRun, violations: list[Violation]
         return max(v.limit_kmh for v in violations)
     if run.task_round_id is None:
         return None
-    return db.scalar(select(Task.speed_limit_kmh).join(TaskRound, TaskRound.task_id == Task.id)
-                     .where(TaskRound.id == run.task_round_id))
+    return db.scalar(
+        select(Task.speed_limit_kmh)
+        .join(TaskRound, TaskRound.task_id == Task.id)
+        .where(TaskRound.id == run.task_round_id)
+    )
 
 
 @router.get("/runs/{run_id}/compare", name="run_compare")
@@ -181,11 +265,14 @@ def run_compare(request: Request, run_id: int, user=Depends(viewer), db: Session
         raise HTTPException(400, str(exc)) from None
     other = _get_run(db, other_id) if other_id is not None else counterpart(db, run)
     if other is None:
-        raise HTTPException(404, f"run {run_id} has no complete run of the same video in the other mode to compare with")
+        raise HTTPException(
+            404, f"run {run_id} has no complete run of the same video in the other mode to compare with"
+        )
     left, right = (other, run) if other.baseline and not run.baseline else (run, other)
     stats = [run_stats(db, left), run_stats(db, right)]
-    histogram = charts.speed_histogram([(f"run {r.id} ({s['mode']})", s["moving_speeds"])
-                                        for r, s in zip((left, right), stats)])
+    histogram = charts.speed_histogram(
+        [(f"run {r.id} ({s['mode']})", s["moving_speeds"]) for r, s in zip((left, right), stats)]
+    )
     return render(request, "compare.html", user, runs=[left, right], stats=stats, histogram=histogram)
 
 
@@ -202,12 +289,18 @@ def run_export(run_id: int, fmt: str, user=Depends(viewer), db: Session = Depend
         if fmt == "mot":
             return FileResponse(exports.run_mot_path(run, db), media_type="text/plain", filename=name)
         if fmt == "counts":
-            return StreamingResponse(counts.counts_csv_lines(counts.run_counts(db, run)), media_type="text/csv",
-                                     headers={"Content-Disposition": f'attachment; filename="run_{run_id}_counts.csv"'})
+            return StreamingResponse(
+                counts.counts_csv_lines(counts.run_counts(db, run)),
+                media_type="text/csv",
+                headers={"Content-Disposition": f'attachment; filename="run_{run_id}_counts.csv"'},
+            )
         if fmt == "zip":
             name = f"run_{run_id}_violations.zip"
-            return Response(exports.run_violations_zip(db, run), media_type="application/zip",
-                            headers={"Content-Disposition": f'attachment; filename="{name}"'})
+            return Response(
+                exports.run_violations_zip(db, run),
+                media_type="application/zip",
+                headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            )
         body = {"geojson": exports.run_geojson, "kml": exports.run_kml}[fmt](db, run)
     except exports.ExportUnavailable as exc:
         return PlainTextResponse(str(exc), status_code=404)
@@ -240,14 +333,20 @@ def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db
             notes.append(f"orthophoto of {o.frames} frames at {o.metres_per_pixel:.2f} m/px")
         except OrthophotoError as exc:
             notes.append(f"no orthophoto: {exc}")
-    wanted = [evidence.Wanted(no, t) for no, t in db.execute(
-        select(TrackRow.track_no, Violation.t_s).join(TrackRow, TrackRow.id == Violation.track_id)
-        .where(Violation.run_id == run_id))]
+    wanted = [
+        evidence.Wanted(no, t)
+        for no, t in db.execute(
+            select(TrackRow.track_no, Violation.t_s)
+            .join(TrackRow, TrackRow.id == Violation.track_id)
+            .where(Violation.run_id == run_id)
+        )
+    ]
     fps = db.scalar(select(Video.fps).where(Video.id == run.video_id)) if run.video_id else None
     if wanted:
         try:
-            notes.append(f"{len(evidence.make_snapshots(out_dir, wanted, fps or 25.0))} of {len(wanted)} "
-                         "violation snapshots")
+            notes.append(
+                f"{len(evidence.make_snapshots(out_dir, wanted, fps or 25.0))} of {len(wanted)} violation snapshots"
+            )
         except (OSError, ValueError) as exc:
             notes.append(f"no snapshots: {str(exc).splitlines()[0][:200]}")
         try:

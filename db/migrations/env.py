@@ -1,4 +1,5 @@
 """Alembic environment: runs migrations on the connection handed over by db.migrate, or on the configured URL."""
+
 from __future__ import annotations
 
 from alembic import context

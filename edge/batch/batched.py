@@ -19,6 +19,7 @@ during the batch, the 'auto' tiling decision flipping at a probe frame) is simpl
 Prefetch planning reads two private fields of the detector (frame counter, tiling state) and the road layer's last
 mask; they only decide what is worth prefetching, never what the result is.
 """
+
 from __future__ import annotations
 
 import threading
@@ -114,7 +115,9 @@ def _planned_images(pipeline: Pipeline, frames: list[Frame]) -> list[tuple[np.nd
         known_road = road is not None and road.shape[:2] == (h, w)
         if max(h, w) <= cfg.single_pass_max:  # one native pass over the frame, or over the road's bounding box
             x1, y1, x2, y2 = (0, 0, w, h)
-            if cfg.crop_to_road and known_road and road is not None:  # this frame's road is not known yet: the last one is a good guess
+            if (
+                cfg.crop_to_road and known_road and road is not None
+            ):  # this frame's road is not known yet: the last one is a good guess
                 x1, y1, x2, y2 = road_bounding_box(road, cfg.road_margin_px)
             if x2 > x1 and y2 > y1:
                 crop = img[y1:y2, x1:x2]
@@ -141,7 +144,7 @@ def _prefetch(work: list[tuple[Pipeline, list[Frame]]], max_batch: int) -> dict[
     for sig, members in groups.items():
         run, imgsz = members[0][0].real, sig[-1]  # any detector of the group: same model, same settings
         for i in range(0, len(members), max_batch):
-            chunk = members[i:i + max_batch]
+            chunk = members[i : i + max_batch]
             images = [im for _, im in chunk]
             for (cache, im), dets in zip(chunk, run(images) if imgsz is None else run(images, imgsz=imgsz)):
                 cache.store[_key(im, imgsz)] = dets
@@ -196,6 +199,7 @@ class BatchedPipeline:
 
 # -- across streams: parallel steps, shared forward passes -------------------------------------------------------
 
+
 class _RoutedUNet:
     """Stands in for a road segmenter's U-Net during a step: its forward call goes through the shared passes."""
 
@@ -221,6 +225,7 @@ def _detector_pass(det: VehicleDetector, imgsz: int | None):
 
     def run(images: list[np.ndarray]) -> list[Detections]:
         return real(images) if imgsz is None else real(images, imgsz=imgsz)
+
     return run
 
 
@@ -239,8 +244,9 @@ def routed_through(pipeline: Pipeline, shared: SharedPasses) -> Iterator[None]:
     unet = getattr(road, "_model", None) if road is not None else None
     det._predict = predict  # type: ignore[method-assign]  # shadows the class's method on this instance only
     if unet is not None and road is not None:
-        road._model = _RoutedUNet(unet, ("road-unet", str(road.config.weights), road.device, road._long_side),
-                                  road.device, shared)  # type: ignore[assignment]  # a stand-in with its call
+        road._model = _RoutedUNet(
+            unet, ("road-unet", str(road.config.weights), road.device, road._long_side), road.device, shared
+        )  # type: ignore[assignment]  # a stand-in with its call
     try:
         yield
     finally:
@@ -279,8 +285,9 @@ def _executor(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def step_streams(pipelines: list[Pipeline], frames: list[Frame], max_model_batch: int = MAX_MODEL_BATCH,
-                 parallel: bool = True) -> list[FrameResult]:
+def step_streams(
+    pipelines: list[Pipeline], frames: list[Frame], max_model_batch: int = MAX_MODEL_BATCH, parallel: bool = True
+) -> list[FrameResult]:
     """One step of several live streams: ``frames[i]`` is the next frame of ``pipelines[i]``.
 
     Every stream steps in its own thread (``parallel=False``: one after another, the same results); the detector

@@ -7,6 +7,7 @@ FFmpeg (PyAV) releases the GIL while it decodes and converts to BGR, so on a mac
 frames are ready when the pipeline asks for them. The queue is bounded: memory stays at ``maxsize`` frames however
 fast the decoder is. Errors of the source (a damaged file) are raised in the consumer, as the same exception.
 """
+
 from __future__ import annotations
 
 import logging
@@ -91,8 +92,9 @@ class DecodeThread:
 
 
 @contextmanager
-def frame_results(pipeline: Pipeline, source: FrameSource, batch_size: int = 1, queue_frames: int | None = None
-                  ) -> Iterator[Iterator[FrameResult]]:
+def frame_results(
+    pipeline: Pipeline, source: FrameSource, batch_size: int = 1, queue_frames: int | None = None
+) -> Iterator[Iterator[FrameResult]]:
     """Pipeline results for every frame of ``source``: decoded in a thread, detected ``batch_size`` frames at a time."""
     if batch_size < 1:
         raise ValueError(f"--batch-size {batch_size}: must be at least 1")

@@ -5,6 +5,7 @@ worker reports as retryable (anything but bad input) is tried again, up to ``ret
 that dies (out of memory, a crash in native code) breaks a ``ProcessPoolExecutor`` for every file in flight: those
 files are charged one attempt each and the pool is rebuilt.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -41,8 +42,14 @@ def should_retry(result: ItemResult, retries: int) -> bool:
     return result.status == "failed" and result.retryable and result.attempts <= retries
 
 
-def run_local(items: list[BatchItem], job: BatchJob, workers: int = 1, retries: int = 2, progress: bool = True,
-              task: Task = process_item) -> list[ItemResult]:
+def run_local(
+    items: list[BatchItem],
+    job: BatchJob,
+    workers: int = 1,
+    retries: int = 2,
+    progress: bool = True,
+    task: Task = process_item,
+) -> list[ItemResult]:
     """Results in the order of ``items``."""
     workers = max(1, min(workers, len(items) or 1))
     ctx = multiprocessing.get_context("spawn")  # no fork: torch/OpenMP state and CUDA do not survive it
@@ -74,8 +81,15 @@ def run_local(items: list[BatchItem], job: BatchJob, workers: int = 1, retries: 
     return [results[i] for i in range(len(items))]
 
 
-def _settle(fut: Future, in_flight: dict, items: list[BatchItem], retries: int, pending: deque,
-            results: dict[int, ItemResult], bar: ProgressBar) -> bool:
+def _settle(
+    fut: Future,
+    in_flight: dict,
+    items: list[BatchItem],
+    retries: int,
+    pending: deque,
+    results: dict[int, ItemResult],
+    bar: ProgressBar,
+) -> bool:
     """Take a finished future's result, or queue the file again; True when the pool broke."""
     i, attempt = in_flight.pop(fut)
     broken = False
@@ -83,11 +97,17 @@ def _settle(fut: Future, in_flight: dict, items: list[BatchItem], retries: int, 
         result = fut.result()
     except BrokenProcessPool:
         broken = True
-        result = ItemResult(str(items[i].video), "failed", attempt, retryable=True,
-                            error="a worker process died (out of memory or a native crash)")
+        result = ItemResult(
+            str(items[i].video),
+            "failed",
+            attempt,
+            retryable=True,
+            error="a worker process died (out of memory or a native crash)",
+        )
     except Exception as exc:  # e.g. a result that could not be sent back
-        result = ItemResult(str(items[i].video), "failed", attempt, retryable=True,
-                            error=f"{type(exc).__name__}: {exc}"[:500])
+        result = ItemResult(
+            str(items[i].video), "failed", attempt, retryable=True, error=f"{type(exc).__name__}: {exc}"[:500]
+        )
     if should_retry(result, retries):
         pending.appendleft((i, attempt + 1))
     else:

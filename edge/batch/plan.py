@@ -1,4 +1,5 @@
 """What a batch is: the video files found under the given paths, their checksums, run folders and outcomes."""
+
 from __future__ import annotations
 
 import json
@@ -56,10 +57,17 @@ def discover(paths: Sequence[str | os.PathLike]) -> list[BatchItem]:
         if not p.exists():
             raise BatchInputError(f"{p}: no such file or folder")
         if p.is_dir():
-            videos = sorted(q for q in p.rglob("*") if q.suffix.lower() in VIDEO_EXTENSIONS and q.is_file()
-                            and not any(part.startswith(".") for part in q.relative_to(p).parts))
+            videos = sorted(
+                q
+                for q in p.rglob("*")
+                if q.suffix.lower() in VIDEO_EXTENSIONS
+                and q.is_file()
+                and not any(part.startswith(".") for part in q.relative_to(p).parts)
+            )
             if not videos:
-                raise BatchInputError(f"{p}: no video files ({', '.join(VIDEO_EXTENSIONS[:5])}, ...) found in this folder")
+                raise BatchInputError(
+                    f"{p}: no video files ({', '.join(VIDEO_EXTENSIONS[:5])}, ...) found in this folder"
+                )
             found += videos
         else:
             found.append(p)  # named explicitly: any extension is tried (a broken one fails on its own)

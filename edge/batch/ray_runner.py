@@ -9,6 +9,7 @@ with its worker or node (``RayError``) counts as a retryable failure.
 ``address``: ``local`` starts a private Ray instance on this machine with ``num_cpus`` CPUs; anything else (``auto``,
 ``ray://head:10001``, ``head:6379``) is given to ``ray.init(address=...)``. An already initialised Ray is used as is.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,9 @@ def connect(address: str, num_cpus: int | None = None) -> bool:
         try:
             ray.init(address=address, runtime_env=env, log_to_driver=False)
         except ConnectionError as exc:
-            raise BatchInputError(f"--ray {address}: cannot connect to a Ray cluster ({str(exc).splitlines()[0]})") from None
+            raise BatchInputError(
+                f"--ray {address}: cannot connect to a Ray cluster ({str(exc).splitlines()[0]})"
+            ) from None
     return True
 
 
@@ -106,9 +109,18 @@ def segments_for(item: BatchItem, segment_s: float | None, overlap_s: float):
     return plan_segments(info.frame_count, info.fps, segment_s, overlap_s)
 
 
-def run_ray(items: list[BatchItem], job: BatchJob, address: str = "auto", retries: int = 2, progress: bool = True,
-            num_cpus: int | None = None, cpus_per_task: float = 1.0, gpus: float | None = None,
-            segment_s: float | None = None, overlap_s: float = 3.0) -> list[ItemResult]:
+def run_ray(
+    items: list[BatchItem],
+    job: BatchJob,
+    address: str = "auto",
+    retries: int = 2,
+    progress: bool = True,
+    num_cpus: int | None = None,
+    cpus_per_task: float = 1.0,
+    gpus: float | None = None,
+    segment_s: float | None = None,
+    overlap_s: float = 3.0,
+) -> list[ItemResult]:
     """Results in the order of ``items``. ``segment_s``: split flights longer than 1.5 x this (with a flight log)
     into segments of about this length, ``overlap_s`` of warm-up each (edge/batch/segments.py)."""
     ray = import_ray()
@@ -180,8 +192,13 @@ def _get(ray, ref, item: BatchItem, attempt: int) -> ItemResult:
     try:
         return ray.get(ref)
     except ray.exceptions.RayError as exc:  # worker or node lost, task cancelled
-        return ItemResult(str(item.video), "failed", attempt, retryable=True,
-                          error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+        return ItemResult(
+            str(item.video),
+            "failed",
+            attempt,
+            retryable=True,
+            error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}",
+        )
 
 
 class _Split:
@@ -220,8 +237,14 @@ class _Split:
             text = str(cause if cause is not None else exc).strip().splitlines()
             if retryable and attempt <= retries:
                 return RETRY
-            return ItemResult(str(self.item.video), "failed", attempt, sha256=self.sha, retryable=retryable,
-                              error=f"segment {seg.index}: {text[0][:300] if text else type(exc).__name__}")
+            return ItemResult(
+                str(self.item.video),
+                "failed",
+                attempt,
+                sha256=self.sha,
+                retryable=retryable,
+                error=f"segment {seg.index}: {text[0][:300] if text else type(exc).__name__}",
+            )
         if len(self.outputs) < len(self.segments):
             return WAIT
         return self._finish()
@@ -241,17 +264,35 @@ class _Split:
                 from db.sink import DatabaseSink
                 from edge.batch import records
 
-                video_id, flight_id, result.note = records.prepare_video(job.database_url, item.video, self.sha,
-                                                                         job.device_serial)
+                video_id, flight_id, result.note = records.prepare_video(
+                    job.database_url, item.video, self.sha, job.device_serial
+                )
                 sinks.append(DatabaseSink(job.database_url, video_id=video_id, flight_id=flight_id))
             folder = run_folder(Path(job.out_root), item.video, self.sha, job.baseline)
             processing_s = time.perf_counter() - self.wall0
-            outcome = write_run(item.video, folder, PipelineConfig.model_validate(job.config), outputs, stitch(outputs),
-                                sinks, processing_s, self.wall0)
+            outcome = write_run(
+                item.video,
+                folder,
+                PipelineConfig.model_validate(job.config),
+                outputs,
+                stitch(outputs),
+                sinks,
+                processing_s,
+                self.wall0,
+            )
             run_id = sinks[0].run_id if sinks else None
-            (outcome.out_dir / MANIFEST).write_text(json.dumps({
-                "sha256": self.sha, "video": str(item.video), "run_id": run_id, "attempt": self.attempts,
-                "segments": len(self.segments)}, indent=2))
+            (outcome.out_dir / MANIFEST).write_text(
+                json.dumps(
+                    {
+                        "sha256": self.sha,
+                        "video": str(item.video),
+                        "run_id": run_id,
+                        "attempt": self.attempts,
+                        "segments": len(self.segments),
+                    },
+                    indent=2,
+                )
+            )
             if sinks:
                 from edge.batch import records
 

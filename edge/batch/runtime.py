@@ -1,5 +1,6 @@
 """The detector's runtime selection moved to :mod:`vision.runtime` (layers only look down: ``vision`` loads the
 detector, so it owns torch / ONNX Runtime choice); re-exported here so existing imports keep working."""
+
 from __future__ import annotations
 
 from vision.runtime import (
@@ -13,5 +14,13 @@ from vision.runtime import (
     tune_onnx_session,
 )
 
-__all__ = ["EXPORT_OPSET", "RuntimeChoiceError", "cache_dir", "choose_runtime", "exported_onnx", "load_for_runtime",
-           "runtime_weights", "tune_onnx_session"]
+__all__ = [
+    "EXPORT_OPSET",
+    "RuntimeChoiceError",
+    "cache_dir",
+    "choose_runtime",
+    "exported_onnx",
+    "load_for_runtime",
+    "runtime_weights",
+    "tune_onnx_session",
+]

@@ -12,6 +12,7 @@ and coordinates do not depend on where a segment starts. Without telemetry the g
 frame of the run (ego-motion chain, calibration points), so such flights stay one task. Frame indices come from
 presentation times, which assumes a constant frame rate (what drone cameras record).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -121,10 +122,18 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
         for frame in source:
             r = pipeline.step(frame)
             slim = Frame(r.frame.index, r.frame.t, np.zeros((0, 0, 3), np.uint8), r.frame.pose)
-            results.append(FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms,
-                                       r.scale_detail))
-    return SegmentOutput(segment, results, pipeline.stats(), pipeline.detector.weights, pipeline.mode, pipeline.device,
-                         time.perf_counter() - t0)
+            results.append(
+                FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail)
+            )
+    return SegmentOutput(
+        segment,
+        results,
+        pipeline.stats(),
+        pipeline.detector.weights,
+        pipeline.mode,
+        pipeline.device,
+        time.perf_counter() - t0,
+    )
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -150,8 +159,11 @@ def match_tracks(earlier: list[FrameResult], later: list[FrameResult]) -> dict[i
                 iou = _iou(box, tb.xyxy)
                 if iou > 0:
                     sums.setdefault((tb.track_id, ida), []).append(iou)
-    pairs = [(b, a, sum(v) / len(v)) for (b, a), v in sums.items()
-             if sum(v) / len(v) >= (MIN_IOU if len(v) >= MIN_COMMON_FRAMES else MIN_IOU_FEW_FRAMES)]
+    pairs = [
+        (b, a, sum(v) / len(v))
+        for (b, a), v in sums.items()
+        if sum(v) / len(v) >= (MIN_IOU if len(v) >= MIN_COMMON_FRAMES else MIN_IOU_FEW_FRAMES)
+    ]
     if not pairs:
         return {}
     ids_b, ids_a = sorted({p[0] for p in pairs}), sorted({p[1] for p in pairs})
@@ -179,8 +191,9 @@ def stitch(outputs: list[SegmentOutput]) -> list[FrameResult]:
                     mapping[t.track_id] = next_id
                     next_id += 1
                 tracks.append(_with_id(t, mapping[t.track_id]))
-            with_global.append(FrameResult(r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms,
-                                           r.scale_detail))
+            with_global.append(
+                FrameResult(r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail)
+            )
         stitched += [r for r in with_global if seg.start <= r.frame.index < seg.end]
         previous = [r for r in with_global if r.frame.index < seg.end]
     return stitched
@@ -213,8 +226,16 @@ class _MergedStats:
         return self._stats
 
 
-def write_run(video: Path, out_dir: Path, config, outputs: list[SegmentOutput], results: list[FrameResult],
-              extra_sinks: list | None, processing_s: float, wall0: float):
+def write_run(
+    video: Path,
+    out_dir: Path,
+    config,
+    outputs: list[SegmentOutput],
+    results: list[FrameResult],
+    extra_sinks: list | None,
+    processing_s: float,
+    wall0: float,
+):
     """The stitched results through the file sinks (+ ``extra_sinks``) into ``out_dir``, through the same sink loop
     as ``process_video`` (``edge.sinks.loop``)."""
     from edge.rundir import RunDirectory
@@ -228,17 +249,40 @@ def write_run(video: Path, out_dir: Path, config, outputs: list[SegmentOutput], 
     info = head.info
     head.close()
     first = min(outputs, key=lambda o: o.segment.index)
-    run = RunInfo(str(video), info.width, info.height, info.fps, info.frame_count, config.model_dump(mode="json"),
-                  first.weights, first.mode, first.device)
+    run = RunInfo(
+        str(video),
+        info.width,
+        info.height,
+        info.fps,
+        info.frame_count,
+        config.model_dump(mode="json"),
+        first.weights,
+        first.mode,
+        first.device,
+    )
     rundir = RunDirectory(out_dir)
     with rundir as tmp:
         file_sinks = [MOTSink(tmp), TrackCSVSink(tmp), TrackSummarySink(tmp), GeoJSONSink(tmp)]
 
         def summarize() -> dict[str, Any]:
-            summary = _summary(run, info, _MergedStats(outputs, results), file_sinks, processing_s,
-                               time.perf_counter() - wall0, find_sidecar_srt(video))
-            summary["segments"] = [{"start": o.segment.start, "end": o.segment.end, "warmup": o.segment.warmup,
-                                    "seconds": round(o.seconds, 2)} for o in sorted(outputs, key=lambda o: o.segment.index)]
+            summary = _summary(
+                run,
+                info,
+                _MergedStats(outputs, results),
+                file_sinks,
+                processing_s,
+                time.perf_counter() - wall0,
+                find_sidecar_srt(video),
+            )
+            summary["segments"] = [
+                {
+                    "start": o.segment.start,
+                    "end": o.segment.end,
+                    "warmup": o.segment.warmup,
+                    "seconds": round(o.seconds, 2),
+                }
+                for o in sorted(outputs, key=lambda o: o.segment.index)
+            ]
             return summary
 
         with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:

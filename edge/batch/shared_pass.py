@@ -11,6 +11,7 @@ tiles, probes and U-Net runs are gathered when they happen, nothing is guessed i
 On CUDA a group is one batched call (FP16: the detector's ``half`` setting, the U-Net under autocast); on the CPU
 each image still runs on its own (a batch is no faster there, and results stay bit-identical to stepping alone).
 """
+
 from __future__ import annotations
 
 import threading
@@ -121,7 +122,7 @@ class SharedPasses:
         failed: dict[int, BaseException] = {}
         for key, members in groups.items():
             for start in range(0, len(members), self.max_batch):
-                chunk = members[start:start + self.max_batch]
+                chunk = members[start : start + self.max_batch]
                 try:
                     answers = runners[key]([req.items[i][2] for req, i in chunk])
                 except BaseException as exc:  # every thread of the group gets the error, raised in its own step
@@ -137,4 +138,3 @@ class SharedPasses:
                 req.error = failed[id(req)]
             else:
                 req.results = results[id(req)]
-

@@ -4,6 +4,7 @@ checksum -> already done? (database, else the run folder) -> pipeline (loaded on
 -> ``process_video`` with the file sinks (+ ``DatabaseSink``) -> ``batch.json`` manifest in the run folder.
 Errors never escape: they come back as a failed ``ItemResult`` saying whether another attempt could help.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,7 +69,9 @@ def cached_pipeline(config: dict):
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:500] if not isinstance(exc, ValueError) else (text or type(exc).__name__)[:500]
+    return (
+        f"{type(exc).__name__}: {text}"[:500] if not isinstance(exc, ValueError) else (text or type(exc).__name__)[:500]
+    )
 
 
 def done_folder(out_root: Path, sha: str, baseline: bool) -> Path | None:
@@ -111,20 +114,38 @@ def process_item(item: BatchItem, job: BatchJob, attempt: int = 1) -> ItemResult
             from db.sink import DatabaseSink
             from edge.batch import records
 
-            video_id, flight_id, result.note = records.prepare_video(job.database_url, item.video, sha, job.device_serial)
+            video_id, flight_id, result.note = records.prepare_video(
+                job.database_url, item.video, sha, job.device_serial
+            )
             sink = DatabaseSink(job.database_url, video_id=video_id, flight_id=flight_id)
 
         from edge.runner import process_video
         from tracking.config import PipelineConfig
 
-        outcome = process_video(item.video, folder, PipelineConfig.model_validate(job.config),
-                                pipeline=cached_pipeline(job.config), extra_sinks=[sink] if sink else None,
-                                write_video=job.write_video, progress=False, batch_size=job.batch_size)
+        outcome = process_video(
+            item.video,
+            folder,
+            PipelineConfig.model_validate(job.config),
+            pipeline=cached_pipeline(job.config),
+            extra_sinks=[sink] if sink else None,
+            write_video=job.write_video,
+            progress=False,
+            batch_size=job.batch_size,
+        )
         s = outcome.summary
-        (outcome.out_dir / MANIFEST).write_text(json.dumps({
-            "sha256": sha, "video": str(item.video), "run_id": sink.run_id if sink else None,
-            "attempt": attempt, "host": os.uname().nodename, "pid": os.getpid(),
-        }, indent=2))
+        (outcome.out_dir / MANIFEST).write_text(
+            json.dumps(
+                {
+                    "sha256": sha,
+                    "video": str(item.video),
+                    "run_id": sink.run_id if sink else None,
+                    "attempt": attempt,
+                    "host": os.uname().nodename,
+                    "pid": os.getpid(),
+                },
+                indent=2,
+            )
+        )
         if sink is not None:
             from edge.batch import records
 

@@ -1,4 +1,5 @@
 """The service's address and the device token, and one HTTP client that uses them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class Endpoint:
 
     @property
     def ws_base(self) -> str:
-        return "ws" + self.base[len("http"):]
+        return "ws" + self.base[len("http") :]
 
     def client(self, timeout: float = 30.0) -> httpx.Client:
         return httpx.Client(base_url=self.base, headers=self.headers, timeout=timeout)
@@ -42,8 +43,10 @@ def endpoint(server: str | None, token: str | None, config_file=None) -> Endpoin
         raise ClientError(f"--server {server}: expected http(s)://host[:port]")
     secret = token or (settings.device_token.get_secret_value() if settings.device_token else None)
     if not secret:
-        raise ClientError("no device token: set AIRPATROL_DEVICE_TOKEN (an admin creates one with "
-                          "POST /api/devices/SERIAL/tokens) or device_token in the config file")
+        raise ClientError(
+            "no device token: set AIRPATROL_DEVICE_TOKEN (an admin creates one with "
+            "POST /api/devices/SERIAL/tokens) or device_token in the config file"
+        )
     return Endpoint(server.rstrip("/"), secret)
 
 

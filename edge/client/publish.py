@@ -10,6 +10,7 @@ When the WebSocket drops, the client reconnects to the same stream with a growin
 same run (track ids and the time axis go on). Frames that arrive while disconnected are skipped (a live view wants
 the newest frame). When the source ends, ``{"type": "end"}`` completes the run.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -25,8 +26,20 @@ import numpy as np
 from edge.client.api import ClientError, Endpoint, check
 
 # Telemetry fields the push protocol takes (db.validation.SampleIn without its time).
-PUSH_FIELDS = ("lat", "lon", "rel_alt_m", "abs_alt_m", "heading_deg", "gimbal_pitch_deg", "gimbal_yaw_deg",
-               "gimbal_roll_deg", "ground_speed_ms", "vertical_speed_ms", "battery_pct", "focal_len_mm")
+PUSH_FIELDS = (
+    "lat",
+    "lon",
+    "rel_alt_m",
+    "abs_alt_m",
+    "heading_deg",
+    "gimbal_pitch_deg",
+    "gimbal_yaw_deg",
+    "gimbal_roll_deg",
+    "ground_speed_ms",
+    "vertical_speed_ms",
+    "battery_pct",
+    "focal_len_mm",
+)
 CLOSE_FATAL = {1003, 1008, 1009}  # protocol errors and refusals: reconnecting would not help
 
 
@@ -94,15 +107,15 @@ def _camera(source: str, fps: float | None):
                 yield time.monotonic() - t0, img
         finally:
             cap.release()
+
     return frames(), rate
 
 
 def _pyav(source: str):
     import av
 
-    from edge.service.lockon import KeyframeGate
-
     from edge.service.ingest import NETWORK_SCHEMES, SourceSpec, ffmpeg_options
+    from edge.service.lockon import KeyframeGate
 
     is_file = Path(source).exists()
     scheme = source.split("://", 1)[0].lower() if "://" in source else ""
@@ -139,6 +152,7 @@ def _pyav(source: str):
                     yield t, vf.to_ndarray(format="bgr24")
         finally:
             container.close()
+
     return frames(), rate
 
 
@@ -157,8 +171,9 @@ class Publisher:
     def register(self) -> dict:
         body = {"kind": "push", "name": self.opt.name, "speed_limit_kmh": self.opt.speed_limit_kmh}
         with self.ep.client() as http:
-            self.stream = check(http.post("/api/streams", json={k: v for k, v in body.items() if v is not None}),
-                                "register the stream")
+            self.stream = check(
+                http.post("/api/streams", json={k: v for k, v in body.items() if v is not None}), "register the stream"
+            )
         return self.stream
 
     def run(self, frames: Iterator[tuple[float, np.ndarray]], fps: float, telemetry: Telemetry | None) -> dict:
@@ -182,7 +197,7 @@ class Publisher:
                         failures, pause = 0, self.opt.retry_initial_s
                     except (OSError, ConnectionClosed, TimeoutError) as exc:
                         if self._wait_busy(exc, busy):
-                            next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                            next_try = time.monotonic() + min(self.opt.retry_initial_s * 2**busy, self.opt.retry_max_s)
                             busy += 1
                             self.skipped += 1
                             continue
@@ -201,7 +216,7 @@ class Publisher:
                     code = getattr(getattr(exc, "rcvd", None), "code", None)
                     if self._wait_busy(exc, busy):
                         ws = None
-                        next_try = time.monotonic() + min(self.opt.retry_initial_s * 2 ** busy, self.opt.retry_max_s)
+                        next_try = time.monotonic() + min(self.opt.retry_initial_s * 2**busy, self.opt.retry_max_s)
                         busy += 1
                         continue
                     if code in CLOSE_FATAL:
@@ -236,7 +251,7 @@ class Publisher:
                     ws.close()
                     ws = None
                 if self._wait_busy(exc, attempt):
-                    time.sleep(min(self.opt.retry_initial_s * 2 ** attempt, self.opt.retry_max_s))
+                    time.sleep(min(self.opt.retry_initial_s * 2**attempt, self.opt.retry_max_s))
                 elif attempt > 0 or getattr(getattr(exc, "rcvd", None), "code", None) in CLOSE_FATAL:
                     raise ClientError(f"push to stream {self._registered['id']}: {_why(exc)}") from None
         raise ClientError(f"push to stream {self._registered['id']}: could not say the flight ended")
@@ -258,15 +273,21 @@ class Publisher:
     def _connect(self, fps: float):
         from websockets.sync.client import connect
 
-        ws = connect(self.ep.ws_base + self._registered["push_url"], additional_headers=self.ep.headers,
-                     max_size=2 ** 20, open_timeout=10)
+        ws = connect(
+            self.ep.ws_base + self._registered["push_url"],
+            additional_headers=self.ep.headers,
+            max_size=2**20,
+            open_timeout=10,
+        )
         ws.send(json.dumps({"type": "hello", "fps": round(min(max(fps, 1.0), 240.0), 3)}))
         return ws
 
     def _send(self, ws, t: float, image: np.ndarray, telemetry: Telemetry | None) -> None:
         h, w = image.shape[:2]
         if w > self.opt.max_width:
-            image = cv2.resize(image, (self.opt.max_width, round(h * self.opt.max_width / w)), interpolation=cv2.INTER_AREA)
+            image = cv2.resize(
+                image, (self.opt.max_width, round(h * self.opt.max_width / w)), interpolation=cv2.INTER_AREA
+            )
         ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, self.opt.jpeg_quality])
         header = {"type": "frame", "t": round(t, 4)}
         if telemetry is not None and (sample := telemetry.at(t)):

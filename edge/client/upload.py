@@ -6,6 +6,7 @@ the server kept and goes on from there, with a growing pause, until ``max_retrie
 An interrupted command run again with the same file resumes the same upload (its id is remembered in a small state
 file next to the user's data) instead of starting over.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,8 +74,9 @@ class _State:
 
 
 class Uploader:
-    def __init__(self, ep: Endpoint, options: UploadOptions, progress: Progress | None = None,
-                 say: Callable[[str], None] = print):
+    def __init__(
+        self, ep: Endpoint, options: UploadOptions, progress: Progress | None = None, say: Callable[[str], None] = print
+    ):
         self.ep, self.opt, self.progress, self.say = ep, options, progress, say
         self.http = ep.client(timeout=60.0)
         self.state = _State(options.state_file)
@@ -92,8 +94,14 @@ class Uploader:
         key = f"{self.ep.base}|{path.resolve()}|{size}|{path.stat().st_mtime_ns}|{digest}"
         upload = self._existing(self.state.get(key), size)
         if upload is None:
-            upload = check(self._retry(lambda: self.http.post("/api/uploads", json={
-                "kind": kind, "filename": path.name, "size": size, "sha256": digest})), f"{path}: create upload")
+            upload = check(
+                self._retry(
+                    lambda: self.http.post(
+                        "/api/uploads", json={"kind": kind, "filename": path.name, "size": size, "sha256": digest}
+                    )
+                ),
+                f"{path}: create upload",
+            )
             self.state.put(key, upload["id"])
         else:
             self.say(f"resuming upload {upload['id']} of {path.name} at {upload['offset']} / {size} bytes")
@@ -103,7 +111,9 @@ class Uploader:
 
     def complete(self, upload: dict, params: dict) -> dict:
         url = f"/api/uploads/{upload['id']}/complete"
-        out = check(self._retry(lambda: self.http.post(url, json=params, timeout=600)), f"{upload['filename']}: complete")
+        out = check(
+            self._retry(lambda: self.http.post(url, json=params, timeout=600)), f"{upload['filename']}: complete"
+        )
         self.state.put(upload["_key"], None)
         return out
 
@@ -131,8 +141,11 @@ class Uploader:
                 f.seek(offset)
                 chunk = f.read(min(self.opt.chunk_bytes, size - offset))
                 try:
-                    r = self.http.patch(url, content=chunk, headers={
-                        "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream"})
+                    r = self.http.patch(
+                        url,
+                        content=chunk,
+                        headers={"Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream"},
+                    )
                     if r.status_code < 500 and r.status_code != 409:
                         check(r, f"{path}: upload")
                         offset, failures, pause = int(r.headers["Upload-Offset"]), 0, self.opt.retry_initial_s
@@ -142,8 +155,10 @@ class Uploader:
                     reason = f"{type(exc).__name__}: {exc}"[:120]
                 failures += 1
                 if failures > self.opt.max_retries:
-                    raise ClientError(f"{path}: upload failed {failures} times in a row ({reason}); run the same "
-                                      f"command again to resume from byte {offset}")
+                    raise ClientError(
+                        f"{path}: upload failed {failures} times in a row ({reason}); run the same "
+                        f"command again to resume from byte {offset}"
+                    )
                 time.sleep(pause)
                 pause = min(pause * 2, self.opt.retry_max_s)
                 offset = self._offset(upload["id"])  # what the server kept of the interrupted chunk
@@ -168,8 +183,9 @@ class Uploader:
         raise AssertionError("unreachable")
 
 
-def follow_job(ep: Endpoint, job_id: int, progress: Progress | None = None, poll_s: float = 1.0,
-               timeout_s: float | None = None) -> dict:
+def follow_job(
+    ep: Endpoint, job_id: int, progress: Progress | None = None, poll_s: float = 1.0, timeout_s: float | None = None
+) -> dict:
     """Poll the job until it is complete, failed or cancelled; returns its last status."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     with ep.client() as http:

@@ -1,4 +1,5 @@
 """`airpatrol upload` and `airpatrol stream`: the ground-station side of the edge service."""
+
 from __future__ import annotations
 
 import functools
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # rich loads when a bar is drawn
 
 def network_errors(fn):
     """The server unreachable or the link gone for good: one line (``user_errors`` turns it into exit 2)."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         import httpx
@@ -26,11 +28,15 @@ def network_errors(fn):
             return fn(*args, **kwargs)
         except (httpx.HTTPError, WebSocketException, ConnectionError, TimeoutError) as exc:
             raise ClientError(f"{kwargs.get('server') or 'server'}: {type(exc).__name__}: {exc}"[:300]) from None
+
     return wrapper
 
+
 ServerOpt = Annotated[Optional[str], typer.Option("--server", help="edge service URL (default: AIRPATROL_SERVER_URL)")]
-TokenHelp = "device token: AIRPATROL_DEVICE_TOKEN or device_token in --config (never on the command line: it would " \
-            "end up in the shell history and the process list)"
+TokenHelp = (
+    "device token: AIRPATROL_DEVICE_TOKEN or device_token in --config (never on the command line: it would "
+    "end up in the shell history and the process list)"
+)
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="config file with server_url / device_token")]
 
 
@@ -42,9 +48,15 @@ class _Bar:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.console = Console(stderr=True)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
-                                 TimeRemainingColumn(), console=self.console, transient=False,
-                                 disable=not self.console.is_terminal)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+            disable=not self.console.is_terminal,
+        )
         self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, what: str, done: int, total: int) -> None:
@@ -54,8 +66,9 @@ class _Bar:
         self.progress.update(self.tasks[key], description=what, completed=done, total=total or None)
 
     def say(self, text: str) -> None:
-        self.progress.console.print(text, highlight=False, markup=False) if self.console.is_terminal \
-            else typer.echo(text, err=True)
+        self.progress.console.print(text, highlight=False, markup=False) if self.console.is_terminal else typer.echo(
+            text, err=True
+        )
 
     def __enter__(self):
         self.progress.start()
@@ -69,8 +82,13 @@ class _Bar:
 @network_errors
 def cli_upload(
     video: Annotated[Path, typer.Argument(help="recorded flight video")],
-    log: Annotated[Optional[Path], typer.Option("--log", help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI "
-                                                               ".SRT next to the video is taken automatically")] = None,
+    log: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--log",
+            help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI .SRT next to the video is taken automatically",
+        ),
+    ] = None,
     server: ServerOpt = None,
     speed_limit: Annotated[Optional[float], typer.Option(help="km/h: violations above this speed")] = None,
     follow: Annotated[bool, typer.Option(help="wait for the processing job and print its result")] = True,
@@ -91,8 +109,9 @@ def cli_upload(
         raise FileNotFoundError(f"{log}: no such flight log")
     log = log or find_sidecar_srt(video)
     ep = endpoint(server, None, config)
-    opts = UploadOptions(chunk_bytes=max(64 * 1024, int(chunk_mb * 1024 * 1024)),
-                         state_file=default_data_dir() / "client-uploads.json")
+    opts = UploadOptions(
+        chunk_bytes=max(64 * 1024, int(chunk_mb * 1024 * 1024)), state_file=default_data_dir() / "client-uploads.json"
+    )
     with _Bar() as bar:
         up = Uploader(ep, opts, progress=bar, say=bar.say)
         try:
@@ -109,9 +128,11 @@ def cli_upload(
         finally:
             up.close()
         info = done["upload"].get("info") or {}
-        bar.say(f"video {video.name}: {done['upload']['status']}, checksum verified (sha256 {vid['sha256'][:12]}...), "
-                f"{info.get('width')}x{info.get('height')}, upload {vid['id']}"
-                + (f", resumed {up.resumes}x after dropped connections" if up.resumes else ""))
+        bar.say(
+            f"video {video.name}: {done['upload']['status']}, checksum verified (sha256 {vid['sha256'][:12]}...), "
+            f"{info.get('width')}x{info.get('height')}, upload {vid['id']}"
+            + (f", resumed {up.resumes}x after dropped connections" if up.resumes else "")
+        )
         job = done.get("job")
         if job is None:
             return
@@ -128,10 +149,17 @@ def cli_upload(
 @user_errors
 @network_errors
 def cli_stream(
-    source: Annotated[str, typer.Argument(help="video file, camera (0, /dev/video0) or stream URL (rtsp://, udp://...)")],
+    source: Annotated[
+        str, typer.Argument(help="video file, camera (0, /dev/video0) or stream URL (rtsp://, udp://...)")
+    ],
     server: ServerOpt = None,
-    log: Annotated[Optional[Path], typer.Option("--log", help="flight log for the frames' telemetry (a DJI .SRT next "
-                                                               "to a video file is taken automatically)")] = None,
+    log: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--log",
+            help="flight log for the frames' telemetry (a DJI .SRT next to a video file is taken automatically)",
+        ),
+    ] = None,
     name: Annotated[Optional[str], typer.Option(help="stream name shown on the dashboard")] = None,
     speed_limit: Annotated[Optional[float], typer.Option(help="km/h: live violations above this speed")] = None,
     max_width: Annotated[int, typer.Option(help="frames wider than this are scaled down before sending")] = 1920,
@@ -154,18 +182,33 @@ def cli_stream(
     ep = endpoint(server, None, config)
     telemetry = Telemetry(log) if log is not None else None
     frames, rate = open_frames(source, fps)
-    pub = Publisher(ep, PublishOptions(name=name or Path(source).name[:128], speed_limit_kmh=speed_limit,
-                                       jpeg_quality=jpeg_quality, max_width=max_width, fps=fps, duration_s=duration),
-                    say=lambda s: typer.echo(s, err=True))
+    pub = Publisher(
+        ep,
+        PublishOptions(
+            name=name or Path(source).name[:128],
+            speed_limit_kmh=speed_limit,
+            jpeg_quality=jpeg_quality,
+            max_width=max_width,
+            fps=fps,
+            duration_s=duration,
+        ),
+        say=lambda s: typer.echo(s, err=True),
+    )
     stream = pub.register()
-    typer.echo(f"stream {stream['id']}: publishing {source} at {rate:.2f} fps"
-               + (f" with telemetry from {log.name}" if log else "") + f"; live feed {ep.base}{stream['feed_url']}")
+    typer.echo(
+        f"stream {stream['id']}: publishing {source} at {rate:.2f} fps"
+        + (f" with telemetry from {log.name}" if log else "")
+        + f"; live feed {ep.base}{stream['feed_url']}"
+    )
     try:
         ack = pub.run(frames, rate, telemetry)
     except KeyboardInterrupt:
-        typer.echo("interrupted: the run stays open on the server until the device reconnects or it is stopped",
-                   err=True)
+        typer.echo(
+            "interrupted: the run stays open on the server until the device reconnects or it is stopped", err=True
+        )
         raise typer.Exit(130) from None
-    typer.echo(f"stream {stream['id']} ended: sent {pub.sent} frames ({pub.skipped} skipped while disconnected, "
-               f"{pub.reconnects} reconnects); server received {ack.get('received')}, processed "
-               f"{ack.get('processed')}, dropped {ack.get('dropped')}")
+    typer.echo(
+        f"stream {stream['id']} ended: sent {pub.sent} frames ({pub.skipped} skipped while disconnected, "
+        f"{pub.reconnects} reconnects); server received {ack.get('received')}, processed "
+        f"{ack.get('processed')}, dropped {ack.get('dropped')}"
+    )

@@ -1,4 +1,5 @@
 """`airpatrol config`: print the effective configuration (defaults < file < environment) as YAML."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """`airpatrol process VIDEO`: run the pipeline on a recorded flight and write every file sink."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,23 +40,54 @@ def build_overrides(weights, device, calibration, baseline, conf, tiling, no_roa
 @user_errors
 def cli_process(
     video: Annotated[Path, typer.Argument(help="video file (anything FFmpeg reads) or image-sequence folder")],
-    telemetry: Annotated[Optional[Path], typer.Option(help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI .SRT next to the video is used automatically")] = None,
-    weights: Annotated[Optional[Path], typer.Option(help="YOLO weights (.pt, .onnx, ...); default: the shipped detector")] = None,
+    telemetry: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="flight log (DJI SRT/CSV, ULog, tlog, BIN, GPX); a DJI .SRT next to the video is used automatically"
+        ),
+    ] = None,
+    weights: Annotated[
+        Optional[Path], typer.Option(help="YOLO weights (.pt, .onnx, ...); default: the shipped detector")
+    ] = None,
     device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda")] = None,
-    calibration: Annotated[Optional[str], typer.Option(help="metres per pixel, or a JSON file (points with ground or lon/lat coordinates, or georeferenced frame corners)")] = None,
+    calibration: Annotated[
+        Optional[str],
+        typer.Option(
+            help="metres per pixel, or a JSON file (points with ground or lon/lat coordinates, or georeferenced frame corners)"
+        ),
+    ] = None,
     out: Annotated[Optional[Path], typer.Option(help="output folder (default: airpatrol-runs/<video name>)")] = None,
-    baseline: Annotated[bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack with a constant scale, for comparison")] = False,
+    baseline: Annotated[
+        bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack with a constant scale, for comparison")
+    ] = False,
     config: Annotated[Optional[Path], typer.Option(help="YAML/JSON config file (see docs/configuration.md)")] = None,
     conf: Annotated[Optional[float], typer.Option(help="detector confidence threshold")] = None,
-    tiling: Annotated[Optional[str], typer.Option(help="auto | on | off: detect at native resolution (one pass over the road, or tiles) for small vehicles")] = None,
-    road_mask: Annotated[Optional[Path], typer.Option(help="fixed road mask image (white = road) instead of the U-Net")] = None,
+    tiling: Annotated[
+        Optional[str],
+        typer.Option(
+            help="auto | on | off: detect at native resolution (one pass over the road, or tiles) for small vehicles"
+        ),
+    ] = None,
+    road_mask: Annotated[
+        Optional[Path], typer.Option(help="fixed road mask image (white = road) instead of the U-Net")
+    ] = None,
     no_road: Annotated[bool, typer.Option("--no-road", help="do not restrict detection to the road")] = False,
     no_video: Annotated[bool, typer.Option("--no-video", help="skip the annotated MP4 (faster)")] = False,
     max_frames: Annotated[Optional[int], typer.Option(help="stop after this many frames")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
-    batch_size: Annotated[int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU; same results)")] = 1,
-    detector_runtime: Annotated[Optional[str], typer.Option(help="auto | torch | onnx (auto: ONNX Runtime on CPU, PyTorch on CUDA)")] = None,
-    speed_limit: Annotated[Optional[float], typer.Option(min=1, help="km/h: the annotated video marks faster vehicles (the database's violations come from `import-run --speed-limit`)")] = None,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU; same results)")
+    ] = 1,
+    detector_runtime: Annotated[
+        Optional[str], typer.Option(help="auto | torch | onnx (auto: ONNX Runtime on CPU, PyTorch on CUDA)")
+    ] = None,
+    speed_limit: Annotated[
+        Optional[float],
+        typer.Option(
+            min=1,
+            help="km/h: the annotated video marks faster vehicles (the database's violations come from `import-run --speed-limit`)",
+        ),
+    ] = None,
 ) -> None:
     """Detect, track and measure the speed of every vehicle in a recorded drone video."""
     from edge.config import load_settings
@@ -68,8 +100,17 @@ def cli_process(
         overrides.setdefault("pipeline", {}).setdefault("detector", {})["runtime"] = detector_runtime
     settings = load_settings(config, overrides)
     out_dir = out or default_out_dir(video, settings.pipeline.baseline)
-    outcome = process_video(video, out_dir, settings.pipeline, telemetry=telemetry, write_video=not no_video,
-                            progress=not quiet, max_frames=max_frames, batch_size=batch_size, speed_limit_kmh=speed_limit)
+    outcome = process_video(
+        video,
+        out_dir,
+        settings.pipeline,
+        telemetry=telemetry,
+        write_video=not no_video,
+        progress=not quiet,
+        max_frames=max_frames,
+        batch_size=batch_size,
+        speed_limit_kmh=speed_limit,
+    )
     typer.echo(one_line_summary(outcome.summary, outcome.out_dir))
     exit_if_incomplete(outcome.summary, video)
 
@@ -89,6 +130,10 @@ def one_line_summary(s: dict, out_dir: Path) -> str:
     speed = f", median speed {sp['median_of_moving']:.0f} km/h" if sp.get("median_of_moving") is not None else ""
     vehicles = f"{c['vehicles']} vehicles, " if c.get("vehicles") is not None else ""
     scale = s.get("scale") or {}
-    scale_txt = f", scale: {scale.get('detail') or scale.get('source')}" if scale.get("source") else ", no scale (no speeds)"
-    return (f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
-            f"{c['stationary_tracks']} stationary){speed}{scale_txt}, {t['fps']} fps -> {out_dir}")
+    scale_txt = (
+        f", scale: {scale.get('detail') or scale.get('source')}" if scale.get("source") else ", no scale (no speeds)"
+    )
+    return (
+        f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
+        f"{c['stationary_tracks']} stationary){speed}{scale_txt}, {t['fps']} fps -> {out_dir}"
+    )

@@ -1,4 +1,5 @@
 """``create_app(settings)``: the FastAPI application of ``airpatrol serve`` (the dashboard mounts its pages on it)."""
+
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
@@ -21,7 +22,9 @@ Authentication: a device API token (`Authorization: Bearer apt_...`) or a user s
 Writes need a device or the operator/admin role."""
 
 
-def create_app(settings: AirPatrolSettings | None = None, *, pipeline_factory: PipelineFactory | None = None) -> FastAPI:
+def create_app(
+    settings: AirPatrolSettings | None = None, *, pipeline_factory: PipelineFactory | None = None
+) -> FastAPI:
     """Build the app. The database is checked here (a bad URL fails now, not at the first request); threads
     (stream workers, job workers) start with the app's lifespan and stop, gracefully, at its end."""
     ctx = ServiceContext(settings or AirPatrolSettings(), pipeline_factory)

@@ -5,6 +5,7 @@ anything else is a signed login session), ``Authorization: Basic`` (username/pas
 the ``airpatrol_session`` cookie (the dashboard's browser pages; ``HttpOnly``, ``SameSite=Strict``).
 Never from the query string: URLs end up in access logs.
 """
+
 from __future__ import annotations
 
 import base64
@@ -105,8 +106,14 @@ def _user_principal(user: User) -> Principal:
     return Principal("user", user.id, user.username, user.role)
 
 
-def authenticate(session: Session, signer: SessionSigner, authorization: str | None, cookie: str | None,
-                 throttle=None, client: str = "unknown") -> Principal:
+def authenticate(
+    session: Session,
+    signer: SessionSigner,
+    authorization: str | None,
+    cookie: str | None,
+    throttle=None,
+    client: str = "unknown",
+) -> Principal:
     """The caller, or :class:`AuthError` with the reason (no credentials, bad token, ...). Passwords (HTTP Basic)
     go through ``throttle`` (a :class:`db.throttle.LoginThrottle`) like the login form's."""
     if authorization:

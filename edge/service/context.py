@@ -3,6 +3,7 @@
 Built by :func:`edge.service.app.create_app` (database checks happen there, so a bad URL fails before the server
 listens); threads start in the app's lifespan and stop at shutdown.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,11 +21,11 @@ from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.engine import default_data_dir, make_db_engine, session_factory
-from db.throttle import LoginThrottle
 from db.models import User, utcnow
+from db.throttle import LoginThrottle
 from edge.config import AirPatrolSettings
-from edge.service.auth import Principal, SessionSigner
 from edge.service import stream_calibration
+from edge.service.auth import Principal, SessionSigner
 from edge.service.ingest import SourceSpec, StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
@@ -99,8 +100,11 @@ class ServiceContext:
         self.config = cfg = settings.service
         self.data_dir = Path(settings.data_dir) if settings.data_dir else default_data_dir()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.database_url = settings.database_url or os.environ.get("AIRPATROL_DATABASE_URL") or \
-            f"sqlite:///{self.data_dir / 'airpatrol.db'}"
+        self.database_url = (
+            settings.database_url
+            or os.environ.get("AIRPATROL_DATABASE_URL")
+            or f"sqlite:///{self.data_dir / 'airpatrol.db'}"
+        )
         if pipeline_factory is None and cfg.pipeline_factory:
             pipeline_factory = load_factory(cfg.pipeline_factory)
         self.pipeline_factory: PipelineFactory = pipeline_factory or (lambda config: Pipeline(config))
@@ -117,7 +121,9 @@ class ServiceContext:
         self.job_workers: list[JobWorker] = []
         self._spare: Pipeline | None = None
         self._spare_lock = threading.Lock()
-        self._batcher: StreamBatcher | None = None  # the GPU's shared forward passes for all streams (created with the first stream)
+        self._batcher: StreamBatcher | None = (
+            None  # the GPU's shared forward passes for all streams (created with the first stream)
+        )
         self.accepting = False
         self.rtmp: RtmpRelay | None = None
         self._publish_lock = threading.Lock()
@@ -125,8 +131,14 @@ class ServiceContext:
             from edge.service.rtmp import RtmpRelay
 
             host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-            self.rtmp = RtmpRelay(self.data_dir / "rtmp", cfg.rtmp_host, cfg.rtmp_port, f"http://{host}:{settings.port}",
-                                  cfg.nginx_binary, cfg.nginx_rtmp_module)
+            self.rtmp = RtmpRelay(
+                self.data_dir / "rtmp",
+                cfg.rtmp_host,
+                cfg.rtmp_port,
+                f"http://{host}:{settings.port}",
+                cfg.nginx_binary,
+                cfg.nginx_rtmp_module,
+            )
             self.rtmp.check()  # missing nginx/module: a one-line error before the server listens
         self.srt: SrtPublishServer | None = None
         self._libsrt: ctypes.CDLL | None = None
@@ -164,7 +176,9 @@ class ServiceContext:
         with self.sessions() as s, s.begin():
             if s.scalar(select(User.id).limit(1)) is None:
                 if not cfg.bootstrap_admin_password:
-                    raise ServiceSetupError("service.bootstrap_admin is set but service.bootstrap_admin_password is not")
+                    raise ServiceSetupError(
+                        "service.bootstrap_admin is set but service.bootstrap_admin_password is not"
+                    )
                 create_user(s, cfg.bootstrap_admin, cfg.bootstrap_admin_password, role="admin")
                 log.info("created admin user %s", cfg.bootstrap_admin)
 
@@ -208,8 +222,15 @@ class ServiceContext:
             n = self.jobs.requeue_instance(cfg.instance_id)
             if n:
                 log.warning("re-queued %d job(s) this instance was running when it stopped", n)
-        deps = JobDeps(cfg, self.settings.pipeline, self.pipeline_factory, self.sessions, self._resolve_upload,
-                       self.data_dir / "runs", self.metrics)
+        deps = JobDeps(
+            cfg,
+            self.settings.pipeline,
+            self.pipeline_factory,
+            self.sessions,
+            self._resolve_upload,
+            self.data_dir / "runs",
+            self.metrics,
+        )
         for i in range(cfg.job_workers):
             worker = JobWorker(self.jobs, f"{self.instance}/{i}", deps)
             worker.start()
@@ -224,9 +245,16 @@ class ServiceContext:
             from edge.service.srt_publish import SrtPublishServer
 
             assert cfg.srt_port is not None  # libsrt is loaded only for one
-            self.srt = srt = SrtPublishServer(self._libsrt, cfg.srt_host, cfg.srt_port, self._srt_authorize,
-                                              self._srt_connected, latency_ms=cfg.srt_latency_ms,
-                                              read_timeout_s=cfg.read_timeout_s, passphrase=cfg.srt_passphrase)
+            self.srt = srt = SrtPublishServer(
+                self._libsrt,
+                cfg.srt_host,
+                cfg.srt_port,
+                self._srt_authorize,
+                self._srt_connected,
+                latency_ms=cfg.srt_latency_ms,
+                read_timeout_s=cfg.read_timeout_s,
+                passphrase=cfg.srt_passphrase,
+            )
             srt.start()
         with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
             for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):
@@ -268,10 +296,23 @@ class ServiceContext:
             assert row.url is not None  # a pull stream is created with its URL
             source = check_source(row.url, self.config.stream_file_root)
         calibration = stream_calibration.load(self.data_dir, row.id)
-        spec = StreamSpec(row.id, row.name, row.kind, source, row.device_id, row.speed_limit_kmh, row.task_round_id,
-                          stream_calibration.describe(calibration))
-        deps = WorkerDeps(self.config, functools.partial(self._stream_pipeline, calibration), self.sessions,
-                          self.metrics, on_ended=self._stream_ended)
+        spec = StreamSpec(
+            row.id,
+            row.name,
+            row.kind,
+            source,
+            row.device_id,
+            row.speed_limit_kmh,
+            row.task_round_id,
+            stream_calibration.describe(calibration),
+        )
+        deps = WorkerDeps(
+            self.config,
+            functools.partial(self._stream_pipeline, calibration),
+            self.sessions,
+            self.metrics,
+            on_ended=self._stream_ended,
+        )
         batcher = self._stream_batcher()
         if batcher is not None:
             deps.step = batcher.step
@@ -311,8 +352,11 @@ class ServiceContext:
                 self._start_publish_stream(key, device_id, serial, addr)
         # Let the publisher in once our reader is subscribed (or after a few seconds, whatever happens).
         if not playing.wait(PLAYER_WAIT_S):
-            log.warning("device %s: the reader did not subscribe within %.0f s; its first GOP may be lost", serial,
-                        PLAYER_WAIT_S)
+            log.warning(
+                "device %s: the reader did not subscribe within %.0f s; its first GOP may be lost",
+                serial,
+                PLAYER_WAIT_S,
+            )
         return None
 
     def _start_publish_stream(self, key: str, device_id: int, serial: str, addr: str) -> None:
@@ -322,8 +366,13 @@ class ServiceContext:
 
     def _new_publish_stream(self, source: SourceSpec, protocol: str, device_id: int, serial: str, addr: str) -> None:
         with self.sessions() as s, s.begin():
-            row = StreamRow(name=f"{serial} ({protocol})", kind="publish", url=None, device_id=device_id,
-                            created_by=f"device:{serial}")
+            row = StreamRow(
+                name=f"{serial} ({protocol})",
+                kind="publish",
+                url=None,
+                device_id=device_id,
+                created_by=f"device:{serial}",
+            )
             s.add(row)
         self.start_stream(row, source)
         log.info("device %s publishes %s from %s: stream %s", serial, protocol, addr, row.id)
@@ -331,8 +380,13 @@ class ServiceContext:
     @staticmethod
     def _publishing(w: StreamWorker, device_id: int, protocol: str) -> bool:
         """Is ``w`` the open publish stream of this device over this protocol (an SRT source has an opener)?"""
-        return (w.spec.kind == "publish" and w.spec.device_id == device_id and not w.finished
-                and w.spec.source is not None and (w.spec.source.opener is not None) == (protocol == "srt"))
+        return (
+            w.spec.kind == "publish"
+            and w.spec.device_id == device_id
+            and not w.finished
+            and w.spec.source is not None
+            and (w.spec.source.opener is not None) == (protocol == "srt")
+        )
 
     # -- SRT publishers ------------------------------------------------------------------------------------
     def _srt_device(self, key: str) -> tuple[int, str] | None:
@@ -368,8 +422,12 @@ class ServiceContext:
                     self.srt_mailbox.offer(device_id, conn)
                     return
             self.srt_mailbox.offer(device_id, conn)
-            source = SourceSpec(f"srt-publish:{serial}", f"srt publish by {serial}", False,
-                                opener=functools.partial(PublishedSource, self.srt_mailbox, device_id))
+            source = SourceSpec(
+                f"srt-publish:{serial}",
+                f"srt publish by {serial}",
+                False,
+                opener=functools.partial(PublishedSource, self.srt_mailbox, device_id),
+            )
             self._new_publish_stream(source, "SRT", device_id, serial, conn.peer)
 
     def _stream_ended(self, stream_id: int) -> None:
@@ -431,15 +489,22 @@ class ServiceContext:
     def _scrape_gauges(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        depth = GaugeMetricFamily("airpatrol_stream_queue_depth", "frames waiting in a stream's queue", labels=["stream"])
-        up = GaugeMetricFamily("airpatrol_stream_up", "1 while the stream is receiving frames", labels=["stream", "state"])
+        depth = GaugeMetricFamily(
+            "airpatrol_stream_queue_depth", "frames waiting in a stream's queue", labels=["stream"]
+        )
+        up = GaugeMetricFamily(
+            "airpatrol_stream_up", "1 while the stream is receiving frames", labels=["stream", "state"]
+        )
         for w in self.all_streams():
             depth.add_metric([w.key], len(w.queue))
             up.add_metric([w.key, w.state], 1.0 if w.state == "live" else 0.0)
         yield depth
         yield up
-        lost = CounterMetricFamily("airpatrol_stream_frames_lost", "frames skipped because the stream's data was "
-                                   "damaged (until the next keyframe)", labels=["stream"])
+        lost = CounterMetricFamily(
+            "airpatrol_stream_frames_lost",
+            "frames skipped because the stream's data was damaged (until the next keyframe)",
+            labels=["stream"],
+        )
         for w in self.all_streams():
             lost.add_metric([w.key], w.frames_lost)
         yield lost

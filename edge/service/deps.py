@@ -1,4 +1,5 @@
 """Typed FastAPI dependencies: the service context, a database session, the caller and what the caller may do."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -29,8 +30,14 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def resolve_principal(conn: HTTPConnection, ctx: ServiceContext, session: Session) -> Principal:
     """The caller or AuthError (shared by HTTP routes and WebSocket handlers)."""
-    return authenticate(session, ctx.signer, conn.headers.get("authorization"), conn.cookies.get(SESSION_COOKIE),
-                        ctx.throttle, client_address(conn))
+    return authenticate(
+        session,
+        ctx.signer,
+        conn.headers.get("authorization"),
+        conn.cookies.get(SESSION_COOKIE),
+        ctx.throttle,
+        client_address(conn),
+    )
 
 
 def client_address(conn: HTTPConnection) -> str:
@@ -45,11 +52,13 @@ def current_principal(conn: HTTPConnection, ctx: ContextDep) -> Principal:
         with ctx.sessions() as session:
             return resolve_principal(conn, ctx, session)
     except LoginThrottled as exc:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc),
-                            headers={"Retry-After": str(exc.retry_after_s)}) from None
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
+        ) from None
     except AuthError as exc:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, str(exc),
-                            headers={"WWW-Authenticate": 'Bearer, Basic realm="airpatrol"'}) from None
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, str(exc), headers={"WWW-Authenticate": 'Bearer, Basic realm="airpatrol"'}
+        ) from None
 
 
 Reader = Annotated[Principal, Depends(current_principal)]
@@ -58,7 +67,9 @@ Reader = Annotated[Principal, Depends(current_principal)]
 
 def writer(who: Reader) -> Principal:
     if not who.can_write:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, f"role {who.role!r} may not change anything (operator or admin needed)")
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, f"role {who.role!r} may not change anything (operator or admin needed)"
+        )
     return who
 
 

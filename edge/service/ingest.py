@@ -3,6 +3,7 @@
 A pull reader runs in its own thread: open the URL with PyAV (FFmpeg), decode, hand frames to the stream's worker;
 when the stream drops it reconnects with exponential back-off (the worker keeps the run and its time axis going).
 """
+
 from __future__ import annotations
 
 import functools
@@ -132,15 +133,19 @@ def check_source(url: str, file_root: str | None) -> SourceSpec:
         if not urlsplit(url).hostname:
             raise StreamSourceError(f"stream url {redact(url)}: no host")
         if scheme == "srt" and shutil.which("ffmpeg") is None:
-            raise StreamSourceError(f"stream url {redact(url)}: srt:// needs the ffmpeg program built with libsrt "
-                                    f"(Debian: apt-get install ffmpeg); PyAV's own FFmpeg has no SRT")
+            raise StreamSourceError(
+                f"stream url {redact(url)}: srt:// needs the ffmpeg program built with libsrt "
+                f"(Debian: apt-get install ffmpeg); PyAV's own FFmpeg has no SRT"
+            )
         return SourceSpec(url, redact(url), False)
     if scheme not in ("", "file") and len(scheme) > 1:  # one letter: a Windows drive, i.e. a path
-        raise StreamSourceError(f"stream url: protocol {scheme!r} not allowed (use one of {', '.join(NETWORK_SCHEMES)})")
+        raise StreamSourceError(
+            f"stream url: protocol {scheme!r} not allowed (use one of {', '.join(NETWORK_SCHEMES)})"
+        )
     if file_root is None:
         raise StreamSourceError("file streams are disabled on this server (set service.stream_file_root)")
     root = Path(file_root).resolve()
-    raw = url[len("file://"):] if scheme == "file" else url
+    raw = url[len("file://") :] if scheme == "file" else url
     path = (root / raw).resolve()  # an absolute raw path replaces root here and is then checked like any other
     if not path.is_relative_to(root):
         raise StreamSourceError(f"stream file {raw!r}: outside the allowed folder")
@@ -178,9 +183,19 @@ class PullReader(threading.Thread):
     Decoder errors never reconnect: only the demuxer failing (timeout, connection closed, end of stream) does.
     """
 
-    def __init__(self, spec: SourceSpec, on_frame: Callable[[IncomingFrame], None],
-                 on_event: Callable[[str, str], None], *, open_timeout_s: float, read_timeout_s: float,
-                 backoff_initial_s: float, backoff_max_s: float, name: str, keyframe_wait_s: float = 10.0):
+    def __init__(
+        self,
+        spec: SourceSpec,
+        on_frame: Callable[[IncomingFrame], None],
+        on_event: Callable[[str, str], None],
+        *,
+        open_timeout_s: float,
+        read_timeout_s: float,
+        backoff_initial_s: float,
+        backoff_max_s: float,
+        name: str,
+        keyframe_wait_s: float = 10.0,
+    ):
         super().__init__(name=name, daemon=True)
         self.spec = spec
         self.on_frame, self.on_event = on_frame, on_event
@@ -278,8 +293,9 @@ class PullReader(threading.Thread):
             self.fps = float(stream.average_rate or stream.guessed_rate or 0) or self.fps
             self.connects += 1
             self.on_event("connected", f"{stream.codec_context.name}, waiting for a keyframe")
-            self._gate = gate = KeyframeGate(stream.codec_context, self.keyframe_wait_s,
-                                             on_corruption=lambda why: self.on_event("corrupt", why))
+            self._gate = gate = KeyframeGate(
+                stream.codec_context, self.keyframe_wait_s, on_corruption=lambda why: self.on_event("corrupt", why)
+            )
             clock = _ConnectionClock(self.spec.is_file)
             got = False
             reported = (-1, -1)  # (corruptions, lost) when "locked" was last reported
@@ -293,10 +309,14 @@ class PullReader(threading.Thread):
                     break
                 for vf in gate.feed(packet):  # the last, empty packet flushes the decoder
                     if reported[0] != gate.stats.corruptions:  # first frame of the connection, or after a resync
-                        how = (f"after {gate.stats.waited_packets} packets before the first keyframe" if not got else
-                               f"resynced at a keyframe; {gate.stats.lost_packets - max(reported[1], 0)} frames lost")
-                        self.on_event("locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ "
-                                                f"{self.fps:.2f} fps ({how})")
+                        how = (
+                            f"after {gate.stats.waited_packets} packets before the first keyframe"
+                            if not got
+                            else f"resynced at a keyframe; {gate.stats.lost_packets - max(reported[1], 0)} frames lost"
+                        )
+                        self.on_event(
+                            "locked", f"{stream.codec_context.name} {vf.width}x{vf.height} @ {self.fps:.2f} fps ({how})"
+                        )
                         reported = (gate.stats.corruptions, gate.stats.lost_packets)
                     got = True
                     if not self._deliver(vf, clock):
@@ -339,11 +359,30 @@ class SrtRelay:
         import av
 
         self.proc = subprocess.Popen(
-            ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-i", self.url, "-map", "0:v:0", "-c", "copy",
-             "-f", "mpegts", "pipe:1"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            [
+                "ffmpeg",
+                "-hide_banner",
+                "-nostdin",
+                "-loglevel",
+                "error",
+                "-i",
+                self.url,
+                "-map",
+                "0:v:0",
+                "-c",
+                "copy",
+                "-f",
+                "mpegts",
+                "pipe:1",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
-            return av.open(self.proc.stdout, format="mpegts", options={"analyzeduration": "1000000",
-                                                                        "probesize": "1000000"})
+            return av.open(
+                self.proc.stdout, format="mpegts", options={"analyzeduration": "1000000", "probesize": "1000000"}
+            )
         except Exception:
             err = self.close()
             raise ConnectionError(f"srt: {err or 'no stream'}") from None

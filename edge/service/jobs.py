@@ -9,6 +9,7 @@ without completing. The same UPDATEs work on SQLite and MariaDB (no SKIP LOCKED 
 ``job_max_attempts`` times is failed instead of retried forever. Graceful shutdown hands running jobs back
 (``release``: queued again, the attempt not counted).
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,8 +47,11 @@ class JobInterrupted(Exception):
 def _fail_run(s: Session, run_id: int | None, why: str) -> None:
     """An attempt's processing run that will never finish: failed, so nobody mistakes it for complete."""
     if run_id is not None:
-        s.execute(update(ProcessingRun).where(ProcessingRun.id == run_id, ProcessingRun.status == "running")
-                  .values(status="failed", finished_at=utcnow(), error=why))
+        s.execute(
+            update(ProcessingRun)
+            .where(ProcessingRun.id == run_id, ProcessingRun.status == "running")
+            .values(status="failed", finished_at=utcnow(), error=why)
+        )
 
 
 class JobQueue:
@@ -57,10 +61,17 @@ class JobQueue:
     def __init__(self, sessions: sessionmaker, lease_s: float, max_attempts: int, retry_s: float = DEFAULT_RETRY_S):
         self.sessions, self.lease_s, self.max_attempts, self.retry_s = sessions, lease_s, max_attempts, retry_s
 
-    def enqueue(self, s: Session, *, video_upload_id: str, log_upload_id: str | None, params: dict[str, Any],
-                created_by: str) -> JobRow:
-        job = JobRow(video_upload_id=video_upload_id, log_upload_id=log_upload_id, params=params,
-                     created_by=created_by, max_attempts=self.max_attempts, status="queued")
+    def enqueue(
+        self, s: Session, *, video_upload_id: str, log_upload_id: str | None, params: dict[str, Any], created_by: str
+    ) -> JobRow:
+        job = JobRow(
+            video_upload_id=video_upload_id,
+            log_upload_id=log_upload_id,
+            params=params,
+            created_by=created_by,
+            max_attempts=self.max_attempts,
+            status="queued",
+        )
         s.add(job)
         s.flush()
         return job
@@ -80,10 +91,24 @@ class JobQueue:
             if job_id is None:
                 return None
             previous_run = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
-            won = s.execute(update(JobRow).where(JobRow.id == job_id, claimable).values(
-                status="running", lease_owner=owner, lease_expires_at=now + timedelta(seconds=self.lease_s),
-                heartbeat_at=now, attempts=JobRow.attempts + 1, started_at=now, run_id=None, progress=0.0,
-                frames_done=0)).rowcount == 1
+            won = (
+                s.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, claimable)
+                    .values(
+                        status="running",
+                        lease_owner=owner,
+                        lease_expires_at=now + timedelta(seconds=self.lease_s),
+                        heartbeat_at=now,
+                        attempts=JobRow.attempts + 1,
+                        started_at=now,
+                        run_id=None,
+                        progress=0.0,
+                        frames_done=0,
+                    )
+                ).rowcount
+                == 1
+            )
             if not won:
                 return None  # another worker was faster; try again at the next poll
             _fail_run(s, previous_run, "the worker running this attempt stopped; the job was retried")
@@ -91,12 +116,18 @@ class JobQueue:
 
     def heartbeat(self, job_id: int, owner: str, **values) -> tuple[bool, bool]:
         """Renew the lease and store progress. Returns (still the owner, cancel requested)."""
+
         def attempt():
             now = utcnow()
             with self.sessions() as s, s.begin():
-                mine = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
-                                                      JobRow.status == "running").values(
-                    lease_expires_at=now + timedelta(seconds=self.lease_s), heartbeat_at=now, **values)).rowcount == 1
+                mine = (
+                    s.execute(
+                        update(JobRow)
+                        .where(JobRow.id == job_id, JobRow.lease_owner == owner, JobRow.status == "running")
+                        .values(lease_expires_at=now + timedelta(seconds=self.lease_s), heartbeat_at=now, **values)
+                    ).rowcount
+                    == 1
+                )
                 cancel = bool(s.scalar(select(JobRow.cancel_requested).where(JobRow.id == job_id)))
             return mine, cancel
 
@@ -110,10 +141,21 @@ class JobQueue:
             nonlocal tries
             tries += 1
             with self.sessions() as s, s.begin():
-                if s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
-                                                  JobRow.status == "running").values(
-                        status=status, error=error, finished_at=utcnow(), lease_owner=None, lease_expires_at=None,
-                        **values)).rowcount == 1:
+                if (
+                    s.execute(
+                        update(JobRow)
+                        .where(JobRow.id == job_id, JobRow.lease_owner == owner, JobRow.status == "running")
+                        .values(
+                            status=status,
+                            error=error,
+                            finished_at=utcnow(),
+                            lease_owner=None,
+                            lease_expires_at=None,
+                            **values,
+                        )
+                    ).rowcount
+                    == 1
+                ):
                     return True
                 # a retry whose first commit went through (only its answer was lost) finds the job finished already
                 return tries > 1 and s.scalar(select(JobRow.status).where(JobRow.id == job_id)) == status
@@ -122,16 +164,27 @@ class JobQueue:
 
     def release(self, job_id: int, owner: str, why: str, count_attempt: bool = False) -> bool:
         """Back to the queue. A graceful shutdown does not count as an attempt; an unexpected error does."""
-        return retry_db(lambda: self._release(job_id, owner, why, count_attempt), f"requeueing job {job_id}",
-                        self.retry_s, log)
+        return retry_db(
+            lambda: self._release(job_id, owner, why, count_attempt), f"requeueing job {job_id}", self.retry_s, log
+        )
 
     def _release(self, job_id: int, owner: str, why: str, count_attempt: bool) -> bool:
         with self.sessions() as s, s.begin():
             run_id = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
-            ok = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.lease_owner == owner,
-                                                JobRow.status == "running").values(
-                status="queued", lease_owner=None, lease_expires_at=None, error=why,
-                attempts=JobRow.attempts if count_attempt else JobRow.attempts - 1)).rowcount == 1
+            ok = (
+                s.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.lease_owner == owner, JobRow.status == "running")
+                    .values(
+                        status="queued",
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        error=why,
+                        attempts=JobRow.attempts if count_attempt else JobRow.attempts - 1,
+                    )
+                ).rowcount
+                == 1
+            )
             if ok:
                 _fail_run(s, run_id, f"attempt interrupted ({why}); the job was queued again")
             return ok
@@ -139,8 +192,9 @@ class JobQueue:
     def requeue_instance(self, instance: str) -> int:
         """At start: jobs this instance was running when it died go back to the queue at once (attempt counted)."""
         with self.sessions() as s, s.begin():
-            jobs = list(s.scalars(select(JobRow).where(JobRow.status == "running",
-                                                       JobRow.lease_owner.like(f"{instance}/%"))))
+            jobs = list(
+                s.scalars(select(JobRow).where(JobRow.status == "running", JobRow.lease_owner.like(f"{instance}/%")))
+            )
             for job in jobs:
                 _fail_run(s, job.run_id, "the service restarted during this attempt")
                 job.status, job.lease_owner, job.lease_expires_at = "queued", None, None
@@ -162,8 +216,15 @@ class JobProgressSink:
     """Renews the job's lease and reports progress while ``process_video`` runs; stops the run (by raising) when the
     service shuts down, the job is cancelled, or another worker took it over."""
 
-    def __init__(self, queue: JobQueue, job_id: int, owner: str, every_s: float, stop: threading.Event,
-                 db_sink: DatabaseSink | None):
+    def __init__(
+        self,
+        queue: JobQueue,
+        job_id: int,
+        owner: str,
+        every_s: float,
+        stop: threading.Event,
+        db_sink: DatabaseSink | None,
+    ):
         self.queue, self.job_id, self.owner, self.every_s, self.stop = queue, job_id, owner, every_s, stop
         self.db_sink = db_sink
         self.frames, self._last = 0, 0.0
@@ -230,8 +291,12 @@ class JobWorker(threading.Thread):
                 job = self.queue.claim(self.owner)
             except Exception as exc:  # database away for a moment: keep polling
                 if is_connection_error(exc):
-                    log.warning("job worker %s: database unreachable (%s); polling again in %.0f s", self.owner,
-                                short(exc), self.deps.config.job_poll_s)
+                    log.warning(
+                        "job worker %s: database unreachable (%s); polling again in %.0f s",
+                        self.owner,
+                        short(exc),
+                        self.deps.config.job_poll_s,
+                    )
                 else:
                     log.exception("job worker %s: claim failed", self.owner)
                 job = None
@@ -262,15 +327,36 @@ class JobWorker(threading.Thread):
             video = d.resolve_upload(job.video_upload_id)
             telemetry = d.resolve_upload(job.log_upload_id) if job.log_upload_id else None
             config = d.pipeline_config.model_copy(update={"baseline": bool(params.get("baseline"))})
-            db_sink = DatabaseSink(session_maker=d.sessions, speed_limit_kmh=params.get("speed_limit_kmh"),
-                                   task_round_id=params.get("task_round_id"), time_offset_s=params.get("time_offset_s"),
-                                   batch_rows=d.config.db_batch_rows, retry_s=d.config.db_retry_s)
-            progress = JobProgressSink(self.queue, job.id, self.owner, d.config.job_heartbeat_s, self.stop_event, db_sink)
-            outcome = process_video(video, d.runs_dir / f"job-{job.id}", config, telemetry=telemetry,
-                                    pipeline=self._pipeline(config), extra_sinks=[db_sink, progress],
-                                    write_video=d.config.job_write_video, progress=False)
-            done = self.queue.finish(job.id, self.owner, "complete", progress=1.0, frames_done=progress.frames,
-                                     out_dir=str(outcome.out_dir), run_id=db_sink.run_id)
+            db_sink = DatabaseSink(
+                session_maker=d.sessions,
+                speed_limit_kmh=params.get("speed_limit_kmh"),
+                task_round_id=params.get("task_round_id"),
+                time_offset_s=params.get("time_offset_s"),
+                batch_rows=d.config.db_batch_rows,
+                retry_s=d.config.db_retry_s,
+            )
+            progress = JobProgressSink(
+                self.queue, job.id, self.owner, d.config.job_heartbeat_s, self.stop_event, db_sink
+            )
+            outcome = process_video(
+                video,
+                d.runs_dir / f"job-{job.id}",
+                config,
+                telemetry=telemetry,
+                pipeline=self._pipeline(config),
+                extra_sinks=[db_sink, progress],
+                write_video=d.config.job_write_video,
+                progress=False,
+            )
+            done = self.queue.finish(
+                job.id,
+                self.owner,
+                "complete",
+                progress=1.0,
+                frames_done=progress.frames,
+                out_dir=str(outcome.out_dir),
+                run_id=db_sink.run_id,
+            )
             status = "complete" if done else "lost"
             log.info("job %s: %s (%s frames)", job.id, status, progress.frames, extra={"job": job.id})
         except JobInterrupted as exc:

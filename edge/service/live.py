@@ -3,6 +3,7 @@
 The stream worker thread produces; asyncio clients consume. Each client has its own small queue that drops its
 oldest message when the client is slow, so one slow browser never holds up the worker or the other clients.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,10 +26,16 @@ def class_name(cid: int) -> str:
 
 def track_json(tr: TrackState) -> dict:
     return {
-        "id": tr.track_id, "class": class_name(int(tr.class_id)), "box": [_num(v, 1) for v in tr.xyxy],
-        "score": _num(tr.score, 3), "moving": bool(tr.moving), "speed_kmh": _num(tr.speed_kmh, 1),
-        "sigma_kmh": _num(tr.speed_sigma_kmh, 1), "flag": tr.speed_flag,
-        "lat": _num(tr.lat, 7), "lon": _num(tr.lon, 7),
+        "id": tr.track_id,
+        "class": class_name(int(tr.class_id)),
+        "box": [_num(v, 1) for v in tr.xyxy],
+        "score": _num(tr.score, 3),
+        "moving": bool(tr.moving),
+        "speed_kmh": _num(tr.speed_kmh, 1),
+        "sigma_kmh": _num(tr.speed_sigma_kmh, 1),
+        "flag": tr.speed_flag,
+        "lat": _num(tr.lat, 7),
+        "lon": _num(tr.lon, 7),
     }
 
 
@@ -47,29 +54,53 @@ class LiveViolations:
             return []
         events = []
         for tr in result.tracks:
-            if tr.speed_kmh is None or not math.isfinite(tr.speed_kmh) or not trusted_speed(tr.speed_flag, tr.speed_sigma_kmh):
+            if (
+                tr.speed_kmh is None
+                or not math.isfinite(tr.speed_kmh)
+                or not trusted_speed(tr.speed_flag, tr.speed_sigma_kmh)
+            ):
                 continue
             if lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) <= self.limit or tr.track_id in self._reported:
                 continue
             self._over_s[tr.track_id] = self._over_s.get(tr.track_id, 0.0) + frame_s
             if self._over_s[tr.track_id] + 1e-9 >= self.min_over_s:
                 self._reported.add(tr.track_id)
-                events.append({"track_id": tr.track_id, "speed_kmh": _num(tr.speed_kmh, 1),
-                               "sigma_kmh": _num(tr.speed_sigma_kmh, 1), "rule": violation_rule(self.min_over_s),
-                               "scale_source": result.scale_source, "limit_kmh": self.limit,
-                               "t": _num(result.frame.t, 3), "frame": result.frame.index,
-                               "lat": _num(tr.lat, 7), "lon": _num(tr.lon, 7)})
+                events.append(
+                    {
+                        "track_id": tr.track_id,
+                        "speed_kmh": _num(tr.speed_kmh, 1),
+                        "sigma_kmh": _num(tr.speed_sigma_kmh, 1),
+                        "rule": violation_rule(self.min_over_s),
+                        "scale_source": result.scale_source,
+                        "limit_kmh": self.limit,
+                        "t": _num(result.frame.t, 3),
+                        "frame": result.frame.index,
+                        "lat": _num(tr.lat, 7),
+                        "lon": _num(tr.lon, 7),
+                    }
+                )
         return events
 
 
-def result_message(stream_id: int, run_id: int | None, result: FrameResult, latency_ms: float,
-                   violations: list[dict], stats: dict) -> str:
-    return json.dumps({
-        "type": "result", "stream_id": stream_id, "run_id": run_id, "frame": result.frame.index,
-        "t": _num(result.frame.t, 3), "latency_ms": _num(latency_ms, 1),
-        "metres_per_pixel": _num(result.metres_per_pixel, 4), "scale_source": result.scale_source,
-        "tracks": [track_json(tr) for tr in result.tracks], "violations": violations, "stats": stats,
-    }, allow_nan=False)
+def result_message(
+    stream_id: int, run_id: int | None, result: FrameResult, latency_ms: float, violations: list[dict], stats: dict
+) -> str:
+    return json.dumps(
+        {
+            "type": "result",
+            "stream_id": stream_id,
+            "run_id": run_id,
+            "frame": result.frame.index,
+            "t": _num(result.frame.t, 3),
+            "latency_ms": _num(latency_ms, 1),
+            "metres_per_pixel": _num(result.metres_per_pixel, 4),
+            "scale_source": result.scale_source,
+            "tracks": [track_json(tr) for tr in result.tracks],
+            "violations": violations,
+            "stats": stats,
+        },
+        allow_nan=False,
+    )
 
 
 @dataclass(eq=False)

@@ -11,6 +11,7 @@ gone; that is the reader's business, not this one's.
 Some encoders never send a keyframe (periodic intra refresh). After ``keyframe_wait_s`` without one the gate opens
 anyway and keeps the frames the decoder does not flag as corrupt.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,8 +33,13 @@ class KeyframeGate:
     ``on_corruption(reason)`` is called once per corruption event (the first bad packet or frame after lock).
     """
 
-    def __init__(self, codec_context, keyframe_wait_s: float = 10.0,
-                 on_corruption: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        codec_context,
+        keyframe_wait_s: float = 10.0,
+        on_corruption: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.ctx = codec_context
         self.keyframe_wait_s = keyframe_wait_s
         self.on_corruption = on_corruption

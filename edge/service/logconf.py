@@ -1,4 +1,5 @@
 """Structured logs: one JSON object per line (time, level, logger, message, and any ``extra={...}`` fields)."""
+
 from __future__ import annotations
 
 import json

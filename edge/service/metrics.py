@@ -1,4 +1,5 @@
 """Prometheus metrics of one service instance (its own registry, so several apps in one process never clash)."""
+
 from __future__ import annotations
 
 import sys
@@ -25,23 +26,48 @@ class _CallbackCollector(Collector):
 class ServiceMetrics:
     def __init__(self):
         self.registry = r = CollectorRegistry()
-        self.frames_received = Counter("airpatrol_stream_frames_received", "frames that reached a stream", ["stream"], registry=r)
-        self.frames_processed = Counter("airpatrol_stream_frames_processed", "frames the pipeline processed", ["stream"], registry=r)
-        self.frames_dropped = Counter("airpatrol_stream_frames_dropped",
-                                      "frames dropped (oldest first) because processing fell behind", ["stream"], registry=r)
-        self.reconnects = Counter("airpatrol_stream_reconnects", "pull stream connections after the first", ["stream"], registry=r)
-        self.frame_errors = Counter("airpatrol_stream_frame_errors", "frames the pipeline failed on", ["stream"], registry=r)
+        self.frames_received = Counter(
+            "airpatrol_stream_frames_received", "frames that reached a stream", ["stream"], registry=r
+        )
+        self.frames_processed = Counter(
+            "airpatrol_stream_frames_processed", "frames the pipeline processed", ["stream"], registry=r
+        )
+        self.frames_dropped = Counter(
+            "airpatrol_stream_frames_dropped",
+            "frames dropped (oldest first) because processing fell behind",
+            ["stream"],
+            registry=r,
+        )
+        self.reconnects = Counter(
+            "airpatrol_stream_reconnects", "pull stream connections after the first", ["stream"], registry=r
+        )
+        self.frame_errors = Counter(
+            "airpatrol_stream_frame_errors", "frames the pipeline failed on", ["stream"], registry=r
+        )
         self.fps = Gauge("airpatrol_stream_fps", "processed frames per second (last seconds)", ["stream"], registry=r)
-        self.frame_latency = Histogram("airpatrol_frame_latency_seconds", "frame arrival to result published",
-                                       buckets=LATENCY_BUCKETS, registry=r)
-        self.stage_latency = Histogram("airpatrol_stage_latency_seconds", "pipeline time per frame and stage", ["stage"],
-                                       buckets=STAGE_BUCKETS, registry=r)
-        self.ws_closed = Counter("airpatrol_ws_protocol_closes", "WebSocket connections closed for a protocol error",
-                                 ["code"], registry=r)
+        self.frame_latency = Histogram(
+            "airpatrol_frame_latency_seconds", "frame arrival to result published", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.stage_latency = Histogram(
+            "airpatrol_stage_latency_seconds",
+            "pipeline time per frame and stage",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        self.ws_closed = Counter(
+            "airpatrol_ws_protocol_closes", "WebSocket connections closed for a protocol error", ["code"], registry=r
+        )
         self.upload_bytes = Counter("airpatrol_upload_bytes", "bytes received by resumable uploads", registry=r)
         self.jobs_finished = Counter("airpatrol_jobs_finished", "batch jobs finished", ["status"], registry=r)
-        self._per_stream = (self.frames_received, self.frames_processed, self.frames_dropped, self.reconnects,
-                            self.frame_errors, self.fps)
+        self._per_stream = (
+            self.frames_received,
+            self.frames_processed,
+            self.frames_dropped,
+            self.reconnects,
+            self.frame_errors,
+            self.fps,
+        )
         r.register(_CallbackCollector(_gpu_memory))
 
     def add_callback(self, fn: Callable[[], Iterable[GaugeMetricFamily]]) -> None:

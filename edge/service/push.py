@@ -13,6 +13,7 @@ without header, not a JPEG, decreasing time), 1009 (too big), 1008 (policy: not 
 checked on arrival; its pixels are decoded only if the frame is not dropped, so a JPEG whose header is fine but whose
 data is corrupt counts as a frame error of the stream (status ``errors``) instead of closing the connection.
 """
+
 from __future__ import annotations
 
 import io
@@ -69,7 +70,11 @@ class EndMsg(_Msg):
     type: Literal["end"]
 
 
-_TYPES: dict[str, type[HelloMsg] | type[FrameMsg] | type[EndMsg]] = {"hello": HelloMsg, "frame": FrameMsg, "end": EndMsg}
+_TYPES: dict[str, type[HelloMsg] | type[FrameMsg] | type[EndMsg]] = {
+    "hello": HelloMsg,
+    "frame": FrameMsg,
+    "end": EndMsg,
+}
 
 
 def parse_text(text: str) -> HelloMsg | FrameMsg | EndMsg:

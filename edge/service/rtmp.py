@@ -11,6 +11,7 @@ Why nginx and not FFmpeg's own RTMP listener (``av.open('rtmp://0.0.0.0:P/live/K
 FFmpeg's listener takes one connection per port and accepts any stream key (it only logs "Unexpected stream"), so
 it can neither serve many devices on one port nor authenticate them. Measured in docs/service.md.
 """
+
 from __future__ import annotations
 
 import logging
@@ -74,10 +75,14 @@ class RtmpRelay:
 
     def check(self) -> None:
         if not Path(self.nginx).is_file():
-            raise RtmpSetupError(f"service.rtmp_port is set but nginx was not found ({self.nginx}); Debian: "
-                                 f"apt-get install nginx-light libnginx-mod-rtmp")
+            raise RtmpSetupError(
+                f"service.rtmp_port is set but nginx was not found ({self.nginx}); Debian: "
+                f"apt-get install nginx-light libnginx-mod-rtmp"
+            )
         if not Path(self.module).is_file():
-            raise RtmpSetupError(f"nginx RTMP module {self.module} not found; Debian: apt-get install libnginx-mod-rtmp")
+            raise RtmpSetupError(
+                f"nginx RTMP module {self.module} not found; Debian: apt-get install libnginx-mod-rtmp"
+            )
 
     def play_url(self, key: str) -> str:
         return f"rtmp://127.0.0.1:{self.port}/live/{key}"
@@ -85,26 +90,38 @@ class RtmpRelay:
     def start(self) -> None:
         self.check()
         self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / "nginx.conf").write_text(CONF.format(dir=self.folder, module=self.module, host=self.host,
-                                                            port=self.port, callback=self.callback))
-        test = subprocess.run([self.nginx, "-t", "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
-                              capture_output=True, text=True)
+        (self.folder / "nginx.conf").write_text(
+            CONF.format(dir=self.folder, module=self.module, host=self.host, port=self.port, callback=self.callback)
+        )
+        test = subprocess.run(
+            [self.nginx, "-t", "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
+            capture_output=True,
+            text=True,
+        )
         if test.returncode != 0:
             raise RtmpSetupError(f"nginx RTMP relay config refused: {test.stderr.strip().splitlines()[-1]}")
         self._spawn()
         self._thread.start()
 
     def _spawn(self) -> None:
-        self._proc = subprocess.Popen([self.nginx, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [self.nginx, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         log.info("RTMP relay (nginx pid %s) listening on %s:%s", self._proc.pid, self.host, self.port)
 
     def _supervise(self) -> None:
         backoff = 0.5
         while not self._stop.wait(1.0):
             if self._proc is not None and self._proc.poll() is not None:
-                log.error("RTMP relay exited with %s; restarting in %.1f s (see %s/error.log)",
-                          self._proc.returncode, backoff, self.folder)
+                log.error(
+                    "RTMP relay exited with %s; restarting in %.1f s (see %s/error.log)",
+                    self._proc.returncode,
+                    backoff,
+                    self.folder,
+                )
                 if self._stop.wait(backoff):
                     return
                 backoff = min(backoff * 2, 30.0)

@@ -1,4 +1,5 @@
 """Request and response bodies of the HTTP API (what /docs shows)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -56,6 +57,7 @@ class DeviceTokenOut(BaseModel):
 class StreamCalibrationIn(_In):
     """The scale of a stream's speeds: a constant ``metres_per_pixel`` (nadir view), or the lon/lat of the frame's
     four corners (top-left, top-right, bottom-right, bottom-left) in its first frame."""
+
     metres_per_pixel: float | None = Field(None, gt=0, le=100)
     corners_lonlat: list[tuple[float, float]] | None = Field(None, min_length=4, max_length=4)
 
@@ -64,16 +66,21 @@ class StreamCalibrationIn(_In):
 
         if (self.metres_per_pixel is None) == (self.corners_lonlat is None):
             raise ValueError("give either metres_per_pixel or corners_lonlat")
-        if self.corners_lonlat is not None and not all(-180 <= lon <= 180 and -90 <= lat <= 90
-                                                       for lon, lat in self.corners_lonlat):
+        if self.corners_lonlat is not None and not all(
+            -180 <= lon <= 180 and -90 <= lat <= 90 for lon, lat in self.corners_lonlat
+        ):
             raise ValueError("corners_lonlat: [lon, lat] pairs expected (longitude -180..180, latitude -90..90)")
         return CalibrationConfig(metres_per_pixel=self.metres_per_pixel, lonlat_points=self.corners_lonlat)
 
 
 class StreamIn(_In):
     kind: Literal["pull", "push"] = "pull"
-    url: str | None = Field(None, max_length=2048, description="pull: rtsp://, rtmp://, http(s)://, udp://, tcp://, "
-                                                              "srt:// URL, or a file under service.stream_file_root")
+    url: str | None = Field(
+        None,
+        max_length=2048,
+        description="pull: rtsp://, rtmp://, http(s)://, udp://, tcp://, "
+        "srt:// URL, or a file under service.stream_file_root",
+    )
     name: str | None = Field(None, max_length=128)
     device_serial: Serial | None = Field(None, description="the drone or ground station; a device caller is itself")
     speed_limit_kmh: float | None = Field(None, gt=0, le=300, description="live violations above this speed")

@@ -11,6 +11,7 @@ Stream id: the device token itself, or SRT's access-control syntax ``#!::r=<toke
 ``publish`` is refused: this server only receives). An accepted connection is read as MPEG-TS (what SRT encoders
 send) by the ordinary pull reader (keyframe lock-on); a publisher that drops and connects again continues its run.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -48,25 +49,33 @@ def load_libsrt(path: str | None = None) -> ctypes.CDLL:
         if lib.srt_startup() < 0:
             raise SrtSetupError(f"{cand}: srt_startup failed")
         return lib
-    raise SrtSetupError(f"service.srt_port is set but libsrt was not found ({path or ', '.join(LIBRARY_NAMES)}); "
-                        f"Debian: apt-get install libsrt1.5-gnutls")
+    raise SrtSetupError(
+        f"service.srt_port is set but libsrt was not found ({path or ', '.join(LIBRARY_NAMES)}); "
+        f"Debian: apt-get install libsrt1.5-gnutls"
+    )
 
 
-LISTEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
-                                   ctypes.c_char_p)
+LISTEN_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+)
 
 
 def _declare(lib: ctypes.CDLL) -> None:
     c_int, vp = ctypes.c_int, ctypes.c_void_p
     for name, res, args in (
-            ("srt_startup", c_int, []), ("srt_create_socket", c_int, []),
-            ("srt_bind", c_int, [c_int, vp, c_int]), ("srt_listen", c_int, [c_int, c_int]),
-            ("srt_listen_callback", c_int, [c_int, LISTEN_CALLBACK, vp]),
-            ("srt_accept", c_int, [c_int, vp, ctypes.POINTER(c_int)]), ("srt_close", c_int, [c_int]),
-            ("srt_setsockflag", c_int, [c_int, c_int, vp, c_int]),
-            ("srt_getsockflag", c_int, [c_int, c_int, vp, ctypes.POINTER(c_int)]),
-            ("srt_recvmsg", c_int, [c_int, ctypes.c_char_p, c_int]),
-            ("srt_getlasterror_str", ctypes.c_char_p, []), ("srt_setrejectreason", c_int, [c_int, c_int])):
+        ("srt_startup", c_int, []),
+        ("srt_create_socket", c_int, []),
+        ("srt_bind", c_int, [c_int, vp, c_int]),
+        ("srt_listen", c_int, [c_int, c_int]),
+        ("srt_listen_callback", c_int, [c_int, LISTEN_CALLBACK, vp]),
+        ("srt_accept", c_int, [c_int, vp, ctypes.POINTER(c_int)]),
+        ("srt_close", c_int, [c_int]),
+        ("srt_setsockflag", c_int, [c_int, c_int, vp, c_int]),
+        ("srt_getsockflag", c_int, [c_int, c_int, vp, ctypes.POINTER(c_int)]),
+        ("srt_recvmsg", c_int, [c_int, ctypes.c_char_p, c_int]),
+        ("srt_getlasterror_str", ctypes.c_char_p, []),
+        ("srt_setrejectreason", c_int, [c_int, c_int]),
+    ):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
 
@@ -135,9 +144,18 @@ class SrtPublishServer:
     """Listens for SRT callers on ``host:port``; ``authorize(key, peer)`` decides in the handshake (None: let in, or
     the refusal), ``on_connection(SrtConnection)`` gets every accepted publisher (in the accept thread)."""
 
-    def __init__(self, lib: ctypes.CDLL, host: str, port: int, authorize: Callable[[str, str], str | None],
-                 on_connection: Callable[[SrtConnection], None], *, latency_ms: int = 120, read_timeout_s: float = 5.0,
-                 passphrase: str | None = None):
+    def __init__(
+        self,
+        lib: ctypes.CDLL,
+        host: str,
+        port: int,
+        authorize: Callable[[str, str], str | None],
+        on_connection: Callable[[SrtConnection], None],
+        *,
+        latency_ms: int = 120,
+        read_timeout_s: float = 5.0,
+        passphrase: str | None = None,
+    ):
         self.lib, self.host, self.port = lib, host, port
         self.authorize, self.on_connection = authorize, on_connection
         self.latency_ms, self.read_timeout_s = latency_ms, read_timeout_s
@@ -161,8 +179,11 @@ class SrtPublishServer:
                 lib.srt_close(sock)
                 raise SrtSetupError(f"service.srt_passphrase: {err}")
         addr = _sockaddr_in(socket.gethostbyname(self.host), self.port)
-        if lib.srt_bind(sock, addr, len(addr)) < 0 or lib.srt_listen_callback(sock, self._callback, None) < 0 \
-                or lib.srt_listen(sock, 16) < 0:
+        if (
+            lib.srt_bind(sock, addr, len(addr)) < 0
+            or lib.srt_listen_callback(sock, self._callback, None) < 0
+            or lib.srt_listen(sock, 16) < 0
+        ):
             err = _last_error(lib)
             lib.srt_close(sock)
             raise SrtSetupError(f"SRT listener on {self.host}:{self.port} (UDP): {err}")
@@ -205,7 +226,7 @@ class SrtPublishServer:
             self._setint(sock, SRTO_RCVTIMEO, int(self.read_timeout_s * 1000))
             buf, n = ctypes.create_string_buffer(520), ctypes.c_int(520)
             lib.srt_getsockflag(sock, SRTO_STREAMID, buf, ctypes.byref(n))
-            key, _ = parse_stream_id(buf.raw[:n.value].decode("utf-8", "replace"))
+            key, _ = parse_stream_id(buf.raw[: n.value].decode("utf-8", "replace"))
             conn = SrtConnection(lib, sock, key or "", _peer(ctypes.addressof(addr)))
             try:
                 self.on_connection(conn)
@@ -272,7 +293,9 @@ class PublishedSource:
         if conn is None:
             raise ConnectionError("srt: the publisher is not connected")
         try:
-            return av.open(conn, mode="r", format="mpegts", options={"analyzeduration": "1000000", "probesize": "1000000"})
+            return av.open(
+                conn, mode="r", format="mpegts", options={"analyzeduration": "1000000", "probesize": "1000000"}
+            )
         except Exception:
             why = conn.end_reason or "no MPEG-TS from the publisher"
             conn.close()

@@ -6,6 +6,7 @@ The service's ``service_streams`` table has no column for it (no schema change t
 read back when a stream is resumed after a restart. Wanted instead: a JSON column ``calibration_json`` on
 ``service_streams``.
 """
+
 from __future__ import annotations
 
 import json

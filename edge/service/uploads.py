@@ -6,6 +6,7 @@ one folder; the client's file name is kept, sanitised, for display. ``complete``
 SHA-256, and the content: a video must open in PyAV with a video stream and decode (a renamed text file or a still
 image is refused), a flight log must parse.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,10 +73,20 @@ def probe_video(path: Path) -> dict:
             raise UploadError(422, "fewer than 2 decodable frames: not a video")
         cc = stream.codec_context
         fps = float(stream.average_rate or stream.guessed_rate or 0) or None
-        duration = float(stream.duration * stream.time_base) if stream.duration and stream.time_base else (
-            container.duration / 1e6 if container.duration else None)
-        return {"container": container.format.name, "codec": cc.name, "width": cc.width, "height": cc.height,
-                "fps": fps, "duration_s": duration, "frames": stream.frames or None}
+        duration = (
+            float(stream.duration * stream.time_base)
+            if stream.duration and stream.time_base
+            else (container.duration / 1e6 if container.duration else None)
+        )
+        return {
+            "container": container.format.name,
+            "codec": cc.name,
+            "width": cc.width,
+            "height": cc.height,
+            "fps": fps,
+            "duration_s": duration,
+            "frames": stream.frames or None,
+        }
 
 
 def probe_flight_log(path: Path) -> dict:
@@ -85,8 +96,12 @@ def probe_flight_log(path: Path) -> dict:
         flight = load_flight_log(path)
     except ValueError as exc:
         raise UploadError(422, str(exc).replace(str(path), "flight log")[:300]) from None
-    return {"format": flight.format, "samples": len(flight.samples), "duration_s": round(flight.duration_s, 3),
-            "complete": flight.complete}
+    return {
+        "format": flight.format,
+        "samples": len(flight.samples),
+        "duration_s": round(flight.duration_s, 3),
+        "complete": flight.complete,
+    }
 
 
 class UploadStore:
@@ -117,8 +132,16 @@ class UploadStore:
         if size > limit:
             raise UploadError(413, f"{name}: {size} bytes exceeds the limit of {limit} bytes for a {kind}")
         check_device_limits(s, self.config, who.label, size)
-        row = UploadRow(id=secrets.token_hex(16), kind=kind, filename=name, size=size, sha256=sha256,
-                        owner=who.label, device_id=who.device_id, status="receiving")
+        row = UploadRow(
+            id=secrets.token_hex(16),
+            kind=kind,
+            filename=name,
+            size=size,
+            sha256=sha256,
+            owner=who.label,
+            device_id=who.device_id,
+            status="receiving",
+        )
         s.add(row)
         s.flush()
         self.path(row).touch()
@@ -205,8 +228,11 @@ def check_device_limits(s: Session, cfg: ServiceConfig, owner: str, size: int) -
     every worker process and every restart sees the same; two creates racing on two workers may pass one over."""
     window = timedelta(seconds=cfg.upload_window_s)
     now = utcnow()
-    recent = s.execute(select(UploadRow.created_at, UploadRow.size).where(
-        UploadRow.owner == owner, UploadRow.created_at >= now - window).order_by(UploadRow.created_at)).all()
+    recent = s.execute(
+        select(UploadRow.created_at, UploadRow.size)
+        .where(UploadRow.owner == owner, UploadRow.created_at >= now - window)
+        .order_by(UploadRow.created_at)
+    ).all()
     w = cfg.upload_window_s
     hours = f"{w / 3600:g} h" if w >= 3600 else f"{w / 60:g} min" if w >= 60 else f"{w:g} s"
 
@@ -215,11 +241,16 @@ def check_device_limits(s: Session, cfg: ServiceConfig, owner: str, size: int) -
 
     if len(recent) >= cfg.uploads_per_window:
         wait = after(recent[len(recent) - cfg.uploads_per_window][0])
-        raise UploadError(429, f"{owner}: {len(recent)} uploads started in the last {hours} (limit "
-                               f"{cfg.uploads_per_window}); try again in {wait:.0f} s", wait)
+        raise UploadError(
+            429,
+            f"{owner}: {len(recent)} uploads started in the last {hours} (limit "
+            f"{cfg.uploads_per_window}); try again in {wait:.0f} s",
+            wait,
+        )
     if size > cfg.upload_bytes_per_window:
-        raise UploadError(413, f"{size} bytes exceeds the {cfg.upload_bytes_per_window} bytes a device may upload "
-                               f"per {hours}")
+        raise UploadError(
+            413, f"{size} bytes exceeds the {cfg.upload_bytes_per_window} bytes a device may upload per {hours}"
+        )
     total = sum(r.size for r in recent)
     if total + size > cfg.upload_bytes_per_window:
         freed, wait = 0, cfg.upload_window_s
@@ -228,13 +259,25 @@ def check_device_limits(s: Session, cfg: ServiceConfig, owner: str, size: int) -
             if total - freed + size <= cfg.upload_bytes_per_window:
                 wait = after(created_at)
                 break
-        raise UploadError(429, f"{owner}: {total} bytes announced in the last {hours}; {size} more would pass the "
-                               f"limit of {cfg.upload_bytes_per_window}; try again in {wait:.0f} s", wait)
-    open_now = s.scalar(select(func.count()).select_from(UploadRow).where(
-        UploadRow.owner == owner, UploadRow.status == "receiving")) or 0
+        raise UploadError(
+            429,
+            f"{owner}: {total} bytes announced in the last {hours}; {size} more would pass the "
+            f"limit of {cfg.upload_bytes_per_window}; try again in {wait:.0f} s",
+            wait,
+        )
+    open_now = (
+        s.scalar(
+            select(func.count()).select_from(UploadRow).where(UploadRow.owner == owner, UploadRow.status == "receiving")
+        )
+        or 0
+    )
     if open_now >= cfg.open_uploads_per_device:
-        raise UploadError(429, f"{owner}: {open_now} unfinished uploads (limit {cfg.open_uploads_per_device}); "
-                               f"complete or DELETE one first", 60.0)
+        raise UploadError(
+            429,
+            f"{owner}: {open_now} unfinished uploads (limit {cfg.open_uploads_per_device}); "
+            f"complete or DELETE one first",
+            60.0,
+        )
 
 
 def _sha256(path: Path) -> str:

@@ -4,6 +4,7 @@ A stream has one *run* (one ``processing_runs`` row) from its first frame until 
 reconnected pull stream (or a push client that reconnects) continues the same run: the pipeline is not reset, so
 track ids go on. Only a change of resolution starts a new run (the tracker's pixel state would be meaningless).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -69,13 +70,23 @@ class LiveDatabaseSink(DatabaseSink):
             away = now - self._down_since
             if away > self.retry_s:
                 raise
-            log.warning("run %s: database unreachable for %.0f s (%s); %d rows kept, next try in %.0f s, giving up "
-                        "after %.0f s", self.run_id, away, exc.__cause__ and short(exc.__cause__), len(self._rows),
-                        self.flush_s, self.retry_s)
+            log.warning(
+                "run %s: database unreachable for %.0f s (%s); %d rows kept, next try in %.0f s, giving up "
+                "after %.0f s",
+                self.run_id,
+                away,
+                exc.__cause__ and short(exc.__cause__),
+                len(self._rows),
+                self.flush_s,
+                self.retry_s,
+            )
             return
         if self._down_since is not None:
-            log.warning("run %s: database reachable again after %.1f s; buffered rows written", self.run_id,
-                        time.monotonic() - self._down_since)
+            log.warning(
+                "run %s: database reachable again after %.1f s; buffered rows written",
+                self.run_id,
+                time.monotonic() - self._down_since,
+            )
             self._down_since = None
 
 
@@ -148,9 +159,15 @@ class StreamWorker:
     def _make_reader(self) -> PullReader:
         assert self.spec.source is not None  # pull and publish streams have one
         return PullReader(
-            self.spec.source, self.submit, self._on_reader_event, open_timeout_s=self.cfg.open_timeout_s,
-            read_timeout_s=self.cfg.read_timeout_s, backoff_initial_s=self.cfg.reconnect_initial_s,
-            backoff_max_s=self.cfg.reconnect_max_s, name=f"pull-{self.spec.id}")
+            self.spec.source,
+            self.submit,
+            self._on_reader_event,
+            open_timeout_s=self.cfg.open_timeout_s,
+            read_timeout_s=self.cfg.read_timeout_s,
+            backoff_initial_s=self.cfg.reconnect_initial_s,
+            backoff_max_s=self.cfg.reconnect_max_s,
+            name=f"pull-{self.spec.id}",
+        )
 
     def restart_reader(self) -> None:
         """Read the source over a fresh connection now (a publisher started again: the old connection may still
@@ -226,8 +243,9 @@ class StreamWorker:
         if self.queue.put(frame):
             m.frames_dropped.labels(self.key).inc()
 
-    def push_frame(self, pixels: np.ndarray | Callable[[], np.ndarray], t: float, pose: CameraPose | None,
-                   received: float) -> None:
+    def push_frame(
+        self, pixels: np.ndarray | Callable[[], np.ndarray], t: float, pose: CameraPose | None, received: float
+    ) -> None:
         self.submit(IncomingFrame(pixels, t, received, pose))
 
     def attach_pusher(self, who: object) -> bool:
@@ -276,8 +294,11 @@ class StreamWorker:
             return
         self.state = state
         log.log(level, "stream %s %s: %s", self.spec.id, state, detail, extra={"stream": self.spec.id, "state": state})
-        self.feed.publish(json.dumps({"type": "status", "stream_id": self.spec.id, "state": state, "detail": detail,
-                                      "run_id": self.run_id}))
+        self.feed.publish(
+            json.dumps(
+                {"type": "status", "stream_id": self.spec.id, "state": state, "detail": detail, "run_id": self.run_id}
+            )
+        )
 
     # -- processing thread -----------------------------------------------------------------------------------
     def _process_loop(self) -> None:
@@ -322,8 +343,13 @@ class StreamWorker:
         h, w = image.shape[:2]
         if self._run_size != (w, h):
             if self._run_size is not None:
-                log.warning("stream %s: resolution changed %s -> %s, starting a new run", self.spec.id,
-                            self._run_size, (w, h), extra={"stream": self.spec.id})
+                log.warning(
+                    "stream %s: resolution changed %s -> %s, starting a new run",
+                    self.spec.id,
+                    self._run_size,
+                    (w, h),
+                    extra={"stream": self.spec.id},
+                )
                 self._end_run(None)
             self._start_run(w, h)
         frame = Frame(index=item.seq, t=item.t, image=image, pose=item.pose)
@@ -352,7 +378,9 @@ class StreamWorker:
         self._processed_at.append(now)
         latency = now - item.received
         self.latest = result
-        self.latest_message = result_message(self.spec.id, self.run_id, result, latency * 1000, violations, self.stats())
+        self.latest_message = result_message(
+            self.spec.id, self.run_id, result, latency * 1000, violations, self.stats()
+        )
         self.feed.publish(self.latest_message)
         m.frames_processed.labels(self.key).inc()
         m.frame_latency.observe(latency)
@@ -377,22 +405,40 @@ class StreamWorker:
         if self.deps.sessions is None:
             return
         source = self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}"
-        info = RunInfo(source=source, width=w, height=h, fps=self.fps_in, frame_count=None,
-                       config=pipe.config.model_dump(mode="json"), weights=str(pipe.detector.weights),
-                       mode=pipe.mode, device=str(pipe.device))
+        info = RunInfo(
+            source=source,
+            width=w,
+            height=h,
+            fps=self.fps_in,
+            frame_count=None,
+            config=pipe.config.model_dump(mode="json"),
+            weights=str(pipe.detector.weights),
+            mode=pipe.mode,
+            device=str(pipe.device),
+        )
         try:
             with self.deps.sessions() as s, s.begin():
                 # One video row per live run: runs of the same URL are different flights, and DatabaseSink
                 # supersedes earlier complete runs of the same video.
-                video = Video(file_path=f"live:stream-{self.spec.id}:{utcnow().isoformat()}:{source}"[:1024],
-                              width=w, height=h, fps=self.fps_in)
+                video = Video(
+                    file_path=f"live:stream-{self.spec.id}:{utcnow().isoformat()}:{source}"[:1024],
+                    width=w,
+                    height=h,
+                    fps=self.fps_in,
+                )
                 s.add(video)
                 s.flush()
                 video_id = video.id
-            sink = LiveDatabaseSink(session_maker=self.deps.sessions, video_id=video_id,
-                                    task_round_id=self.spec.task_round_id, speed_limit_kmh=self.spec.speed_limit_kmh,
-                                    min_over_limit_s=self.cfg.min_over_limit_s, flush_s=self.cfg.db_flush_s,
-                                    batch_rows=self.cfg.db_batch_rows, retry_s=self.cfg.db_retry_s)
+            sink = LiveDatabaseSink(
+                session_maker=self.deps.sessions,
+                video_id=video_id,
+                task_round_id=self.spec.task_round_id,
+                speed_limit_kmh=self.spec.speed_limit_kmh,
+                min_over_limit_s=self.cfg.min_over_limit_s,
+                flush_s=self.cfg.db_flush_s,
+                batch_rows=self.cfg.db_batch_rows,
+                retry_s=self.cfg.db_retry_s,
+            )
             self._sink = RunSinks(info, [], [sink]).open()
             self.run_id, self.db_error = sink.run_id, None
         except Exception as exc:
@@ -430,9 +476,17 @@ class StreamWorker:
         return (len(ts) - 1) / max(ts[-1] - ts[0], 1e-6)
 
     def stats(self) -> dict:
-        return {"received": self.frames_received, "processed": self.frames_processed, "dropped": self.queue.dropped,
-                "queue": len(self.queue), "fps": round(self.fps, 2), "errors": self.frame_errors,
-                "reconnects": self.reconnects, "lost": self.frames_lost, "corruptions": self.corruptions}
+        return {
+            "received": self.frames_received,
+            "processed": self.frames_processed,
+            "dropped": self.queue.dropped,
+            "queue": len(self.queue),
+            "fps": round(self.fps, 2),
+            "errors": self.frame_errors,
+            "reconnects": self.reconnects,
+            "lost": self.frames_lost,
+            "corruptions": self.corruptions,
+        }
 
     @property
     def frames_lost(self) -> int:
@@ -445,26 +499,50 @@ class StreamWorker:
 
     def summary(self) -> dict:
         stats = self._pipeline.stats() if self._pipeline is not None else {}
-        return {"source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
-                "mode": self._pipeline.mode if self._pipeline else None, "live": True, "stream_id": self.spec.id,
-                "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")}, **self.stats(),
-                "gaps": list(self.gaps), **self._gap_losses(),
-                "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")}}
+        return {
+            "source": self.spec.source.shown if self.spec.source else f"push:stream-{self.spec.id}",
+            "mode": self._pipeline.mode if self._pipeline else None,
+            "live": True,
+            "stream_id": self.spec.id,
+            "counts": {"frames": stats.get("frames"), "tracks": stats.get("tracks")},
+            **self.stats(),
+            "gaps": list(self.gaps),
+            **self._gap_losses(),
+            "timings": {"ms_per_frame_by_stage": stats.get("ms_per_frame_by_stage")},
+        }
 
     def _gap_losses(self) -> dict:
         """Source outages are lost input, like a damaged stretch of a video: the run is ``incomplete`` and says
         when (run time) and for how long nothing arrived (database ``losses_json``, dashboard badge)."""
-        losses = [{"input": "stream", "frames": None, "t_s": [g["t"], round(g["t"] + g["seconds"], 3)],
-                   "reason": f"source unreachable for {g['seconds']:.1f} s (reconnected)"} for g in self.gaps]
+        losses = [
+            {
+                "input": "stream",
+                "frames": None,
+                "t_s": [g["t"], round(g["t"] + g["seconds"], 3)],
+                "reason": f"source unreachable for {g['seconds']:.1f} s (reconnected)",
+            }
+            for g in self.gaps
+        ]
         return {"status": "incomplete" if losses else "complete", "losses": losses}
 
     def status(self) -> dict:
-        return {"id": self.spec.id, "name": self.spec.name, "kind": self.spec.kind,
-                "source": self.spec.source.shown if self.spec.source else None, "device_id": self.spec.device_id,
-                "speed_limit_kmh": self.spec.speed_limit_kmh, "calibration": self.spec.calibration,
-                "state": self.state, "run_id": self.run_id,
-                "last_error": self.last_error, "db_error": self.db_error, "subscribers": len(self.feed),
-                "started_at": self.started_at.isoformat() + "Z", "gaps": self.gaps[-20:], **self.stats()}
+        return {
+            "id": self.spec.id,
+            "name": self.spec.name,
+            "kind": self.spec.kind,
+            "source": self.spec.source.shown if self.spec.source else None,
+            "device_id": self.spec.device_id,
+            "speed_limit_kmh": self.spec.speed_limit_kmh,
+            "calibration": self.spec.calibration,
+            "state": self.state,
+            "run_id": self.run_id,
+            "last_error": self.last_error,
+            "db_error": self.db_error,
+            "subscribers": len(self.feed),
+            "started_at": self.started_at.isoformat() + "Z",
+            "gaps": self.gaps[-20:],
+            **self.stats(),
+        }
 
     def preview_jpeg(self) -> bytes | None:
         """The latest frame with overlays as JPEG (encoded once per frame however many viewers ask)."""
@@ -480,7 +558,9 @@ class StreamWorker:
             w = img.shape[1]
             if w > self.cfg.preview_max_width:
                 s = self.cfg.preview_max_width / w
-                img = cv2.resize(img, (self.cfg.preview_max_width, int(round(img.shape[0] * s))), interpolation=cv2.INTER_AREA)
+                img = cv2.resize(
+                    img, (self.cfg.preview_max_width, int(round(img.shape[0] * s))), interpolation=cv2.INTER_AREA
+                )
             ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, self.cfg.jpeg_quality])
             self._preview = (result.frame.index, buf.tobytes())
             return self._preview[1]

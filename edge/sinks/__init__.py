@@ -3,11 +3,15 @@
 The sink classes are imported lazily, so what needs only the sink loop (the live service) does not load the video
 encoder and the file writers.
 """
+
 from __future__ import annotations
 
 _EXPORTS = {
-    "GeoJSONSink": "edge.sinks.files", "MOTSink": "edge.sinks.files", "TrackCSVSink": "edge.sinks.files",
-    "TrackSummarySink": "edge.sinks.files", "AnnotatedVideoSink": "edge.sinks.video",
+    "GeoJSONSink": "edge.sinks.files",
+    "MOTSink": "edge.sinks.files",
+    "TrackCSVSink": "edge.sinks.files",
+    "TrackSummarySink": "edge.sinks.files",
+    "AnnotatedVideoSink": "edge.sinks.video",
 }
 
 

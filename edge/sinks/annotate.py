@@ -17,6 +17,7 @@ Drawn with Roboflow ``supervision``'s annotators (the field's maintained ones) r
 
 Shared by the video sink (one :class:`FrameAnnotator` per video) and the live preview (:func:`annotate`).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -54,9 +55,14 @@ def label_text(tr: TrackState, speed_limit_kmh: float | None = None, compact: bo
 def is_violator(tr: TrackState, speed_limit_kmh: float | None) -> bool:
     """Over the limit even at speed - 2 sigma (the database's rule, per frame); size-prior speeds count with their
     sigma (:func:`tracking.types.trusted_speed`)."""
-    return speed_limit_kmh is not None and bool(speed_limit_kmh) and tr.speed_kmh is not None and tr.moving \
-        and trusted_speed(tr.speed_flag, tr.speed_sigma_kmh) \
+    return (
+        speed_limit_kmh is not None
+        and bool(speed_limit_kmh)
+        and tr.speed_kmh is not None
+        and tr.moving
+        and trusted_speed(tr.speed_flag, tr.speed_sigma_kmh)
         and lower_bound_kmh(tr.speed_kmh, tr.speed_sigma_kmh) > speed_limit_kmh
+    )
 
 
 def colour_index(tr: TrackState, speed_limit_kmh: float | None) -> int:
@@ -70,20 +76,44 @@ def colour_index(tr: TrackState, speed_limit_kmh: float | None) -> int:
 class FrameAnnotator:
     """Annotates the frames of one video or stream (keeps the trails and a steady text size between frames)."""
 
-    def __init__(self, speed_limit_kmh: float | None = None, fps: float = 25.0, trail_s: float = 2.0,
-                 trails: bool = True, road_alpha: float = 0.22):
+    def __init__(
+        self,
+        speed_limit_kmh: float | None = None,
+        fps: float = 25.0,
+        trail_s: float = 2.0,
+        trails: bool = True,
+        road_alpha: float = 0.22,
+    ):
         self.speed_limit_kmh = speed_limit_kmh
         self.road_alpha = road_alpha
         self._vehicle_px: float | None = None  # smoothed typical vehicle size (short box side), pixels
-        self._trace = sv.TraceAnnotator(color=PALETTE, trace_length=max(2, int(round(fps * trail_s))),
-                                        position=sv.Position.CENTER, thickness=2,
-                                        color_lookup=sv.ColorLookup.INDEX) if trails else None
+        self._trace = (
+            sv.TraceAnnotator(
+                color=PALETTE,
+                trace_length=max(2, int(round(fps * trail_s))),
+                position=sv.Position.CENTER,
+                thickness=2,
+                color_lookup=sv.ColorLookup.INDEX,
+            )
+            if trails
+            else None
+        )
         self._box = sv.BoxAnnotator(color=PALETTE, thickness=2, color_lookup=sv.ColorLookup.INDEX)
-        self._label = sv.LabelAnnotator(color=PALETTE, text_color=sv.Color.WHITE, text_position=sv.Position.TOP_CENTER,
-                                        smart_position=True, color_lookup=sv.ColorLookup.INDEX, border_radius=2)
-        self._marker = sv.TriangleAnnotator(color=PALETTE, position=sv.Position.TOP_CENTER,
-                                            color_lookup=sv.ColorLookup.INDEX, outline_thickness=1,
-                                            outline_color=sv.Color.WHITE)
+        self._label = sv.LabelAnnotator(
+            color=PALETTE,
+            text_color=sv.Color.WHITE,
+            text_position=sv.Position.TOP_CENTER,
+            smart_position=True,
+            color_lookup=sv.ColorLookup.INDEX,
+            border_radius=2,
+        )
+        self._marker = sv.TriangleAnnotator(
+            color=PALETTE,
+            position=sv.Position.TOP_CENTER,
+            color_lookup=sv.ColorLookup.INDEX,
+            outline_thickness=1,
+            outline_color=sv.Color.WHITE,
+        )
 
     # -- sizes -----------------------------------------------------------------------------------------------------
     def _sizes(self, w: int, h: int, tracks: list[TrackState]) -> tuple[float, int, int]:
@@ -96,8 +126,10 @@ class FrameAnnotator:
         min_px = max(8.0, h / 108)  # still readable on the output video
         text_px = frame_px if self._vehicle_px is None else 0.6 * self._vehicle_px
         text_px = min(max(text_px, min_px), frame_px)
-        thickness = max(2 if h >= 720 else 1,
-                        min(sv.calculate_optimal_line_thickness((w, h)), int(round((self._vehicle_px or 40) / 20))))
+        thickness = max(
+            2 if h >= 720 else 1,
+            min(sv.calculate_optimal_line_thickness((w, h)), int(round((self._vehicle_px or 40) / 20))),
+        )
         return text_px / HERSHEY_PX, thickness, max(2, int(round(text_px * 0.25)))
 
     # -- drawing ---------------------------------------------------------------------------------------------------
@@ -112,10 +144,12 @@ class FrameAnnotator:
         tracks = result.tracks
         scale, thickness, padding = self._sizes(w, h, tracks)
         if tracks:
-            det = sv.Detections(xyxy=np.array([t.xyxy for t in tracks], np.float32).reshape(-1, 4),
-                                confidence=np.array([t.score for t in tracks], np.float32),
-                                class_id=np.array([t.class_id for t in tracks], int),
-                                tracker_id=np.array([t.track_id for t in tracks], int))
+            det = sv.Detections(
+                xyxy=np.array([t.xyxy for t in tracks], np.float32).reshape(-1, 4),
+                confidence=np.array([t.score for t in tracks], np.float32),
+                class_id=np.array([t.class_id for t in tracks], int),
+                tracker_id=np.array([t.track_id for t in tracks], int),
+            )
             colours = np.array([colour_index(t, self.speed_limit_kmh) for t in tracks], int)
             colours[colours < 0] = UNKNOWN
             if self._trace is not None:
@@ -135,8 +169,12 @@ class FrameAnnotator:
                 img = self._marker.annotate(img, shifted, custom_color_lookup=colours[violators])
             self._label.text_scale, self._label.text_thickness, self._label.text_padding = scale, 1, padding
             compact = self.compact
-            img = self._label.annotate(img, det, labels=[label_text(t, self.speed_limit_kmh, compact) for t in tracks],
-                                       custom_color_lookup=colours)
+            img = self._label.annotate(
+                img,
+                det,
+                labels=[label_text(t, self.speed_limit_kmh, compact) for t in tracks],
+                custom_color_lookup=colours,
+            )
         elif self._trace is not None:
             self._trace.annotate(img, sv.Detections.empty())  # let the trails of vehicles that left fade
         return self._status(img, result, tracks, w, h)
@@ -158,7 +196,7 @@ class FrameAnnotator:
         scale = max(0.4, HERSHEY_PX * sv.calculate_optimal_text_scale((w, h)) * 0.7 / HERSHEY_PX)
         (tw, th), base = cv2.getTextSize(info, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
         pad = max(3, th // 3)
-        band = img[0:th + base + 2 * pad, 0:min(w, tw + 2 * pad)]
+        band = img[0 : th + base + 2 * pad, 0 : min(w, tw + 2 * pad)]
         band[:] = (band.astype(np.uint16) * 35 // 100).astype(np.uint8)  # darkened, the scene still shows through
         cv2.putText(img, info, (pad, pad + th), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), 1, cv2.LINE_AA)
         return img

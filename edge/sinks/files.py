@@ -1,4 +1,5 @@
 """File sinks: MOTChallenge text, per-frame and per-track CSV, GeoJSON trajectories."""
+
 from __future__ import annotations
 
 import csv
@@ -45,8 +46,26 @@ class MOTSink:
 class TrackCSVSink:
     """``tracks.csv``: one row per track per frame, with speed, its uncertainty, ground position and lat/lon."""
 
-    COLUMNS = ["frame", "t", "track_id", "class", "x1", "y1", "x2", "y2", "score", "moving", "speed_kmh",
-               "speed_sigma_kmh", "speed_flag", "ground_x_m", "ground_y_m", "lat", "lon", "scale_source"]
+    COLUMNS = [
+        "frame",
+        "t",
+        "track_id",
+        "class",
+        "x1",
+        "y1",
+        "x2",
+        "y2",
+        "score",
+        "moving",
+        "speed_kmh",
+        "speed_sigma_kmh",
+        "speed_flag",
+        "ground_x_m",
+        "ground_y_m",
+        "lat",
+        "lon",
+        "scale_source",
+    ]
 
     def __init__(self, folder: Path, name: str = "tracks.csv"):
         self.path = Path(folder) / name
@@ -60,10 +79,25 @@ class TrackCSVSink:
         f = result.frame
         for tr in result.tracks:
             gx, gy = tr.ground_xy if tr.ground_xy else (None, None)
-            self._w.writerow([f.index + 1, f"{f.t:.4f}", tr.track_id, class_name(tr.class_id),
-                              *(f"{v:.1f}" for v in tr.xyxy), f"{tr.score:.3f}", int(tr.moving),
-                              _fmt(tr.speed_kmh, 2), _fmt(tr.speed_sigma_kmh, 2), tr.speed_flag or "",
-                              _fmt(gx, 2), _fmt(gy, 2), _fmt(tr.lat, 7), _fmt(tr.lon, 7), result.scale_source or ""])
+            self._w.writerow(
+                [
+                    f.index + 1,
+                    f"{f.t:.4f}",
+                    tr.track_id,
+                    class_name(tr.class_id),
+                    *(f"{v:.1f}" for v in tr.xyxy),
+                    f"{tr.score:.3f}",
+                    int(tr.moving),
+                    _fmt(tr.speed_kmh, 2),
+                    _fmt(tr.speed_sigma_kmh, 2),
+                    tr.speed_flag or "",
+                    _fmt(gx, 2),
+                    _fmt(gy, 2),
+                    _fmt(tr.lat, 7),
+                    _fmt(tr.lon, 7),
+                    result.scale_source or "",
+                ]
+            )
 
     def close(self, summary: dict[str, Any]) -> None:
         self._f.close()
@@ -92,7 +126,10 @@ def track_summary(rec: TrackRecord) -> dict[str, Any]:
         "max_speed_kmh": round(max(sp), 2) if sp else None,
         "median_sigma_kmh": round(statistics.median(sig), 2) if sig else None,
         "scale_source": Counter(sources).most_common(1)[0][0] if sources else None,
-        "start_lat": first.lat, "start_lon": first.lon, "end_lat": last.lat, "end_lon": last.lon,
+        "start_lat": first.lat,
+        "start_lon": first.lon,
+        "end_lat": last.lat,
+        "end_lon": last.lon,
     }
 
 
@@ -100,9 +137,25 @@ class TrackSummarySink:
     """``tracks_summary.csv``: one row per track (class, time span, moving or parked, median/max speed, the median
     sigma of its speeds, the scale source, lat/lon)."""
 
-    COLUMNS = ["track_id", "class", "first_frame", "last_frame", "first_t", "last_t", "duration_s", "frames", "moving",
-               "median_speed_kmh", "max_speed_kmh", "median_sigma_kmh", "scale_source", "start_lat", "start_lon",
-               "end_lat", "end_lon"]
+    COLUMNS = [
+        "track_id",
+        "class",
+        "first_frame",
+        "last_frame",
+        "first_t",
+        "last_t",
+        "duration_s",
+        "frames",
+        "moving",
+        "median_speed_kmh",
+        "max_speed_kmh",
+        "median_sigma_kmh",
+        "scale_source",
+        "start_lat",
+        "start_lon",
+        "end_lat",
+        "end_lon",
+    ]
 
     def __init__(self, folder: Path, name: str = "tracks_summary.csv", gap_frames: int = 60):
         self.path = Path(folder) / name
@@ -121,7 +174,9 @@ class TrackSummarySink:
     def _emit(self, rec: TrackRecord) -> None:
         first, last = rec.points[0], rec.points[-1]
         # counted vehicles: the dashboard's definition, so `process` prints the number every page shows
-        self.counts["vehicles"] += is_vehicle(last.t - first.t, last.frame - first.frame, last.frame == self._last_frame)
+        self.counts["vehicles"] += is_vehicle(
+            last.t - first.t, last.frame - first.frame, last.frame == self._last_frame
+        )
         if len(rec.points) < MIN_TRACK_FRAMES:
             return
         row = track_summary(rec)
@@ -168,7 +223,9 @@ class ScaleLog:
         by_source = self.frames_by_source
         src = max(by_source, key=lambda name: by_source[name]) if by_source else None
         return {
-            "source": src, "detail": self.last_detail, "frames_by_source": self.frames_by_source,
+            "source": src,
+            "detail": self.last_detail,
+            "frames_by_source": self.frames_by_source,
             "segments": list(self.segments.values()),
             "metres_per_pixel_centre_median": round(statistics.median(self.mpp), 4) if self.mpp else None,
             "low_confidence": src == "size_prior",
@@ -207,8 +264,11 @@ class GeoJSONSink:
             coords, system = [[round(p.x, 1), round(p.y, 1)] for p in pts], "pixels"
         self.coordinate_system = self.coordinate_system or system
         props = track_summary(rec)
-        props.update(coordinate_system=system, times=[round(p.t, 3) for p in pts],
-                     speeds_kmh=[None if p.speed_kmh is None else round(p.speed_kmh, 1) for p in pts])
+        props.update(
+            coordinate_system=system,
+            times=[round(p.t, 3) for p in pts],
+            speeds_kmh=[None if p.speed_kmh is None else round(p.speed_kmh, 1) for p in pts],
+        )
         feat = {"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords}, "properties": props}
         self._f.write(("" if self._first else ",\n") + json.dumps(feat))
         self._first = False

@@ -17,6 +17,7 @@ A recorded run uses it as a context manager around the loop; a live stream, whos
 whose run ends when the stream does, calls :meth:`RunSinks.open`, :meth:`RunSinks.write`, :meth:`RunSinks.finish`
 and :meth:`RunSinks.abort` itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,13 @@ from tracking.types import FrameResult, RunInfo, Sink
 class RunSinks:
     """``with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks: sinks.feed(results); sinks.finish(...)``."""
 
-    def __init__(self, run: RunInfo, file_sinks: Sequence[Sink], extra_sinks: Sequence[Sink] | None = None,
-                 rundir: RunDirectory | None = None):
+    def __init__(
+        self,
+        run: RunInfo,
+        file_sinks: Sequence[Sink],
+        extra_sinks: Sequence[Sink] | None = None,
+        rundir: RunDirectory | None = None,
+    ):
         self.run = run
         self.file_sinks, self.extra_sinks = list(file_sinks), list(extra_sinks or [])
         self.sinks = self.file_sinks + self.extra_sinks

@@ -2,6 +2,7 @@
 
 Only tracks still active are held, so memory does not grow with the length of the video.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -52,8 +53,21 @@ class TrackAccumulator:
         for tr in result.tracks:
             rec = self.active.setdefault(tr.track_id, TrackRecord(tr.track_id))
             cx, cy = tr.center
-            rec.points.append(TrackPoint(f.index, f.t, cx, cy, tr.speed_kmh, tr.lon, tr.lat, tr.ground_xy, tr.moving,
-                                         tr.speed_sigma_kmh, result.scale_source))
+            rec.points.append(
+                TrackPoint(
+                    f.index,
+                    f.t,
+                    cx,
+                    cy,
+                    tr.speed_kmh,
+                    tr.lon,
+                    tr.lat,
+                    tr.ground_xy,
+                    tr.moving,
+                    tr.speed_sigma_kmh,
+                    result.scale_source,
+                )
+            )
             rec.classes[tr.class_id] += 1
         for tid in [k for k, r in self.active.items() if f.index - r.points[-1].frame > self.gap]:
             self.on_track_end(self.active.pop(tid))

@@ -4,6 +4,7 @@ Drawing and encoding run in a thread of their own behind a bounded queue: the pi
 on with the next frame (libx264 and OpenCV release the GIL, so on a machine with a spare core the encoder costs the
 frame loop almost nothing). An encoder error is raised in the caller at its next ``write`` or at ``close``.
 """
+
 from __future__ import annotations
 
 import queue
@@ -17,13 +18,18 @@ import av
 from edge.sinks.annotate import FrameAnnotator
 from tracking.types import FrameResult, RunInfo
 
-
 _END = object()
 
 
 class AnnotatedVideoSink:
-    def __init__(self, folder: Path, name: str = "annotated.mp4", max_width: int = 1920,
-                 speed_limit_kmh: float | None = None, queue_frames: int = 8):
+    def __init__(
+        self,
+        folder: Path,
+        name: str = "annotated.mp4",
+        max_width: int = 1920,
+        speed_limit_kmh: float | None = None,
+        queue_frames: int = 8,
+    ):
         self.path = Path(folder) / name
         self.max_width = max_width
         self.speed_limit_kmh = speed_limit_kmh  # vehicles above it are marked as violators

@@ -1,5 +1,6 @@
 """bench/accuracy: the suite definition (deterministic, covers every factor) and the report writer on fake results.
 No pipeline runs here."""
+
 from __future__ import annotations
 
 import json
@@ -64,20 +65,46 @@ def test_quick_suite_and_uavdt(tmp_path):
 
 
 def _metrics(gt, fp, fn, sw, frames, idr, preds, mae=None, n=0, ms=100.0):
-    return {"num_objects": gt, "num_false_positives": fp, "num_misses": fn, "num_switches": sw, "num_frames": frames,
-            "num_predictions": preds, "idr": idr, "mota": 1 - (fp + fn + sw) / gt, "idf1": 2 * idr * gt / (gt + preds),
-            "fp_per_frame": fp / frames, "fn_per_frame": fn / frames, "ms_per_frame": ms,
-            "speed": {"n": n, "mae_kmh": mae, "mape_pct": None if mae is None else mae * 2, "n_pct": n}}
+    return {
+        "num_objects": gt,
+        "num_false_positives": fp,
+        "num_misses": fn,
+        "num_switches": sw,
+        "num_frames": frames,
+        "num_predictions": preds,
+        "idr": idr,
+        "mota": 1 - (fp + fn + sw) / gt,
+        "idf1": 2 * idr * gt / (gt + preds),
+        "fp_per_frame": fp / frames,
+        "fn_per_frame": fn / frames,
+        "ms_per_frame": ms,
+        "speed": {"n": n, "mae_kmh": mae, "mape_pct": None if mae is None else mae * 2, "n_pct": n},
+    }
 
 
 def _fake_results():
     recs = []
-    for i, (scene, alt, res, jit) in enumerate([("highway", 40.0, "1280x720", False), ("highway", 80.0, "1280x720", False),
-                                                 ("highway", 80.0, "1920x1080", False), ("highway", 80.0, "1280x720", True)]):
-        recs.append({"name": f"seq{i}", "kind": "synthetic", "group": "A", "frames": 10,
-                     "factors": {"scene": scene, "altitude_m": alt, "resolution": res, "jitter": jit},
-                     "modes": {"dual": _metrics(100, 2, 10 + i, 1, 10, 0.8, 92, mae=1.0 + i, n=50),
-                               "baseline": _metrics(100, 20, 30, 2, 10, 0.5, 90, mae=3.0, n=40, ms=50.0)}})
+    for i, (scene, alt, res, jit) in enumerate(
+        [
+            ("highway", 40.0, "1280x720", False),
+            ("highway", 80.0, "1280x720", False),
+            ("highway", 80.0, "1920x1080", False),
+            ("highway", 80.0, "1280x720", True),
+        ]
+    ):
+        recs.append(
+            {
+                "name": f"seq{i}",
+                "kind": "synthetic",
+                "group": "A",
+                "frames": 10,
+                "factors": {"scene": scene, "altitude_m": alt, "resolution": res, "jitter": jit},
+                "modes": {
+                    "dual": _metrics(100, 2, 10 + i, 1, 10, 0.8, 92, mae=1.0 + i, n=50),
+                    "baseline": _metrics(100, 20, 30, 2, 10, 0.5, 90, mae=3.0, n=40, ms=50.0),
+                },
+            }
+        )
     return {"meta": {"command": "python3 -m bench.accuracy --fake", "notes": ["fake"]}, "sequences": recs}
 
 
@@ -119,12 +146,21 @@ def test_report_plots_are_written(tmp_path):
 
 
 def test_condense_keeps_the_reported_numbers():
-    ev = {"mot": {"mota": 0.5, "idf1": 0.6, "num_false_positives": 3, "fp_per_frame": 0.3},
-          "speed": {"n": 4, "mae_kmh": 1.5, "moving": {"mae_kmh": 1.6}, "standing": {"n": 0}},
-          "timing": {"ms_per_frame": 80.0}, "road_mask": {"iou": 0.7}}
+    ev = {
+        "mot": {"mota": 0.5, "idf1": 0.6, "num_false_positives": 3, "fp_per_frame": 0.3},
+        "speed": {"n": 4, "mae_kmh": 1.5, "moving": {"mae_kmh": 1.6}, "standing": {"n": 0}},
+        "timing": {"ms_per_frame": 80.0},
+        "road_mask": {"iou": 0.7},
+    }
     out = condense(ev, {"counts": {"tracks": 5}, "timings": {"wall_s": 2.0}})
-    assert (out["mota"], out["speed"]["mae_kmh"], out["speed"]["moving_mae_kmh"], out["ms_per_frame"],
-            out["road_mask_iou"], out["tracks"]) == (0.5, 1.5, 1.6, 80.0, 0.7, 5)
+    assert (
+        out["mota"],
+        out["speed"]["mae_kmh"],
+        out["speed"]["moving_mae_kmh"],
+        out["ms_per_frame"],
+        out["road_mask_iou"],
+        out["tracks"],
+    ) == (0.5, 1.5, 1.6, 80.0, 0.7, 5)
     assert Prepared  # the runner's data class is importable without running anything
 
 

@@ -1,4 +1,5 @@
 """bench/gpu_streams.py runs: a tiny smoke run on the CPU (the real table is measured on a GPU; docs/deployment.md)."""
+
 from __future__ import annotations
 
 import math
@@ -16,14 +17,49 @@ pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg n
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_streams") / "clip.mp4"
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x192:rate=25",
-                    "-frames:v", "30", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)], check=True)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x192:rate=25",
+            "-frames:v",
+            "30",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            str(path),
+        ],
+        check=True,
+    )
     return path
 
 
 def test_step_mode_prints_a_row_per_stream_count(clip, capsys, tmp_path):
-    rows = main(["--video", str(clip), "--device", "cpu", "--streams", "1", "2", "--frames", "3", "--warmup", "1",
-                 "--modes", "step", "--json", str(tmp_path / "rows.json")])
+    rows = main(
+        [
+            "--video",
+            str(clip),
+            "--device",
+            "cpu",
+            "--streams",
+            "1",
+            "2",
+            "--frames",
+            "3",
+            "--warmup",
+            "1",
+            "--modes",
+            "step",
+            "--json",
+            str(tmp_path / "rows.json"),
+        ]
+    )
     assert [(r["mode"], r["streams"], r["frames"]) for r in rows] == [("step", 1, 3), ("step", 2, 3)]
     for r in rows:
         assert r["fps_total"] == pytest.approx(r["streams"] * r["fps_stream"])

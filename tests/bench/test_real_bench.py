@@ -1,4 +1,5 @@
 """bench/real: leave-one-sequence-out choice, targets and report from given results (no runs)."""
+
 from __future__ import annotations
 
 from bench.real.__main__ import DUAL_CANDIDATES, leave_one_out, targets, write_markdown
@@ -6,18 +7,35 @@ from bench.real.sequences import NIGHT_SCORED_FRAMES, NIGHT_TRAIN_FRAMES, real_s
 
 
 def _r(mota: float, fp: int = 10, gt: int = 1000, ms: float = 50.0) -> dict:
-    return {"mota": mota, "idf1": mota, "hota": None, "fp": fp, "fn": int((100 - mota) * gt / 100) - fp, "idsw": 0,
-            "gt_boxes": gt, "ms_per_frame": ms}
+    return {
+        "mota": mota,
+        "idf1": mota,
+        "hota": None,
+        "fp": fp,
+        "fn": int((100 - mota) * gt / 100) - fp,
+        "idsw": 0,
+        "gt_boxes": gt,
+        "ms_per_frame": ms,
+    }
 
 
 def _results(day: dict, night: dict) -> dict:
     seqs = {}
     for name, cond, dual in (("A", "day", day), ("B", "night", night)):
-        seqs[name] = {"frames": [1, 10], "condition": cond, "plain": {"0.1": _r(60), "0.2": _r(58)},
-                      "plain_1024": _r(65), "baseline": _r(59),
-                      "dual": {k: dual.get(k, _r(20)) for k in DUAL_CANDIDATES}}
-    return {"sequences": seqs, "weights": "w.pt", "weights_sha256_12": "abc",
-            "night_split": {"scored": NIGHT_SCORED_FRAMES, "detector_training": NIGHT_TRAIN_FRAMES}}
+        seqs[name] = {
+            "frames": [1, 10],
+            "condition": cond,
+            "plain": {"0.1": _r(60), "0.2": _r(58)},
+            "plain_1024": _r(65),
+            "baseline": _r(59),
+            "dual": {k: dual.get(k, _r(20)) for k in DUAL_CANDIDATES},
+        }
+    return {
+        "sequences": seqs,
+        "weights": "w.pt",
+        "weights_sha256_12": "abc",
+        "night_split": {"scored": NIGHT_SCORED_FRAMES, "detector_training": NIGHT_TRAIN_FRAMES},
+    }
 
 
 def test_each_sequence_gets_the_setting_that_was_best_on_the_other():
@@ -26,8 +44,9 @@ def test_each_sequence_gets_the_setting_that_was_best_on_the_other():
 
 
 def test_targets_compare_with_the_best_plain_conf_and_check_fp_and_time():
-    res = _results(day={k: _r(64, fp=9, ms=60) for k in DUAL_CANDIDATES},
-                   night={k: _r(70, fp=11, ms=70) for k in DUAL_CANDIDATES})
+    res = _results(
+        day={k: _r(64, fp=9, ms=60) for k in DUAL_CANDIDATES}, night={k: _r(70, fp=11, ms=70) for k in DUAL_CANDIDATES}
+    )
     met = {what: ok for what, _, ok in targets(res, leave_one_out(res))}
 
     def ok(prefix: str) -> bool:

@@ -2,6 +2,7 @@
 
 Selenium Manager is never used (no driver downloads): the driver and browser paths are given explicitly.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ CHROMEDRIVER = os.environ.get("AIRPATROL_CHROMEDRIVER", "/usr/bin/chromedriver")
 def require_browser() -> None:
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).is_file()]
     if missing:
-        pytest.skip(f"browser tests need Chromium and its driver ({', '.join(missing)} missing; "
-                    "Debian: apt-get install chromium chromium-driver)")
+        pytest.skip(
+            f"browser tests need Chromium and its driver ({', '.join(missing)} missing; "
+            "Debian: apt-get install chromium chromium-driver)"
+        )
     pytest.importorskip("selenium", reason="browser tests need selenium (pip install selenium)")
 
 
@@ -36,16 +39,29 @@ def chromium(width: int = 1400, height: int = 900):
     profile = tempfile.mkdtemp(prefix="airpatrol-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                 f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ):
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console messages: CSP violations, console_errors()
+    options.set_capability(
+        "goog:loggingPrefs", {"browser": "ALL"}
+    )  # console messages: CSP violations, console_errors()
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     if width < 500:  # headless Chromium's window is at least 500 px wide: emulate a phone's viewport instead
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True},
+        )
     try:
         yield driver
     finally:

@@ -1,5 +1,6 @@
 """Dashboard fixtures: a migrated SQLite database with users, a processed run folder made by the real file sinks,
 the app, and logged-in TestClients per role."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -7,7 +8,6 @@ from datetime import datetime, timezone
 import pytest
 
 from db.engine import dispose_engines
-
 from tests.dashboard.dash_helpers import PASSWORDS, login, make_run_dir, write_gpx  # noqa: F401
 
 

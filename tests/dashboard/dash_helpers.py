@@ -1,5 +1,6 @@
 """Helpers of the dashboard tests: a processed run folder written by the pipeline's own file sinks, a GPX flight
 log, and form login for TestClients."""
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,17 @@ def write_gpx(path: Path, start: datetime, seconds: int = 12) -> Path:
     return path
 
 
-def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: float = 10.0, frames: int = 60,
-                 telemetry: Path | None = None, origin: tuple[float, float] = ORIGIN,
-                 fragments: tuple = (), video: bool = False, scale_source: str | None = None) -> Path:
+def make_run_dir(
+    folder: Path,
+    speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0),
+    fps: float = 10.0,
+    frames: int = 60,
+    telemetry: Path | None = None,
+    origin: tuple[float, float] = ORIGIN,
+    fragments: tuple = (),
+    video: bool = False,
+    scale_source: str | None = None,
+) -> Path:
     """A processed-run folder written by the pipeline's own file sinks (MOT, tracks.csv, summary, GeoJSON).
 
     Vehicles drive east along one road at the given speeds, each in its own lane; plus one parked car. Each entry of
@@ -65,18 +74,40 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
             east, north = -40 + v / 3.6 * t, 4.0 * k
             lat, lon = _metres_to_latlon(east, north, origin)
             x, y = X0 + east * 5, 100 + north * 5
-            tracks.append(TrackState(track_id=k + 1, xyxy=np.array([x, y, x + 20, y + 10], np.float32), score=0.9,
-                                     class_id=0 if k % 2 == 0 else 1, moving=v > 0, speed_kmh=v if i >= 3 else None,
-                                     speed_sigma_kmh=1.5, ground_xy=(east, north), lat=lat, lon=lon))
+            tracks.append(
+                TrackState(
+                    track_id=k + 1,
+                    xyxy=np.array([x, y, x + 20, y + 10], np.float32),
+                    score=0.9,
+                    class_id=0 if k % 2 == 0 else 1,
+                    moving=v > 0,
+                    speed_kmh=v if i >= 3 else None,
+                    speed_sigma_kmh=1.5,
+                    ground_xy=(east, north),
+                    lat=lat,
+                    lon=lon,
+                )
+            )
         for j, frag in enumerate(fragments):
             first, length = frag if isinstance(frag, tuple) else (10, frag)
             if first <= i < first + length:
                 east, north = -20 + 2.0 * (i - first), -6.0 - 3 * j
                 lat, lon = _metres_to_latlon(east, north, origin)
                 x, y = X0 + east * 5, 100 + north * 5
-                tracks.append(TrackState(track_id=100 + j, xyxy=np.array([x, y, x + 20, y + 10], np.float32),
-                                         score=0.5, class_id=0, moving=True, speed_kmh=None, speed_sigma_kmh=None,
-                                         ground_xy=(east, north), lat=lat, lon=lon))
+                tracks.append(
+                    TrackState(
+                        track_id=100 + j,
+                        xyxy=np.array([x, y, x + 20, y + 10], np.float32),
+                        score=0.5,
+                        class_id=0,
+                        moving=True,
+                        speed_kmh=None,
+                        speed_sigma_kmh=None,
+                        ground_xy=(east, north),
+                        lat=lat,
+                        lon=lon,
+                    )
+                )
         result = FrameResult(Frame(i, t, image), tracks, scale_source=scale_source)
         for s in sinks:
             s.write(result)
@@ -86,13 +117,29 @@ def make_run_dir(folder: Path, speeds_kmh=(30.0, 55.0, 75.0, 95.0, 120.0), fps: 
         writer.close()
     for s in sinks:
         s.close({"source": info.source, "mode": info.mode})
-    summary = {"source": info.source, "mode": info.mode,
-               "video": {"path": info.source, "width": 1280, "height": 720, "fps": fps, "frame_count": frames,
-                         "duration_s": frames / fps, "codec": "h264"},
-               "telemetry": str(telemetry) if telemetry else None, "weights": "test.pt", "device": "cpu",
-               "config": {}, "counts": {"frames": frames, "tracks": summary_sink.counts["tracks"],
-                                        "vehicles": summary_sink.counts["vehicles"]},
-               "timings": {"fps": 12.5, "ms_per_frame": 80.0}}
+    summary = {
+        "source": info.source,
+        "mode": info.mode,
+        "video": {
+            "path": info.source,
+            "width": 1280,
+            "height": 720,
+            "fps": fps,
+            "frame_count": frames,
+            "duration_s": frames / fps,
+            "codec": "h264",
+        },
+        "telemetry": str(telemetry) if telemetry else None,
+        "weights": "test.pt",
+        "device": "cpu",
+        "config": {},
+        "counts": {
+            "frames": frames,
+            "tracks": summary_sink.counts["tracks"],
+            "vehicles": summary_sink.counts["vehicles"],
+        },
+        "timings": {"fps": 12.5, "ms_per_frame": 80.0},
+    }
     (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     return folder
 
@@ -110,7 +157,7 @@ class RoadVideo:
 
         self.background = np.empty((720, 1280, 3), np.uint8)
         self.background[:] = FIELD_BGR
-        self.background[ROAD_ROWS[0]:ROAD_ROWS[1]] = ROAD_BGR
+        self.background[ROAD_ROWS[0] : ROAD_ROWS[1]] = ROAD_BGR
         self.out = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, (1280, 720))
 
     def write(self, tracks) -> None:
@@ -130,8 +177,11 @@ def login(client, username: str, password: str):
     page = client.get("/dashboard/login")
     assert page.status_code == 200
     token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
-    return client.post("/dashboard/login", data={"username": username, "password": password, "csrf_token": token,
-                                                 "next": ""}, follow_redirects=False)
+    return client.post(
+        "/dashboard/login",
+        data={"username": username, "password": password, "csrf_token": token, "next": ""},
+        follow_redirects=False,
+    )
 
 
 def csrf_of(client) -> str:

@@ -1,4 +1,5 @@
 """Login, roles on every page and API, CSRF, session expiry."""
+
 from __future__ import annotations
 
 import re
@@ -59,15 +60,29 @@ def test_login_redirects_only_inside_dashboard(client_for):
     c = client_for(None)
     page = c.get("/dashboard/login")
     token = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
-    r = c.post("/dashboard/login", data={"username": "viewer", "password": PASSWORDS["viewer"], "csrf_token": token,
-                                         "next": "https://evil.example/steal"}, follow_redirects=False)
+    r = c.post(
+        "/dashboard/login",
+        data={
+            "username": "viewer",
+            "password": PASSWORDS["viewer"],
+            "csrf_token": token,
+            "next": "https://evil.example/steal",
+        },
+        follow_redirects=False,
+    )
     assert r.status_code == 303 and r.headers["location"] == "/dashboard/map"
 
 
-@pytest.mark.parametrize("role,path,allowed", [
-    ("viewer", "/dashboard/users", False), ("operator", "/dashboard/users", False), ("admin", "/dashboard/users", True),
-    ("viewer", "/dashboard/map", True), ("viewer", "/dashboard/devices", True),
-])
+@pytest.mark.parametrize(
+    "role,path,allowed",
+    [
+        ("viewer", "/dashboard/users", False),
+        ("operator", "/dashboard/users", False),
+        ("admin", "/dashboard/users", True),
+        ("viewer", "/dashboard/map", True),
+        ("viewer", "/dashboard/devices", True),
+    ],
+)
 def test_role_pages(client_for, role, path, allowed):
     r = client_for(role).get(path)
     assert r.status_code == (200 if allowed else 403)

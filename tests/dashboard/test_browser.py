@@ -1,5 +1,6 @@
 """The dashboard in real headless Chromium: log in, the map draws a processed run, a flight page, a log upload,
 and a viewer kept out of admin pages."""
+
 from __future__ import annotations
 
 import re
@@ -17,16 +18,17 @@ def site(tmp_path_factory, template_db):
     """(base URL, imported run) of a dashboard on uvicorn with one processed run in its database."""
     require_browser()
     from dashboard.app import create_app
-    from db.run_import import import_run_dir
     from dashboard.settings import DashboardSettings
     from db.engine import dispose_engines
+    from db.run_import import import_run_dir
 
     folder = tmp_path_factory.mktemp("site")
     shutil.copyfile(template_db, folder / "dash.db")
     url = f"sqlite:///{folder / 'dash.db'}"
     gpx = write_gpx(folder / "flight.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc), seconds=20)
-    run = import_run_dir(make_run_dir(folder / "run", telemetry=gpx), url, speed_limit_kmh=80.0,
-                         device_serial="M3E-DEMO-01")
+    run = import_run_dir(
+        make_run_dir(folder / "run", telemetry=gpx), url, speed_limit_kmh=80.0, device_serial="M3E-DEMO-01"
+    )
     app = create_app(DashboardSettings(database_url=url, data_dir=folder / "data", secret_key="b" * 40))
     with serve(app) as base:
         yield base, run
@@ -59,8 +61,12 @@ def test_map_draws_the_processed_run(driver, site, tmp_path):
 
     fastest = max(paths, key=lambda p: p.size["width"])  # the fastest car drove the longest path
     driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", fastest)
-    wait_until(driver, lambda d: d.find_element(By.ID, "profile-chart").get_attribute("data-plotted") == "1",
-               timeout=60, what="the speed profile chart")
+    wait_until(
+        driver,
+        lambda d: d.find_element(By.ID, "profile-chart").get_attribute("data-plotted") == "1",
+        timeout=60,
+        what="the speed profile chart",
+    )
     assert "km/h" in driver.find_element(By.ID, "profile-facts").text
 
 
@@ -70,10 +76,15 @@ def test_flight_page_and_log_upload(driver, site, tmp_path):
     base, run = site
     browser_login(driver, base, "operator", PASSWORDS["operator"])
     driver.get(f"{base}/dashboard/flights/{run.flight_id}")
-    wait_until(driver, lambda d: d.find_element(By.ID, "flight-map").get_attribute("data-loaded") == "1",
-               what="the flight map")
-    wait_until(driver, lambda d: d.find_element(By.ID, "telemetry-chart").get_attribute("data-plotted") == "1",
-               timeout=60, what="the telemetry chart")
+    wait_until(
+        driver, lambda d: d.find_element(By.ID, "flight-map").get_attribute("data-loaded") == "1", what="the flight map"
+    )
+    wait_until(
+        driver,
+        lambda d: d.find_element(By.ID, "telemetry-chart").get_attribute("data-plotted") == "1",
+        timeout=60,
+        what="the telemetry chart",
+    )
     assert driver.find_elements(By.CSS_SELECTOR, "#flight-map path.flight-track")
 
     gpx = write_gpx(tmp_path / "afternoon.gpx", datetime(2024, 5, 1, 15, 0, tzinfo=timezone.utc), seconds=40)
@@ -111,15 +122,24 @@ def test_pages_run_under_the_content_security_policy(driver, site):
     base, run = site
     browser_login(driver, base, "admin", PASSWORDS["admin"])
     driver.get_log("browser")  # drop what earlier tests logged
-    for path in ("/dashboard/map", f"/dashboard/runs/{run.run_id}", "/dashboard/runs", f"/dashboard/flights/{run.flight_id}",
-                 "/dashboard/users", "/dashboard/live"):
+    for path in (
+        "/dashboard/map",
+        f"/dashboard/runs/{run.run_id}",
+        "/dashboard/runs",
+        f"/dashboard/flights/{run.flight_id}",
+        "/dashboard/users",
+        "/dashboard/live",
+    ):
         driver.get(base + path)
         wait_until(driver, lambda d: d.execute_script("return document.readyState") == "complete", what=path)
         assert driver.execute_script("return typeof window.AIRPATROL === 'object' && !!window.AIRPATROL.csrf"), path
         if path == "/dashboard/map":
             wait_until(driver, lambda d: d.find_element(By.ID, "map").get_attribute("data-loaded") == "1", what="map")
         if path.startswith("/dashboard/runs/"):  # the run page's own script (replay map, table tools) ran too
-            wait_until(driver, lambda d: d.find_element(By.ID, "replay-map").get_attribute("data-loaded") != "0",
-                       what="the replay map")
+            wait_until(
+                driver,
+                lambda d: d.find_element(By.ID, "replay-map").get_attribute("data-loaded") != "0",
+                what="the replay map",
+            )
         violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
         assert violations == [], (path, violations)

@@ -1,5 +1,6 @@
 """The Live page inside the edge service, in real headless Chromium: a device pushes frames, the page shows the
 service's annotated MJPEG preview and the live feed's vehicle count, speeds and fps."""
+
 from __future__ import annotations
 
 import base64
@@ -19,18 +20,28 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def service_site(tmp_path, template_db):
     require_browser()
-    fakes = pytest.importorskip("tests.edge.service.service_fakes",
-                                reason="the service's test doubles (bright-box detector) are needed")
+    fakes = pytest.importorskip(
+        "tests.edge.service.service_fakes", reason="the service's test doubles (bright-box detector) are needed"
+    )
     from db.engine import dispose_engines
     from edge.config import load_settings
     from edge.service.app import create_app
 
     shutil.copyfile(template_db, tmp_path / "airpatrol.db")
-    settings = load_settings(None, {
-        "data_dir": str(tmp_path / "data"), "database_url": f"sqlite:///{tmp_path / 'airpatrol.db'}",
-        "pipeline": {"calibration": {"metres_per_pixel": fakes.METRES_PER_PIXEL}},
-        "service": {"job_workers": 0, "resume_streams": False, "secret_key": "live-test-secret-0123456789",
-                    "preview_fps": 5.0}})
+    settings = load_settings(
+        None,
+        {
+            "data_dir": str(tmp_path / "data"),
+            "database_url": f"sqlite:///{tmp_path / 'airpatrol.db'}",
+            "pipeline": {"calibration": {"metres_per_pixel": fakes.METRES_PER_PIXEL}},
+            "service": {
+                "job_workers": 0,
+                "resume_streams": False,
+                "secret_key": "live-test-secret-0123456789",
+                "preview_fps": 5.0,
+            },
+        },
+    )
     app = create_app(settings, pipeline_factory=fakes.make_pipeline)
     with serve(app) as base:
         yield base, fakes
@@ -59,8 +70,11 @@ def test_live_page_shows_a_pushed_stream(service_site, tmp_path):
     from selenium.webdriver.common.by import By
 
     base, fakes = service_site
-    r = httpx.post(f"{base}/api/streams", auth=("operator", PASSWORDS["operator"]),
-                   json={"kind": "push", "name": "bridge cam", "speed_limit_kmh": 30})
+    r = httpx.post(
+        f"{base}/api/streams",
+        auth=("operator", PASSWORDS["operator"]),
+        json={"kind": "push", "name": "bridge cam", "speed_limit_kmh": 30},
+    )
     assert r.status_code == 201, r.text
     stream_id = r.json()["id"]
     stop = threading.Event()
@@ -70,19 +84,37 @@ def test_live_page_shows_a_pushed_stream(service_site, tmp_path):
         with chromium() as driver:
             browser_login(driver, base, "viewer", PASSWORDS["viewer"])
             driver.get(f"{base}/dashboard/live")
-            card = wait_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
-                              what="the stream card")[0]
+            card = wait_until(
+                driver,
+                lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+                what="the stream card",
+            )[0]
             vehicles = card.find_element(By.CSS_SELECTOR, "[data-k=vehicles]")
-            wait_until(driver, lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2, timeout=60,
-                       what="vehicles from the live feed")
+            wait_until(
+                driver,
+                lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2,
+                timeout=60,
+                what="vehicles from the live feed",
+            )
             img = card.find_element(By.CSS_SELECTOR, ".view img")
-            wait_until(driver, lambda d: d.execute_script("return arguments[0].naturalWidth", img) > 0, timeout=30,
-                       what="the MJPEG preview")
-            wait_until(driver, lambda d: card.find_element(By.CSS_SELECTOR, "[data-k=fps]").text not in ("–", "0.0"),
-                       what="the fps figure")
+            wait_until(
+                driver,
+                lambda d: d.execute_script("return arguments[0].naturalWidth", img) > 0,
+                timeout=30,
+                what="the MJPEG preview",
+            )
+            wait_until(
+                driver,
+                lambda d: card.find_element(By.CSS_SELECTOR, "[data-k=fps]").text not in ("–", "0.0"),
+                what="the fps figure",
+            )
             assert card.find_element(By.CSS_SELECTOR, "[data-k=dropped]").text.isdigit()
-            wait_until(driver, lambda d: card.find_elements(By.CSS_SELECTOR, "[data-k=speeds] li"), timeout=30,
-                       what="current speeds")
+            wait_until(
+                driver,
+                lambda d: card.find_elements(By.CSS_SELECTOR, "[data-k=speeds] li"),
+                timeout=30,
+                what="current speeds",
+            )
             save_screenshot(driver, tmp_path / "dashboard_live.png", docs_name="dashboard_live.png")
     finally:
         stop.set()
@@ -94,8 +126,14 @@ def _telemetry_pusher(base: str, stream_id: int, fakes, stop: threading.Event, f
     without an end message (a dropped link: the stream waits for the device to come back)."""
     from websockets.sync.client import connect
 
-    telemetry = {"lat": 47.3769, "lon": 8.5417, "rel_alt_m": 60.0, "gimbal_pitch_deg": -90.0, "heading_deg": 0.0,
-                 "focal_len_mm": 24.0}
+    telemetry = {
+        "lat": 47.3769,
+        "lon": 8.5417,
+        "rel_alt_m": 60.0,
+        "gimbal_pitch_deg": -90.0,
+        "heading_deg": 0.0,
+        "focal_len_mm": 24.0,
+    }
     auth = base64.b64encode(f"operator:{PASSWORDS['operator']}".encode()).decode()
     url = base.replace("http://", "ws://") + f"/api/streams/{stream_id}/push"
     with connect(url, additional_headers={"Authorization": f"Basic {auth}"}) as ws:
@@ -138,22 +176,42 @@ def test_an_operator_adds_calibrates_and_stops_a_stream_on_the_live_page(service
         pusher.start()
         try:
             vehicles = card.find_element(By.CSS_SELECTOR, "[data-k=vehicles]")
-            wait_until(driver, lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2, timeout=60,
-                       what="vehicles from the live feed")
+            wait_until(
+                driver,
+                lambda d: vehicles.text.isdigit() and int(vehicles.text) >= 2,
+                timeout=60,
+                what="vehicles from the live feed",
+            )
             live_map = driver.find_element(By.ID, "live-map")
-            wait_until(driver, lambda d: int(live_map.get_attribute("data-vehicles")) >= 1, timeout=30,
-                       what="live vehicles on the map")
+            wait_until(
+                driver,
+                lambda d: int(live_map.get_attribute("data-vehicles")) >= 1,
+                timeout=30,
+                what="live vehicles on the map",
+            )
             assert driver.find_elements(By.CSS_SELECTOR, "#live-map path.live-vehicle")
-            events = lambda: [li.get_attribute("data-kind") for li in  # noqa: E731
-                              card.find_elements(By.CSS_SELECTOR, "[data-k=events] li[data-kind]")]
+
+            def events():
+                return [
+                    li.get_attribute("data-kind")
+                    for li in card.find_elements(By.CSS_SELECTOR, "[data-k=events] li[data-kind]")
+                ]
+
             wait_until(driver, lambda d: "state" in events() and "added" in events(), what="the events timeline")
             # the map page's live layer shows them too
             driver.get(f"{base}/dashboard/map")
-            wait_until(driver, lambda d: int(d.find_element(By.ID, "map").get_attribute("data-live") or 0) >= 1,
-                       timeout=30, what="live vehicles on the map page")
+            wait_until(
+                driver,
+                lambda d: int(d.find_element(By.ID, "map").get_attribute("data-live") or 0) >= 1,
+                timeout=30,
+                what="live vehicles on the map page",
+            )
             driver.get(f"{base}/dashboard/live")
-            card = wait_until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
-                              what="the stream card again")[0]
+            card = wait_until(
+                driver,
+                lambda d: d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+                what="the stream card again",
+            )[0]
         finally:
             stop.set()
             pusher.join(20)
@@ -175,8 +233,11 @@ def test_an_operator_adds_calibrates_and_stops_a_stream_on_the_live_page(service
 
         driver.execute_script("window.confirm = () => true")
         card.find_element(By.CSS_SELECTOR, "[data-act=stop]").click()
-        wait_until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
-                   what="the card to go")
+        wait_until(
+            driver,
+            lambda d: not d.find_elements(By.CSS_SELECTOR, f"section.stream[data-stream='{stream_id}']"),
+            what="the card to go",
+        )
         r = httpx.get(f"{base}/api/streams/{stream_id}", auth=auth)
         assert r.status_code == 404 or r.json()["state"] == "finished"
         assert not [e for e in console_errors(driver) if "preview.mjpg" not in e]

@@ -1,5 +1,6 @@
 """In real headless Chromium: the map opens on the selected run, "Show on the map" zooms to it, the run page's
 tables sort, filter and seek the video, and every page is usable at 1600 and 400 px without console errors."""
+
 from __future__ import annotations
 
 import shutil
@@ -9,7 +10,13 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.dashboard.browser import (
-    browser_login, chromium, console_errors, require_browser, save_screenshot, serve, wait_until,
+    browser_login,
+    chromium,
+    console_errors,
+    require_browser,
+    save_screenshot,
+    serve,
+    wait_until,
 )
 from tests.dashboard.dash_helpers import PASSWORDS, make_run_dir, write_gpx
 
@@ -20,17 +27,34 @@ def _h264(path, seconds: int = 6) -> None:
     """A small H.264 video standing in for the run's annotated.mp4 (real ffmpeg; skipped without it)."""
     if shutil.which("ffmpeg") is None:
         return
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc=size=320x180:rate=10:duration={seconds}",
-                    "-pix_fmt", "yuv420p", "-c:v", "libx264", str(path)], check=True, timeout=60)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=size=320x180:rate=10:duration={seconds}",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:v",
+            "libx264",
+            str(path),
+        ],
+        check=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, template_db):
     require_browser()
     from dashboard.app import create_app
-    from db.run_import import import_run_dir
     from dashboard.settings import DashboardSettings
     from db.engine import dispose_engines
+    from db.run_import import import_run_dir
 
     folder = tmp_path_factory.mktemp("views")
     shutil.copyfile(template_db, folder / "dash.db")
@@ -62,14 +86,19 @@ def _load_map(driver, url):
 
 def _run_points_in_view(driver, run_id) -> tuple[int, int]:
     """(points of the run's trajectories inside the map's visible bounds, all its points)."""
-    return tuple(driver.execute_script("""
+    return tuple(
+        driver.execute_script(
+            """
         const b = window.AIRPATROL.map.getBounds(); let inside = 0, all = 0;
         return fetch(window.location.pathname.replace(/map$/, 'api/map') + '?run_id=' + arguments[0])
           .then((r) => r.json()).then((d) => {
             d.trajectories.features.forEach((f) => f.geometry.coordinates.forEach(([lon, lat]) => {
               all++; if (b.contains([lat, lon])) inside++; }));
             return [inside, all]; });
-    """, run_id))
+    """,
+            run_id,
+        )
+    )
 
 
 def test_map_opens_on_the_selected_run(driver, site):
@@ -100,16 +129,23 @@ def test_imagery_from_the_video_lies_under_the_tracks(driver, site, tmp_path):
     _load_map(driver, f"{base}/dashboard/map?run_id={near.run_id}")
     assert driver.find_element(By.ID, "map").get_attribute("data-imagery") == "1"
     img = driver.find_element(By.CSS_SELECTOR, "#map img.ortho")
-    wait_until(driver, lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img),
-               what="the orthophoto")
+    wait_until(
+        driver,
+        lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img),
+        what="the orthophoto",
+    )
     # the screen positions of the track vertices the camera saw fall on the image
-    inside = driver.execute_script("""
+    inside = driver.execute_script(
+        """
         const m = window.AIRPATROL.map, r = arguments[0].getBoundingClientRect(), box = m.getContainer().getBoundingClientRect();
         return fetch(window.location.pathname.replace(/map$/, 'api/map') + '?run_id=' + arguments[1]).then((x) => x.json())
           .then((d) => d.trajectories.features.flatMap((f) => f.geometry.coordinates).map(([lon, lat]) => {
             const p = m.latLngToContainerPoint([lat, lon]);
             return [p.x + box.left >= r.left && p.x + box.left <= r.right && p.y + box.top >= r.top && p.y + box.top <= r.bottom, lon];
-          }));""", img, near.run_id)
+          }));""",
+        img,
+        near.run_id,
+    )
     assert sum(ok for ok, _ in inside) > 0.6 * len(inside)
     labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".leaflet-control-layers-overlays label")]
     assert "Imagery from the video" in " ".join(labels)
@@ -152,8 +188,14 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     base, near, _ = site
     driver.get(f"{base}/dashboard/runs/{near.run_id}")
     table = driver.find_element(By.ID, "vehicle-table")
-    speeds = lambda: [float(r.find_elements(By.TAG_NAME, "td")[4].text) for r in  # noqa: E731
-                      table.find_elements(By.CSS_SELECTOR, "tbody tr") if r.is_displayed()]
+
+    def speeds():
+        return [
+            float(r.find_elements(By.TAG_NAME, "td")[4].text)
+            for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+            if r.is_displayed()
+        ]
+
     head = table.find_elements(By.CSS_SELECTOR, "thead th")[4]
     head.click()
     assert speeds() == sorted(speeds()) and len(speeds()) == 6
@@ -166,13 +208,22 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     wait_until(driver, lambda d: table.get_attribute("data-shown") == "2", what="the violations filter")
     assert sorted(speeds()) == [95.0, 120.0]
     # the histogram has its limit line
-    wait_until(driver, lambda d: d.find_element(By.ID, "histogram").get_attribute("data-plotted") == "1", timeout=60,
-               what="the histogram")
+    wait_until(
+        driver,
+        lambda d: d.find_element(By.ID, "histogram").get_attribute("data-plotted") == "1",
+        timeout=60,
+        what="the histogram",
+    )
     assert "limit 80 km/h" in driver.find_element(By.ID, "histogram").text
     # the violations table sorts too (by speed, both ways)
     vt = driver.find_element(By.ID, "violations-table")
-    vspeeds = lambda: [float(r.find_elements(By.TAG_NAME, "td")[2].get_attribute("data-v"))  # noqa: E731
-                       for r in vt.find_elements(By.CSS_SELECTOR, "tbody tr.clickable")]
+
+    def vspeeds():
+        return [
+            float(r.find_elements(By.TAG_NAME, "td")[2].get_attribute("data-v"))
+            for r in vt.find_elements(By.CSS_SELECTOR, "tbody tr.clickable")
+        ]
+
     vhead = vt.find_elements(By.CSS_SELECTOR, "thead th")[2]
     vhead.click()
     assert vspeeds() == sorted(vspeeds()) and len(vspeeds()) == 2
@@ -182,8 +233,12 @@ def test_run_page_tables_and_video(driver, site, tmp_path):
     row = driver.find_element(By.CSS_SELECTOR, "#violations-table tbody tr.clickable")
     assert "wall-clock unknown" not in row.text and "UTC" in row.text
     row.click()
-    wait_until(driver, lambda d: d.find_element(By.ID, "profile-chart").get_attribute("data-plotted") == "1",
-               timeout=60, what="the speed profile")
+    wait_until(
+        driver,
+        lambda d: d.find_element(By.ID, "profile-chart").get_attribute("data-plotted") == "1",
+        timeout=60,
+        what="the speed profile",
+    )
     assert "± σ" in driver.find_element(By.ID, "profile-chart").text
     if driver.find_elements(By.ID, "run-video"):
         t = driver.execute_script("return document.getElementById('run-video').currentTime")
@@ -201,13 +256,17 @@ def test_replay_slider_moves_markers_and_the_video(driver, site):
     driver.get(f"{base}/dashboard/runs/{near.run_id}")
     rel = driver.find_element(By.ID, "replay-map")
     wait_until(driver, lambda d: rel.get_attribute("data-loaded") == "1", what="the replay map")
-    slide = "const s = document.getElementById('replay-t'); s.value = arguments[0]; s.dispatchEvent(new Event('input'));"
+    slide = (
+        "const s = document.getElementById('replay-t'); s.value = arguments[0]; s.dispatchEvent(new Event('input'));"
+    )
     positions = "return [...document.querySelectorAll('#replay-map path.replay-marker')].length"
     driver.execute_script(slide, 3.0)
     assert rel.get_attribute("data-markers") == "6" and driver.execute_script(positions) == 6
     # the 120 km/h car (track 5, lane 4 = 16 m north) is 100 m further east at t = 3 s than at t = 0
-    fastest = "const m = window.AIRPATROL.replayMap; let ll = null; m.eachLayer((l) => { if (l.options.className && " \
-              "l.options.className.includes('replay-5')) ll = l.getLatLng(); }); return ll && [ll.lat, ll.lng];"
+    fastest = (
+        "const m = window.AIRPATROL.replayMap; let ll = null; m.eachLayer((l) => { if (l.options.className && "
+        "l.options.className.includes('replay-5')) ll = l.getLatLng(); }); return ll && [ll.lat, ll.lng];"
+    )
     lat, lon = driver.execute_script(fastest)
     want_lat, want_lon = _metres_to_latlon(-40 + 120 / 3.6 * 3.0, 16.0)
     assert abs(lat - want_lat) * 111_320 < 1.0 and abs(lon - want_lon) * 74_000 < 1.0
@@ -234,30 +293,49 @@ def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site, tmp
     base, near, _ = site
     driver.get(f"{base}/dashboard/runs/{near.run_id}")
     rel, box = driver.find_element(By.ID, "replay-map"), driver.find_element(By.ID, "counting")
-    wait_until(driver, lambda d: rel.get_attribute("data-loaded") == "1" and box.get_attribute("data-loaded") == "1",
-               what="the replay map and its counting lines")
+    wait_until(
+        driver,
+        lambda d: rel.get_attribute("data-loaded") == "1" and box.get_attribute("data-loaded") == "1",
+        what="the replay map and its counting lines",
+    )
     assert box.get_attribute("data-lines") == "0"
     a, b = _metres_to_latlon(0.0, 2.0), _metres_to_latlon(0.0, 14.0)  # (lat, lon): across the lanes at 4, 8, 12 m
-    driver.execute_script("window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 19, {animate: false})",
-                          (a[0] + b[0]) / 2, a[1])
+    driver.execute_script(
+        "window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 19, {animate: false})",
+        (a[0] + b[0]) / 2,
+        a[1],
+    )
     driver.find_element(By.ID, "counting-name").send_keys("test gate")
     driver.find_element(By.ID, "draw-line").click()
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rel)  # offsets are from its in-view centre
     size = rel.size
     for lat, lon in (a, b):  # real clicks at the points' pixels (offsets from the map's centre)
-        x, y = driver.execute_script("const p = window.AIRPATROL.replayMap.latLngToContainerPoint([arguments[0], "
-                                     "arguments[1]]); return [p.x, p.y];", lat, lon)
-        ActionChains(driver).move_to_element_with_offset(rel, int(x - size["width"] / 2),
-                                                         int(y - size["height"] / 2)).click().perform()
-    wait_until(driver, lambda d: box.get_attribute("data-lines") == "1" and box.get_attribute("data-loaded") == "1",
-               what="the saved line's counts")
-    data = driver.execute_script("return fetch(arguments[0]).then((r) => r.json())",
-                                 f"{base}/dashboard/api/map?run_id={near.run_id}")
-    positions = {f["properties"]["track_id"]: [(t, lon, lat) for t, (lon, lat) in
-                                                zip(f["properties"]["times"], f["geometry"]["coordinates"])]
-                 for f in data["trajectories"]["features"]}
-    saved = driver.execute_script("return fetch(arguments[0]).then((r) => r.json())",
-                                  f"{base}/dashboard/api/runs/{near.run_id}/counting")["lines"][0]
+        x, y = driver.execute_script(
+            "const p = window.AIRPATROL.replayMap.latLngToContainerPoint([arguments[0], "
+            "arguments[1]]); return [p.x, p.y];",
+            lat,
+            lon,
+        )
+        ActionChains(driver).move_to_element_with_offset(
+            rel, int(x - size["width"] / 2), int(y - size["height"] / 2)
+        ).click().perform()
+    wait_until(
+        driver,
+        lambda d: box.get_attribute("data-lines") == "1" and box.get_attribute("data-loaded") == "1",
+        what="the saved line's counts",
+    )
+    data = driver.execute_script(
+        "return fetch(arguments[0]).then((r) => r.json())", f"{base}/dashboard/api/map?run_id={near.run_id}"
+    )
+    positions = {
+        f["properties"]["track_id"]: [
+            (t, lon, lat) for t, (lon, lat) in zip(f["properties"]["times"], f["geometry"]["coordinates"])
+        ]
+        for f in data["trajectories"]["features"]
+    }
+    saved = driver.execute_script(
+        "return fetch(arguments[0]).then((r) => r.json())", f"{base}/dashboard/api/runs/{near.run_id}/counting"
+    )["lines"][0]
     assert saved["name"] == "test gate"
     for (lon, lat), (want_lat, want_lon) in zip(saved["coordinates"], (a, b)):  # the clicks landed where aimed
         assert abs(lat - want_lat) * 111_320 < 1.0 and abs(lon - want_lon) * 74_000 < 1.0, (saved, a, b)
@@ -270,10 +348,18 @@ def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site, tmp
     assert shown == dict(want)
     assert driver.find_element(By.CSS_SELECTOR, ".counting-line").get_attribute("data-total") == "3"
     assert len(driver.find_elements(By.CSS_SELECTOR, "#replay-map path.counting-shape")) == 1
-    wait_until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".counting-line .chart").get_attribute("data-plotted")
-               == "1", timeout=60, what="the line's chart")
-    driver.execute_script("window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 18, {animate: false});"
-                          "document.getElementById('replay').scrollIntoView()", (a[0] + b[0]) / 2, a[1] + 0.0004)
+    wait_until(
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, ".counting-line .chart").get_attribute("data-plotted") == "1",
+        timeout=60,
+        what="the line's chart",
+    )
+    driver.execute_script(
+        "window.AIRPATROL.replayMap.setView([arguments[0], arguments[1]], 18, {animate: false});"
+        "document.getElementById('replay').scrollIntoView()",
+        (a[0] + b[0]) / 2,
+        a[1] + 0.0004,
+    )
     save_screenshot(driver, tmp_path / "counting.png", docs_name="dashboard_counting.png")
     assert not console_errors(driver)
     driver.execute_script("window.confirm = () => true")  # deleted again: the other tests see the site as it was
@@ -281,8 +367,18 @@ def test_a_counting_line_drawn_on_the_map_counts_the_crossings(driver, site, tmp
     wait_until(driver, lambda d: box.get_attribute("data-lines") == "0", what="the line to be deleted")
 
 
-PAGES = ["/map", "/runs", "/runs/{run}", "/flights", "/flights/{flight}", "/live", "/tasks", "/field-tests",
-         "/devices", "/users"]
+PAGES = [
+    "/map",
+    "/runs",
+    "/runs/{run}",
+    "/flights",
+    "/flights/{flight}",
+    "/live",
+    "/tasks",
+    "/field-tests",
+    "/devices",
+    "/users",
+]
 
 
 @pytest.mark.parametrize("width,height", [(1600, 1000), (400, 800)])

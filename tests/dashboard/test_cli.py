@@ -1,4 +1,5 @@
 """`airpatrol user add` and the demo login (`airpatrol import-run`: tests/db/test_run_import.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,10 +31,13 @@ def test_user_add(cli, db_url):
         assert authenticate_user(s, "ana", "ana-password-1").role == "operator"
 
 
-@pytest.mark.parametrize("args,message", [
-    (("--role", "root", "--password", "long-enough-1"), "--role root: expected one of admin, operator, viewer"),
-    (("--password", "short"), "password"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--role", "root", "--password", "long-enough-1"), "--role root: expected one of admin, operator, viewer"),
+        (("--password", "short"), "password"),
+    ],
+)
 def test_user_add_refuses_bad_input_in_one_line(cli, db_url, args, message):
     r = cli("user", "add", "bob", *args, "--database-url", db_url)
     assert r.exit_code == 2 and message in r.output
@@ -51,9 +55,9 @@ def test_user_add_password_from_environment(cli, db_url, monkeypatch):
 
 
 def test_demo_user(db_url):
+    from dashboard.users import DEMO_PASSWORD, DEMO_USERNAME, ensure_demo_user
     from db.crud import authenticate_user
     from db.engine import make_db_engine, session_scope
-    from dashboard.users import DEMO_PASSWORD, DEMO_USERNAME, ensure_demo_user
     from db.models import User
 
     with session_scope(db_url) as s:  # the template database has an 'admin' already: use a fresh name

@@ -1,5 +1,6 @@
 """Counting lines and zones of a site: stored in the data folder, counted with supervision on the stored ground-plane
 trajectories; the expected counts come from the run's own per-frame positions with plain segment geometry here."""
+
 from __future__ import annotations
 
 import csv
@@ -20,9 +21,12 @@ def _positions(db_url, run_id) -> dict[int, list[tuple[float, float, float]]]:
 
     out: dict[int, list] = {}
     with session_scope(db_url) as s:
-        for no, t, lon, lat in s.execute(select(TrackRow.track_no, TrackSpeed.t_s, TrackSpeed.lon, TrackSpeed.lat)
-                                         .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
-                                         .where(TrackRow.run_id == run_id).order_by(TrackSpeed.frame)):
+        for no, t, lon, lat in s.execute(
+            select(TrackRow.track_no, TrackSpeed.t_s, TrackSpeed.lon, TrackSpeed.lat)
+            .join(TrackRow, TrackRow.id == TrackSpeed.track_id)
+            .where(TrackRow.run_id == run_id)
+            .order_by(TrackSpeed.frame)
+        ):
             if lat is not None:
                 out.setdefault(no, []).append((t, lon, lat))
     return out
@@ -49,7 +53,9 @@ def expected_line_counts(positions, a_lonlat, b_lonlat) -> Counter:
                 # where along A-B the move crosses it: inside the segment?
                 s = side(p) / (side(p) - side(q))
                 cx, cy = p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1])
-                along = ((cx - a[0]) * (b[0] - a[0]) + (cy - a[1]) * (b[1] - a[1])) / ((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2)
+                along = ((cx - a[0]) * (b[0] - a[0]) + (cy - a[1]) * (b[1] - a[1])) / (
+                    (b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2
+                )
                 if 0 <= along <= 1:
                     heading = math.degrees(math.atan2(q[0] - p[0], q[1] - p[1])) % 360
                     got[("northbound", "eastbound", "southbound", "westbound")[int(((heading + 45) % 360) // 90)]] += 1
@@ -60,8 +66,9 @@ def _import(tmp_path, db_url):
     from db.run_import import import_run_dir
 
     # five vehicles driving east at 30 ... 120 km/h in lanes 0, 4, ... 16 m north, one parked car (20 m north)
-    return import_run_dir(make_run_dir(tmp_path / "run", fragments=(4,)), db_url, speed_limit_kmh=80.0,
-                          orthophoto=False)
+    return import_run_dir(
+        make_run_dir(tmp_path / "run", fragments=(4,)), db_url, speed_limit_kmh=80.0, orthophoto=False
+    )
 
 
 def _lonlat(east, north):
@@ -76,8 +83,11 @@ def test_a_line_counts_the_vehicles_that_cross_it(tmp_path, db_url, client_for):
     assert sum(want.values()) >= 2  # the test road really crosses the line
 
     op = client_for("operator")
-    r = op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)},
-                json={"kind": "line", "name": "gate", "coordinates": [a, b]})
+    r = op.post(
+        f"/dashboard/api/runs/{imported.run_id}/counting-lines",
+        headers={"X-CSRF-Token": csrf_of(op)},
+        json={"kind": "line", "name": "gate", "coordinates": [a, b]},
+    )
     assert r.status_code == 201, r.text
     data = client_for("viewer").get(f"/dashboard/api/runs/{imported.run_id}/counting").json()
     assert data["site"] == f"run:{imported.run_id}" and data["can_edit"] is False
@@ -99,7 +109,7 @@ def test_a_line_counts_the_vehicles_that_cross_it(tmp_path, db_url, client_for):
 
     rows = list(csv.reader(io.StringIO(op.get(f"/dashboard/runs/{imported.run_id}/export.lines").text)))
     assert rows[0][:5] == ["line", "kind", "direction", "class", "vehicles"]
-    events = rows[[i for i, r in enumerate(rows) if r[:3] == ["line", "kind", "vehicle"]][0] + 1:]
+    events = rows[[i for i, r in enumerate(rows) if r[:3] == ["line", "kind", "vehicle"]][0] + 1 :]
     assert len(events) == line["total"]
 
 
@@ -109,35 +119,48 @@ def test_a_zone_counts_the_vehicles_found_inside(tmp_path, db_url, client_for):
     positions = _positions(db_url, imported.run_id)
     kx, ky = 111_320.0 * math.cos(math.radians(48.137)), 111_320.0
     lon0, lat0 = _lonlat(0.0, 0.0)
-    inside = {no for no, pts in positions.items()
-              if any(10 <= (lo - lon0) * kx <= 30 and -2 <= (la - lat0) * ky <= 10 for _, lo, la in pts)}
+    inside = {
+        no
+        for no, pts in positions.items()
+        if any(10 <= (lo - lon0) * kx <= 30 and -2 <= (la - lat0) * ky <= 10 for _, lo, la in pts)
+    }
     # fragments (shorter than 1 s) are not counted vehicles: the fragment drives at 6 m south, outside the box
     op = client_for("operator")
-    r = op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)},
-                json={"kind": "zone", "name": "box", "coordinates": [_lonlat(*p) for p in box]})
+    r = op.post(
+        f"/dashboard/api/runs/{imported.run_id}/counting-lines",
+        headers={"X-CSRF-Token": csrf_of(op)},
+        json={"kind": "zone", "name": "box", "coordinates": [_lonlat(*p) for p in box]},
+    )
     assert r.status_code == 201, r.text
     (zone,) = op.get(f"/dashboard/api/runs/{imported.run_id}/counting").json()["lines"]
     assert zone["total"] == len(inside) >= 1
     assert {row["direction"] for row in zone["rows"]} == {"eastbound"}
 
     # deleted: gone from the site
-    r = op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines/{zone['id']}/delete",
-                headers={"X-CSRF-Token": csrf_of(op)})
+    r = op.post(
+        f"/dashboard/api/runs/{imported.run_id}/counting-lines/{zone['id']}/delete",
+        headers={"X-CSRF-Token": csrf_of(op)},
+    )
     assert r.status_code == 200
     assert op.get(f"/dashboard/api/runs/{imported.run_id}/counting").json()["lines"] == []
 
 
-@pytest.mark.parametrize("body,why", [
-    ({"kind": "line", "coordinates": [[11.5, 48.1]]}, "exactly 2"),
-    ({"kind": "zone", "coordinates": [[11.5, 48.1], [11.6, 48.1]]}, "3 to"),
-    ({"kind": "circle", "coordinates": []}, "kind"),
-    ({"kind": "line", "coordinates": [[11.5, 148.1], [11.6, 48.1]]}, "latitude"),
-    ({"kind": "line", "coordinates": "nope"}, "pairs"),
-])
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        ({"kind": "line", "coordinates": [[11.5, 48.1]]}, "exactly 2"),
+        ({"kind": "zone", "coordinates": [[11.5, 48.1], [11.6, 48.1]]}, "3 to"),
+        ({"kind": "circle", "coordinates": []}, "kind"),
+        ({"kind": "line", "coordinates": [[11.5, 148.1], [11.6, 48.1]]}, "latitude"),
+        ({"kind": "line", "coordinates": "nope"}, "pairs"),
+    ],
+)
 def test_bad_lines_are_refused_with_the_reason(tmp_path, db_url, client_for, body, why):
     imported = _import(tmp_path, db_url)
     op = client_for("operator")
-    r = op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)}, json=body)
+    r = op.post(
+        f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)}, json=body
+    )
     assert r.status_code == 422 and why in r.text
 
 
@@ -145,8 +168,14 @@ def test_viewers_cannot_draw_and_csrf_is_required(tmp_path, db_url, client_for):
     imported = _import(tmp_path, db_url)
     line = {"kind": "line", "coordinates": [_lonlat(0, 0), _lonlat(0, 10)]}
     viewer = client_for("viewer")
-    assert viewer.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(viewer)},
-                       json=line).status_code == 403
+    assert (
+        viewer.post(
+            f"/dashboard/api/runs/{imported.run_id}/counting-lines",
+            headers={"X-CSRF-Token": csrf_of(viewer)},
+            json=line,
+        ).status_code
+        == 403
+    )
     op = client_for("operator")
     assert op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", json=line).status_code in (400, 403)
 
@@ -176,7 +205,13 @@ def test_a_run_without_map_positions_says_so(tmp_path, db_url, client_for):
     (run_dir / "tracks.csv").write_text("\n".join([text[0], *rows]) + "\n")
     imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, orthophoto=False)
     op = client_for("operator")
-    assert op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", headers={"X-CSRF-Token": csrf_of(op)},
-                   json={"kind": "line", "coordinates": [_lonlat(0, 2), _lonlat(0, 14)]}).status_code == 201
+    assert (
+        op.post(
+            f"/dashboard/api/runs/{imported.run_id}/counting-lines",
+            headers={"X-CSRF-Token": csrf_of(op)},
+            json={"kind": "line", "coordinates": [_lonlat(0, 2), _lonlat(0, 14)]},
+        ).status_code
+        == 201
+    )
     data = op.get(f"/dashboard/api/runs/{imported.run_id}/counting").json()
     assert data["positions"] is False and data["lines"][0]["total"] == 0

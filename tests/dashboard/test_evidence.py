@@ -1,4 +1,5 @@
 """A snapshot per violation, cut from the run's video around the vehicle, kept with the run and exported with it."""
+
 from __future__ import annotations
 
 import csv
@@ -21,7 +22,7 @@ def test_violations_get_snapshots_of_their_vehicle(tmp_path, db_url, client_for)
         img = cv2.imread(str(run_dir / "evidence" / f"violation_{track_no}.jpg"))
         assert img is not None and img.shape[0] >= 200
         h, w = img.shape[:2]
-        centre = img[h // 2 - 2:h // 2 + 3, w // 2 - 4:w // 2 + 5].reshape(-1, 3).astype(int)
+        centre = img[h // 2 - 2 : h // 2 + 3, w // 2 - 4 : w // 2 + 5].reshape(-1, 3).astype(int)
         assert np.abs(centre - VEHICLE_BGR).max() < 60, f"vehicle #{track_no} is not in the middle of its snapshot"
 
     c = client_for("viewer")
@@ -30,7 +31,9 @@ def test_violations_get_snapshots_of_their_vehicle(tmp_path, db_url, client_for)
     r = c.get(f"/dashboard/runs/{imported.run_id}/evidence/5.jpg")
     assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
     assert c.get(f"/dashboard/runs/{imported.run_id}/evidence/1.jpg").status_code == 404  # no violation
-    props = [f["properties"] for f in c.get(f"/dashboard/api/map?run_id={imported.run_id}").json()["violations"]["features"]]
+    props = [
+        f["properties"] for f in c.get(f"/dashboard/api/map?run_id={imported.run_id}").json()["violations"]["features"]
+    ]
     assert sorted(p["snapshot"] for p in props) == [True, True]
 
     z = zipfile.ZipFile(io.BytesIO(c.get(f"/dashboard/runs/{imported.run_id}/export.zip").content))
@@ -53,20 +56,27 @@ def test_violations_get_a_short_clip_kept_linked_and_exported(tmp_path, db_url, 
     import av
     from sqlalchemy import select
 
-    from db.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
-    from db.run_import import import_run_dir
     from db.engine import session_scope
+    from db.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
     from db.models import TrackRow, Violation
+    from db.run_import import import_run_dir
 
     fps, frames = 10.0, 60
     run_dir = make_run_dir(tmp_path / "run", video=True, fps=fps, frames=frames)
     imported = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, orthophoto=False)
     assert imported.violations == 2 and imported.clips == 2
     with session_scope(db_url) as s:
-        times = dict(s.execute(select(TrackRow.track_no, Violation.t_s).join(TrackRow, TrackRow.id == Violation.track_id)
-                               .where(Violation.run_id == imported.run_id)).all())
-    boxes = {(int(r["track_id"]), int(r["frame"]) - 1): [float(r[k]) for k in ("x1", "y1", "x2", "y2")]
-             for r in csv.DictReader(open(run_dir / "tracks.csv", newline=""))}
+        times = dict(
+            s.execute(
+                select(TrackRow.track_no, Violation.t_s)
+                .join(TrackRow, TrackRow.id == Violation.track_id)
+                .where(Violation.run_id == imported.run_id)
+            ).all()
+        )
+    boxes = {
+        (int(r["track_id"]), int(r["frame"]) - 1): [float(r[k]) for k in ("x1", "y1", "x2", "y2")]
+        for r in csv.DictReader(open(run_dir / "tracks.csv", newline=""))
+    }
     for track_no, t in times.items():
         with av.open(str(run_dir / "evidence" / f"violation_{track_no}.mp4")) as c:
             imgs = [f.to_ndarray(format="bgr24") for f in c.decode(video=0)]
@@ -77,7 +87,7 @@ def test_violations_get_a_short_clip_kept_linked_and_exported(tmp_path, db_url, 
         k = round(t * fps)
         x1, y1, x2, y2 = boxes[(track_no, k)]
         img = imgs[k - first]
-        centre = img[int((y1 + y2) / 2) - 2:int((y1 + y2) / 2) + 3, int((x1 + x2) / 2) - 3:int((x1 + x2) / 2) + 4]
+        centre = img[int((y1 + y2) / 2) - 2 : int((y1 + y2) / 2) + 3, int((x1 + x2) / 2) - 3 : int((x1 + x2) / 2) + 4]
         assert np.abs(centre.reshape(-1, 3).astype(int) - VEHICLE_BGR).max() < 60
 
     c = client_for("viewer")

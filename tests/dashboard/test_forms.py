@@ -1,4 +1,5 @@
 """Form flows: uploads, tasks and rounds, field tests, users, devices; and pages that need nothing from the internet."""
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,9 @@ from tests.dashboard.dash_helpers import csrf_of, write_gpx
 
 
 def _flash(client) -> str:
-    return " ".join(re.findall(r'<div class="flash[^"]*" role="status">([^<]*)</div>', client.get("/dashboard/tasks").text))
+    return " ".join(
+        re.findall(r'<div class="flash[^"]*" role="status">([^<]*)</div>', client.get("/dashboard/tasks").text)
+    )
 
 
 def test_upload_log_creates_a_flight(client_for, tmp_path, db_url):
@@ -21,9 +24,12 @@ def test_upload_log_creates_a_flight(client_for, tmp_path, db_url):
 
     c = client_for("operator")
     gpx = write_gpx(tmp_path / "up.gpx", datetime(2024, 6, 2, 8, 0, tzinfo=timezone.utc), seconds=30)
-    r = c.post("/dashboard/flights/upload-log", data={"csrf_token": csrf_of(c), "device_serial": "UP-1",
-                                                      "create_device": "true"},
-               files={"log": ("up.gpx", gpx.read_bytes(), "application/gpx+xml")}, follow_redirects=False)
+    r = c.post(
+        "/dashboard/flights/upload-log",
+        data={"csrf_token": csrf_of(c), "device_serial": "UP-1", "create_device": "true"},
+        files={"log": ("up.gpx", gpx.read_bytes(), "application/gpx+xml")},
+        follow_redirects=False,
+    )
     assert r.status_code == 303 and re.search(r"/dashboard/flights/\d+$", r.headers["location"])
     with session_scope(db_url) as s:
         flight = s.scalar(select(Flight))
@@ -38,8 +44,11 @@ def test_upload_bad_log_is_a_one_line_error(client_for, db_url):
     from db.models import Flight
 
     c = client_for("operator")
-    r = c.post("/dashboard/flights/upload-log", data={"csrf_token": csrf_of(c)},
-               files={"log": ("notes.txt", b"hello, this is not telemetry", "text/plain")})
+    r = c.post(
+        "/dashboard/flights/upload-log",
+        data={"csrf_token": csrf_of(c)},
+        files={"log": ("notes.txt", b"hello, this is not telemetry", "text/plain")},
+    )
     assert r.status_code == 200 and "upload failed:" in r.text and "not a recognised flight log" in r.text
     with session_scope(db_url) as s:
         assert s.scalar(select(func.count()).select_from(Flight)) == 0
@@ -47,8 +56,12 @@ def test_upload_bad_log_is_a_one_line_error(client_for, db_url):
 
 def test_viewer_cannot_upload(client_for):
     c = client_for("viewer")
-    r = c.post("/dashboard/flights/upload-log", data={"csrf_token": csrf_of(c)},
-               files={"log": ("a.gpx", b"<gpx/>", "application/gpx+xml")}, follow_redirects=False)
+    r = c.post(
+        "/dashboard/flights/upload-log",
+        data={"csrf_token": csrf_of(c)},
+        files={"log": ("a.gpx", b"<gpx/>", "application/gpx+xml")},
+        follow_redirects=False,
+    )
     assert r.status_code == 403
     assert 'id="upload-log"' not in c.get("/dashboard/flights").text
 
@@ -66,8 +79,11 @@ def test_upload_video(client_for, imported, tmp_path, db_url):
     writer.release()
     c = client_for("operator")
     url = f"/dashboard/flights/{imported.flight_id}/upload-video"
-    r = c.post(url, data={"csrf_token": csrf_of(c), "time_offset_s": "1.5"},
-               files={"video": ("clip.avi", path.read_bytes(), "video/x-msvideo")})
+    r = c.post(
+        url,
+        data={"csrf_token": csrf_of(c), "time_offset_s": "1.5"},
+        files={"video": ("clip.avi", path.read_bytes(), "video/x-msvideo")},
+    )
     assert r.status_code == 200 and "stored (64x48, 10 fps)" in r.text
     with session_scope(db_url) as s:
         v = s.scalar(select(Video).where(Video.file_path.like("%clip.avi")))
@@ -81,8 +97,16 @@ def test_task_round_lifecycle(client_for, db_url):
     from db.models import Task, TaskRound
 
     c = client_for("operator")
-    r = c.post("/dashboard/tasks", data={"csrf_token": csrf_of(c), "name": "A9 north", "speed_limit_kmh": "100",
-                                         "area": "11.57, 48.13\n11.58, 48.13\n11.58, 48.14"}, follow_redirects=False)
+    r = c.post(
+        "/dashboard/tasks",
+        data={
+            "csrf_token": csrf_of(c),
+            "name": "A9 north",
+            "speed_limit_kmh": "100",
+            "area": "11.57, 48.13\n11.58, 48.13\n11.58, 48.14",
+        },
+        follow_redirects=False,
+    )
     task_url = r.headers["location"]
     with session_scope(db_url) as s:
         task = s.scalar(select(Task))
@@ -98,7 +122,10 @@ def test_task_round_lifecycle(client_for, db_url):
     with session_scope(db_url) as s:
         rnd = s.get(TaskRound, rnd.id)
         assert rnd.status == "done" and rnd.started_at <= rnd.ended_at
-    assert c.get("/dashboard/api/map?task_id=%d" % task.id).json()["tasks"]["features"][0]["properties"]["name"] == "A9 north"
+    assert (
+        c.get("/dashboard/api/map?task_id=%d" % task.id).json()["tasks"]["features"][0]["properties"]["name"]
+        == "A9 north"
+    )
     r = c.post("/dashboard/tasks", data={"csrf_token": csrf_of(c), "name": "x", "speed_limit_kmh": "-5"})
     assert "task not created" in r.text and "speed_limit_kmh" in r.text
 
@@ -108,8 +135,11 @@ def test_field_test_check_in_and_out(client_for, db_url):
     from db.models import FieldTestCheckin
 
     c = client_for("operator")
-    r = c.post("/dashboard/field-tests", data={"csrf_token": csrf_of(c), "name": "Airfield day", "location": "EDMX"},
-               follow_redirects=False)
+    r = c.post(
+        "/dashboard/field-tests",
+        data={"csrf_token": csrf_of(c), "name": "Airfield day", "location": "EDMX"},
+        follow_redirects=False,
+    )
     test_url = r.headers["location"]
     c.post(test_url + "/checkin", data={"csrf_token": csrf_of(c), "person_name": "Ana"})
     again = c.post(test_url + "/checkin", data={"csrf_token": csrf_of(c), "person_name": "Ana"})
@@ -132,8 +162,10 @@ def test_admin_manages_users_but_not_the_last_admin(client_for, db_url):
     from db.models import User
 
     c = client_for("admin")
-    r = c.post("/dashboard/users", data={"csrf_token": csrf_of(c), "username": "newbie", "password": "long-enough-1",
-                                         "role": "operator"})
+    r = c.post(
+        "/dashboard/users",
+        data={"csrf_token": csrf_of(c), "username": "newbie", "password": "long-enough-1", "role": "operator"},
+    )
     assert "user &#39;newbie&#39; created with role operator" in r.text
     r = c.post("/dashboard/users", data={"csrf_token": csrf_of(c), "username": "shorty", "password": "short"})
     assert "user not created" in r.text and "password" in r.text
@@ -151,7 +183,10 @@ def test_admin_registers_device_and_token_is_shown_once(client_for, db_url):
     from db.models import Device
 
     c = client_for("admin")
-    c.post("/dashboard/devices", data={"csrf_token": csrf_of(c), "serial": "M3E-0042", "kind": "drone", "model": "Mavic 3E"})
+    c.post(
+        "/dashboard/devices",
+        data={"csrf_token": csrf_of(c), "serial": "M3E-0042", "kind": "drone", "model": "Mavic 3E"},
+    )
     with session_scope(db_url) as s:
         dev_id = s.scalar(select(Device.id).where(Device.serial == "M3E-0042"))
     page = c.post(f"/dashboard/devices/{dev_id}/token", data={"csrf_token": csrf_of(c)}).text
@@ -163,8 +198,18 @@ def test_admin_registers_device_and_token_is_shown_once(client_for, db_url):
     assert "device not registered" in bad.text
 
 
-PAGES = ["/map", "/flights", "/flights/{flight}", "/live", "/runs", "/runs/{run}", "/tasks", "/field-tests",
-         "/devices", "/users"]
+PAGES = [
+    "/map",
+    "/flights",
+    "/flights/{flight}",
+    "/live",
+    "/runs",
+    "/runs/{run}",
+    "/tasks",
+    "/field-tests",
+    "/devices",
+    "/users",
+]
 
 
 def test_pages_load_nothing_from_the_internet(client_for, imported):
@@ -201,8 +246,13 @@ def test_admin_actions_are_in_the_audit_log(client_for):
 
     c = client_for("admin")
     token = csrf_of(c)
-    assert c.post("/dashboard/users", data={"username": "eve", "password": "a-long-password", "role": "viewer",
-                                            "csrf_token": token}).status_code == 200
+    assert (
+        c.post(
+            "/dashboard/users",
+            data={"username": "eve", "password": "a-long-password", "role": "viewer", "csrf_token": token},
+        ).status_code
+        == 200
+    )
     users = c.get("/dashboard/users").text
     import re
 
@@ -216,8 +266,13 @@ def test_admin_actions_are_in_the_audit_log(client_for):
     plain = re.search(r"apt_[A-Za-z0-9_\-]+", issued).group(0)
     c.post(f"/dashboard/devices/{dev_id}/revoke-tokens", data={"csrf_token": token})
     audit = c.get("/dashboard/users").text.split('id="audit-table"', 1)[1]
-    for action, target in [("user.create", "user:eve"), ("user.update", "user:eve"), ("device.create", "device:AUD-1"),
-                           ("device.token_issue", "device:AUD-1"), ("device.tokens_revoke", "device:AUD-1")]:
+    for action, target in [
+        ("user.create", "user:eve"),
+        ("user.update", "user:eve"),
+        ("device.create", "device:AUD-1"),
+        ("device.token_issue", "device:AUD-1"),
+        ("device.tokens_revoke", "device:AUD-1"),
+    ]:
         assert re.search(rf"<td>{re.escape(action)}</td><td>{re.escape(target)}</td>", audit), action
     assert "user:admin" in audit and "role=operator" in audit and "testclient" in audit
     assert plain not in audit

@@ -1,4 +1,5 @@
 """Map layers, run import, run pages and exports against a run folder written by the pipeline's own sinks."""
+
 from __future__ import annotations
 
 import csv
@@ -43,7 +44,11 @@ def test_map_filters(client_for, imported, db_url):
     c = client_for("viewer")
     assert _features(c, "?start=2024-05-01T09:00&end=2024-05-01T11:00")["trajectories"]["features"]
     empty = _features(c, "?start=2024-06-01T00:00")
-    assert not empty["trajectories"]["features"] and not empty["violations"]["features"] and not empty["flights"]["features"]
+    assert (
+        not empty["trajectories"]["features"]
+        and not empty["violations"]["features"]
+        and not empty["flights"]["features"]
+    )
     assert not _features(c, f"?device_id={other}")["trajectories"]["features"]
     assert _features(c, f"?run_id={imported.run_id}")["runs"][0]["run_id"] == imported.run_id
     r = c.get("/dashboard/api/map?start=yesterday")
@@ -66,7 +71,7 @@ def test_run_pages(client_for, imported):
     page = c.get(f"/dashboard/runs/{imported.run_id}")
     assert page.status_code == 200
     assert "6 (5 moving, 1 parked)" in page.text and "histogram-figure" in page.text
-    assert page.text.count("km/h</td><td class=\"num\" data-v=\"80.0\">80 km/h") == 2  # the two violations
+    assert page.text.count('km/h</td><td class="num" data-v="80.0">80 km/h') == 2  # the two violations
     runs = c.get("/dashboard/api/runs").json()["runs"]
     assert runs[0]["run_id"] == imported.run_id and runs[0]["status"] == "complete" and runs[0]["progress"] == 1.0
 
@@ -153,16 +158,26 @@ def test_incomplete_run_badge_and_lost_ranges(client_for, db_url, tmp_path):
 
     folder = make_run_dir(tmp_path / "damaged")
     summary = json.loads((folder / "summary.json").read_text())
-    summary.update(status="incomplete", losses=[{"input": "video", "frames": [41, 60], "t_s": [4.0, 5.9],
-                                                "reason": "decoding ended early: 40 of 60 declared frames decoded"}])
+    summary.update(
+        status="incomplete",
+        losses=[
+            {
+                "input": "video",
+                "frames": [41, 60],
+                "t_s": [4.0, 5.9],
+                "reason": "decoding ended early: 40 of 60 declared frames decoded",
+            }
+        ],
+    )
     (folder / "summary.json").write_text(json.dumps(summary))
     damaged = import_run_dir(folder, db_url, import_telemetry=False)
     intact = import_run_dir(make_run_dir(tmp_path / "intact"), db_url, import_telemetry=False)
     c = client_for("viewer")
     page = c.get("/dashboard/runs").text
-    row_of = {rid: page.split(f'data-run="{rid}"', 1)[1].split("</tr>", 1)[0]
-              for rid in (damaged.run_id, intact.run_id)}
-    assert 'badge incomplete' in row_of[damaged.run_id] and 'badge incomplete' not in row_of[intact.run_id]
+    row_of = {
+        rid: page.split(f'data-run="{rid}"', 1)[1].split("</tr>", 1)[0] for rid in (damaged.run_id, intact.run_id)
+    }
+    assert "badge incomplete" in row_of[damaged.run_id] and "badge incomplete" not in row_of[intact.run_id]
     run_page = c.get(f"/dashboard/runs/{damaged.run_id}").text
     assert 'id="run-losses"' in run_page and "video frames 41-60 (4.0-5.9 s): decoding ended early" in run_page
     assert 'id="run-losses"' not in c.get(f"/dashboard/runs/{intact.run_id}").text

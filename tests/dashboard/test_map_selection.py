@@ -1,4 +1,5 @@
 """The map opens on what was asked for (API side), and violation times say what the evidence supports."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,11 @@ def test_view_is_the_selected_run_or_the_latest(tmp_path, db_url, client_for):
     first = import_run_dir(make_run_dir(tmp_path / "a"), db_url, speed_limit_kmh=80.0)
     second = import_run_dir(make_run_dir(tmp_path / "b", origin=FAR), db_url, speed_limit_kmh=80.0)
     c = client_for("viewer")
-    for run, other, query in ((first, second, f"?run_id={first.run_id}"), (second, first, f"?run_id={second.run_id}"),
-                              (second, first, "")):  # no filter: the latest run
+    for run, other, query in (
+        (first, second, f"?run_id={first.run_id}"),
+        (second, first, f"?run_id={second.run_id}"),
+        (second, first, ""),
+    ):  # no filter: the latest run
         layers = c.get("/dashboard/api/map" + query).json()
         view = layers["view"]
         mine = [f for f in layers["trajectories"]["features"] if f["properties"]["run_id"] == run.run_id]
@@ -48,7 +52,8 @@ def test_view_of_a_flight_holds_its_track_and_runs(tmp_path, db_url, client_for)
     import_run_dir(make_run_dir(tmp_path / "b", origin=FAR), db_url)
     layers = client_for("viewer").get(f"/dashboard/api/map?flight_id={run.flight_id}").json()
     pts = list(_coords(layers["flights"]["features"])) + list(
-        _coords([f for f in layers["trajectories"]["features"] if f["properties"]["run_id"] == run.run_id]))
+        _coords([f for f in layers["trajectories"]["features"] if f["properties"]["run_id"] == run.run_id])
+    )
     assert pts and all(_inside(layers["view"]["bounds"], *p) for p in pts)
 
 
@@ -58,16 +63,20 @@ def test_map_page_offers_runs_and_flights_by_name(tmp_path, db_url, client_for):
     gpx = write_gpx(tmp_path / "f.gpx", datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
     run = import_run_dir(make_run_dir(tmp_path / "a", telemetry=gpx), db_url, device_serial="M3E-0042")
     page = client_for("viewer").get(f"/dashboard/map?run_id={run.run_id}").text
-    assert re.search(rf'<option value="{run.run_id}" selected>#{run.run_id} · video.mp4 · \d{{4}}-\d\d-\d\d \d\d:\d\d · '
-                     r'AirPatrol</option>', page)
+    assert re.search(
+        rf'<option value="{run.run_id}" selected>#{run.run_id} · video.mp4 · \d{{4}}-\d\d-\d\d \d\d:\d\d · '
+        r"AirPatrol</option>",
+        page,
+    )
     assert re.search(rf'<option value="{run.flight_id}" >M3E-0042 · 2024-05-01 10:00 · f.gpx</option>', page)
 
 
 def test_violation_time_without_a_flight_log_is_the_video_time(tmp_path, db_url, client_for):
-    from db.run_import import import_run_dir
+    from sqlalchemy import select
+
     from db.engine import session_scope
     from db.models import Violation
-    from sqlalchemy import select
+    from db.run_import import import_run_dir
 
     run = import_run_dir(make_run_dir(tmp_path / "a"), db_url, speed_limit_kmh=80.0)
     with session_scope(db_url) as s:
@@ -83,8 +92,12 @@ def test_violation_time_without_a_flight_log_is_the_video_time(tmp_path, db_url,
 
 
 def test_violation_time_with_a_flight_log_is_the_flight_time(db_url, imported, client_for):
-    props = [f["properties"] for f in client_for("viewer").get(
-        f"/dashboard/api/map?run_id={imported.run_id}").json()["violations"]["features"]]
+    props = [
+        f["properties"]
+        for f in client_for("viewer")
+        .get(f"/dashboard/api/map?run_id={imported.run_id}")
+        .json()["violations"]["features"]
+    ]
     assert len(props) == 2
     for p in props:
         # GPX: UTC clock starting 2024-05-01 10:00:00; whole seconds, no microseconds

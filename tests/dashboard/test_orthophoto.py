@@ -1,4 +1,5 @@
 """The orthophoto: a run's own video projected to the ground lies under its tracks (the road under the cars)."""
+
 from __future__ import annotations
 
 import json
@@ -67,12 +68,13 @@ def test_an_operator_makes_them_later_from_the_run_page(tmp_path, db_url, client
         f.unlink()
     viewer = client_for("viewer")
     assert 'id="make-artefacts"' not in viewer.get(f"/dashboard/runs/{imported.run_id}").text
-    assert viewer.post(f"/dashboard/runs/{imported.run_id}/artefacts",
-                       data={"csrf_token": csrf_of(viewer)}).status_code == 403
+    assert (
+        viewer.post(f"/dashboard/runs/{imported.run_id}/artefacts", data={"csrf_token": csrf_of(viewer)}).status_code
+        == 403
+    )
     op = client_for("operator")
     assert 'id="make-artefacts"' in op.get(f"/dashboard/runs/{imported.run_id}").text
-    r = op.post(f"/dashboard/runs/{imported.run_id}/artefacts", data={"csrf_token": csrf_of(op)},
-                follow_redirects=True)
+    r = op.post(f"/dashboard/runs/{imported.run_id}/artefacts", data={"csrf_token": csrf_of(op)}, follow_redirects=True)
     assert "orthophoto of " in r.text and "2 of 2 violation snapshots" in r.text
     assert (run_dir / "ortho.png").is_file() and len(list((run_dir / "evidence").glob("*.jpg"))) == 2
     assert 'id="make-artefacts"' not in op.get(f"/dashboard/runs/{imported.run_id}").text

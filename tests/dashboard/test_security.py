@@ -1,4 +1,5 @@
 """Security headers, no inline script anywhere, Secure cookies over TLS, login throttle over HTTP."""
+
 from __future__ import annotations
 
 import re
@@ -7,13 +8,26 @@ from fastapi.testclient import TestClient
 
 from tests.dashboard.dash_helpers import PASSWORDS, login
 
-PAGES = ["/dashboard/login", "/dashboard/map", "/dashboard/runs", "/dashboard/flights", "/dashboard/tasks",
-         "/dashboard/devices", "/dashboard/users", "/dashboard/field-tests", "/dashboard/live"]
+PAGES = [
+    "/dashboard/login",
+    "/dashboard/map",
+    "/dashboard/runs",
+    "/dashboard/flights",
+    "/dashboard/tasks",
+    "/dashboard/devices",
+    "/dashboard/users",
+    "/dashboard/field-tests",
+    "/dashboard/live",
+]
 
 
 def test_security_headers_on_pages_api_and_static(client_for, imported):
     c = client_for("admin")
-    for path in PAGES + [f"/dashboard/runs/{imported.run_id}", "/dashboard/api/runs", "/dashboard/static/app/common.js"]:
+    for path in PAGES + [
+        f"/dashboard/runs/{imported.run_id}",
+        "/dashboard/api/runs",
+        "/dashboard/static/app/common.js",
+    ]:
         r = c.get(path)
         assert r.status_code == 200, path
         csp = r.headers["content-security-policy"]
@@ -28,8 +42,11 @@ def test_security_headers_on_pages_api_and_static(client_for, imported):
 def test_no_page_has_inline_script(client_for, imported):
     """Every <script> either loads a file from this server or is a JSON data block (never executed)."""
     c = client_for("admin")
-    pages = PAGES + [f"/dashboard/runs/{imported.run_id}", f"/dashboard/runs/{imported.run_id}/compare",
-                     f"/dashboard/flights/{imported.flight_id}"]
+    pages = PAGES + [
+        f"/dashboard/runs/{imported.run_id}",
+        f"/dashboard/runs/{imported.run_id}/compare",
+        f"/dashboard/flights/{imported.flight_id}",
+    ]
     seen = 0
     for path in pages:
         html = c.get(path).text

@@ -1,4 +1,5 @@
 """The dashboard inside the edge service app (`airpatrol serve`): same database, one login for pages and API."""
+
 from __future__ import annotations
 
 import shutil
@@ -17,10 +18,14 @@ def service_client(tmp_path, template_db):
     from edge.service.app import create_app
 
     shutil.copyfile(template_db, tmp_path / "airpatrol.db")
-    settings = load_settings(None, {"data_dir": str(tmp_path / "data"),
-                                    "database_url": f"sqlite:///{tmp_path / 'airpatrol.db'}",
-                                    "service": {"job_workers": 0, "resume_streams": False,
-                                                "secret_key": "service-test-secret-0123456789"}})
+    settings = load_settings(
+        None,
+        {
+            "data_dir": str(tmp_path / "data"),
+            "database_url": f"sqlite:///{tmp_path / 'airpatrol.db'}",
+            "service": {"job_workers": 0, "resume_streams": False, "secret_key": "service-test-secret-0123456789"},
+        },
+    )
     with TestClient(create_app(settings)) as client:
         yield client
     dispose_engines()
@@ -57,8 +62,11 @@ def test_service_pages(service_client):
 def test_users_made_through_the_service_api_log_in_to_the_dashboard(service_client):
     c = service_client
     admin = c.post("/api/auth/login", json={"username": "admin", "password": PASSWORDS["admin"]}).json()["access_token"]
-    r = c.post("/api/users", json={"username": "pilot", "password": "pilot-password", "role": "operator"},
-               headers={"Authorization": f"Bearer {admin}"})
+    r = c.post(
+        "/api/users",
+        json={"username": "pilot", "password": "pilot-password", "role": "operator"},
+        headers={"Authorization": f"Bearer {admin}"},
+    )
     assert r.status_code == 201, r.text
     c.cookies.clear()
     assert login(c, "pilot", "pilot-password").status_code == 303
@@ -69,17 +77,26 @@ def test_mot_export_of_a_service_job_uses_the_job_folder(service_client, tmp_pat
     """Runs of batch jobs do not carry their folder in the summary; the job row knows it."""
     from sqlalchemy import update
 
-    from db.run_import import import_run_dir
     from db.models import ProcessingRun
+    from db.run_import import import_run_dir
     from edge.service.models import JobRow
 
     c = service_client
     sessions = c.app.state.ctx.sessions
     run = import_run_dir(run_dir, sessions, import_telemetry=False)
     with sessions() as s, s.begin():
-        s.execute(update(ProcessingRun).where(ProcessingRun.id == run.run_id).values(summary_json={"mode": "dual_layer"}))
-        s.add(JobRow(video_upload_id="0" * 32, created_by="user:operator", status="complete", run_id=run.run_id,
-                     out_dir=str(run_dir)))
+        s.execute(
+            update(ProcessingRun).where(ProcessingRun.id == run.run_id).values(summary_json={"mode": "dual_layer"})
+        )
+        s.add(
+            JobRow(
+                video_upload_id="0" * 32,
+                created_by="user:operator",
+                status="complete",
+                run_id=run.run_id,
+                out_dir=str(run_dir),
+            )
+        )
     login(c, "viewer", PASSWORDS["viewer"])
     r = c.get(f"/dashboard/runs/{run.run_id}/export.mot")
     assert r.status_code == 200 and r.text == (run_dir / "tracks_mot.txt").read_text()

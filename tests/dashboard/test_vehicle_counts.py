@@ -1,5 +1,6 @@
 """One definition of a counted vehicle: import, runs list, run page, map and exports give the same number, and
 short track fragments are left out of all of them."""
+
 from __future__ import annotations
 
 import csv

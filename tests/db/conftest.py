@@ -4,6 +4,7 @@ The MariaDB server is started once per session in a temporary folder (``mariadb-
 127.0.0.1, a password user) and stopped at the end. Without ``mariadbd`` on the machine the MariaDB variants skip
 locally; with ``AIRPATROL_REQUIRE_MARIADB=1`` (CI) they fail instead, so CI cannot silently skip them.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,10 @@ from db.mariadb_server import MariaDBServer, MariaDBUnavailable, find_server_bin
 from db.migrate import upgrade
 from db.models import Base
 
-MARIADB_MISSING = ("mariadbd / mariadb-install-db not installed (Debian: apt-get install mariadb-server); "
-                   "MariaDB variants skipped locally - CI installs it and sets AIRPATROL_REQUIRE_MARIADB=1")
+MARIADB_MISSING = (
+    "mariadbd / mariadb-install-db not installed (Debian: apt-get install mariadb-server); "
+    "MariaDB variants skipped locally - CI installs it and sets AIRPATROL_REQUIRE_MARIADB=1"
+)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
 """`airpatrol db backup` / `restore`: a round trip on SQLite and on a real MariaDB gives back every row."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -26,8 +27,13 @@ def _fill(url):
         s.add(f)
         s.flush()
         s.add_all(TelemetrySampleRow(flight_id=f.id, t_s=i * 0.1, lat=47.123456789) for i in range(500))
-        s.add(ProcessingRun(status="complete", completeness="incomplete",
-                            losses_json=[{"input": "video", "frames": [123, 177], "t_s": [4.88, 7.04], "reason": "x"}]))
+        s.add(
+            ProcessingRun(
+                status="complete",
+                completeness="incomplete",
+                losses_json=[{"input": "video", "frames": [123, 177], "t_s": [4.88, 7.04], "reason": "x"}],
+            )
+        )
         s.add(JobRow(video_upload_id="a" * 32, created_by="user:admin", params={"baseline": False}))
 
 
@@ -36,10 +42,18 @@ def _snapshot(url):
         d = s.scalar(select(Device))
         f = s.scalar(select(Flight))
         run = s.scalar(select(ProcessingRun))
-        return (d.serial, d.name, f.start_time, f.home_lat, f.status,
-                s.scalar(select(func.count()).select_from(TelemetrySampleRow)),
-                s.scalar(select(func.sum(TelemetrySampleRow.t_s))), run.completeness, run.losses_json,
-                s.scalar(select(JobRow.params)))
+        return (
+            d.serial,
+            d.name,
+            f.start_time,
+            f.home_lat,
+            f.status,
+            s.scalar(select(func.count()).select_from(TelemetrySampleRow)),
+            s.scalar(select(func.sum(TelemetrySampleRow.t_s))),
+            run.completeness,
+            run.losses_json,
+            s.scalar(select(JobRow.params)),
+        )
 
 
 def _cli():

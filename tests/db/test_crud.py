@@ -1,4 +1,5 @@
 """Users (Argon2 hashes), device tokens, tasks, field-test check-in/out, dashboard queries - with validation."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,13 @@ import pytest
 from sqlalchemy import select
 
 from db.crud import (
-    authenticate_device, authenticate_user, check_in, check_out, create_device, create_task, create_user,
+    authenticate_device,
+    authenticate_user,
+    check_in,
+    check_out,
+    create_device,
+    create_task,
+    create_user,
     issue_device_token,
 )
 from db.engine import session_scope
@@ -55,13 +62,22 @@ def test_device_tokens_store_only_hashes(db_url):
 
 def test_tasks_validate_geometry_and_limits(db_url):
     with session_scope(db_url) as s:
-        t = create_task(s, "Ring road", area=[(6.5, 46.4), (6.8, 46.4), (6.8, 46.7)], speed_limit_kmh=80,
-                        road=[(6.5, 46.5), (6.7, 46.6)])
+        t = create_task(
+            s,
+            "Ring road",
+            area=[(6.5, 46.4), (6.8, 46.4), (6.8, 46.7)],
+            speed_limit_kmh=80,
+            road=[(6.5, 46.5), (6.7, 46.6)],
+        )
         ring = json.loads(t.area_geojson)["coordinates"][0]
         assert ring[0] == ring[-1] and (t.min_lat, t.max_lon) == (46.4, 6.8)
-        for bad, match in (({"speed_limit_kmh": "fast"}, "speed_limit_kmh"), ({"speed_limit_kmh": -5}, "speed_limit_kmh"),
-                           ({"area": [(200.0, 10.0), (1.0, 1.0), (2.0, 2.0)]}, "area"),
-                           ({"area": [(1.0, 1.0), (2.0, 2.0)]}, "at least 3"), ({"colour": "red"}, "colour")):
+        for bad, match in (
+            ({"speed_limit_kmh": "fast"}, "speed_limit_kmh"),
+            ({"speed_limit_kmh": -5}, "speed_limit_kmh"),
+            ({"area": [(200.0, 10.0), (1.0, 1.0), (2.0, 2.0)]}, "area"),
+            ({"area": [(1.0, 1.0), (2.0, 2.0)]}, "at least 3"),
+            ({"colour": "red"}, "colour"),
+        ):
             with pytest.raises(DbValidationError, match=match):
                 create_task(s, "bad", **bad)
 
@@ -94,10 +110,22 @@ def test_flights_in_range(db_url):
     with session_scope(db_url) as s:
         d = create_device(s, "M3-3")
         for h in range(10):
-            s.add(Flight(device_id=d.id, start_time=base + timedelta(hours=h),
-                         end_time=base + timedelta(hours=h, minutes=30), status="complete"))
-        s.add(Flight(device_id=d.id, start_time=base - timedelta(hours=1), end_time=base + timedelta(minutes=10),
-                     status="complete"))  # started before the range, still flying in it
+            s.add(
+                Flight(
+                    device_id=d.id,
+                    start_time=base + timedelta(hours=h),
+                    end_time=base + timedelta(hours=h, minutes=30),
+                    status="complete",
+                )
+            )
+        s.add(
+            Flight(
+                device_id=d.id,
+                start_time=base - timedelta(hours=1),
+                end_time=base + timedelta(minutes=10),
+                status="complete",
+            )
+        )  # started before the range, still flying in it
     with session_scope(db_url) as s:
         found = flights_in_range(s, base, base + timedelta(hours=2, minutes=5))
         assert [f.start_time.hour for f in found] == [7, 8, 9, 10]
@@ -122,8 +150,19 @@ def test_violations_in_bbox_matches_brute_force(db_url):
         points = [(rng.uniform(46.0, 47.0), rng.uniform(6.0, 7.0)) for _ in range(2000)]
         points += [(46.5, 6.5), (46.51, 6.52), (46.52, 6.52)]  # exactly on cell and box edges
         for i, (lat, lon) in enumerate(points):
-            s.add(Violation(run_id=run.id, track_id=track.id, speed_kmh=70, limit_kmh=50, t_s=0.0, lat=lat, lon=lon,
-                            cell=grid_cell(lat, lon), occurred_at=t0 + timedelta(hours=i)))
+            s.add(
+                Violation(
+                    run_id=run.id,
+                    track_id=track.id,
+                    speed_kmh=70,
+                    limit_kmh=50,
+                    t_s=0.0,
+                    lat=lat,
+                    lon=lon,
+                    cell=grid_cell(lat, lon),
+                    occurred_at=t0 + timedelta(hours=i),
+                )
+            )
     boxes = [(46.5, 6.5, 46.52, 6.52), (46.1, 6.2, 46.4, 6.35), (46.0, 6.0, 47.0, 7.0), (46.93, 6.05, 46.931, 6.051)]
     with session_scope(db_url) as s:
         for box in boxes:

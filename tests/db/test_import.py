@@ -1,4 +1,5 @@
 """`import-log`: flights + samples in one transaction, idempotent by checksum, devices, partial logs, validation."""
+
 from __future__ import annotations
 
 import os
@@ -101,7 +102,9 @@ def test_partial_log_status_and_attach_to_existing_flight(db_url, tmp_path):
 def test_boundary_validation_rejects_bad_values(db_url, tmp_path):
     bad = tmp_path / "bad.SRT"
     bad.write_text(SRT.replace("[latitude: -22.724560]", "[latitude: 95.5]"))
-    with pytest.raises(DbValidationError, match=r"bad.SRT: sample 1, t=0.03 s: lat: Input should be less than or equal to 90"):
+    with pytest.raises(
+        DbValidationError, match=r"bad.SRT: sample 1, t=0.03 s: lat: Input should be less than or equal to 90"
+    ):
         with session_scope(db_url) as s:
             import_flight_log(s, bad, device_serial="D1", create_device=True, progress=False)
     p = tmp_path / "ok.SRT"
@@ -133,8 +136,13 @@ def test_real_logs(db_url):
         pytest.skip(f"shared telemetry not found at {TELEMETRY}")
     with session_scope(db_url) as s:
         ulog = import_flight_log(s, TELEMETRY / "px4_ulog" / "sample_log_small.ulg", create_device=True, progress=False)
-        broken = import_flight_log(s, TELEMETRY / "dji_srt" / "broken_incomplete.SRT", device_serial="MAVIC-PRO-1",
-                                   create_device=True, progress=False)
+        broken = import_flight_log(
+            s,
+            TELEMETRY / "dji_srt" / "broken_incomplete.SRT",
+            device_serial="MAVIC-PRO-1",
+            create_device=True,
+            progress=False,
+        )
     assert ulog.created and ulog.samples == 636
     assert broken.status == "partial: line 115: truncated entry (no position)" and broken.samples == 19
     with session_scope(db_url) as s:

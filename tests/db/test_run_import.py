@@ -2,6 +2,7 @@
 
 The run folder is the dashboard tests' one, written by the pipeline's own file sinks (tests/dashboard/dash_helpers.py).
 """
+
 from __future__ import annotations
 
 import csv
@@ -85,9 +86,9 @@ def test_import_run_dir_rejects_bad_folders(tmp_path, db_url):
 def test_reimport_supersedes_the_older_result(db_url, run_dir, imported):
     from sqlalchemy import select
 
-    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.models import ProcessingRun
+    from db.run_import import import_run_dir
 
     again = import_run_dir(run_dir, db_url, speed_limit_kmh=80.0, device_serial="TEST-DRONE-1")
     assert again.flight_id == imported.flight_id  # same log (checksum): same flight, not a second one

@@ -1,4 +1,5 @@
 """Migrations build exactly the ORM schema, on SQLite and MariaDB; both back ends store the same values."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -26,13 +27,36 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
         assert diff == [], f"migrations and models disagree: {diff}"
         names = set(inspect(engine).get_table_names())
-        assert {"users", "devices", "device_tokens", "tasks", "task_rounds", "flights", "telemetry_samples", "videos",
-                "processing_runs", "tracks", "track_speeds", "violations", "field_tests",
-                "field_test_checkins", "service_streams", "service_uploads", "service_jobs", "login_throttle",
-                "audit_log"} <= names
+        assert {
+            "users",
+            "devices",
+            "device_tokens",
+            "tasks",
+            "task_rounds",
+            "flights",
+            "telemetry_samples",
+            "videos",
+            "processing_runs",
+            "tracks",
+            "track_speeds",
+            "violations",
+            "field_tests",
+            "field_test_checkins",
+            "service_streams",
+            "service_uploads",
+            "service_jobs",
+            "login_throttle",
+            "audit_log",
+        } <= names
         indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
-        for required in ("ix_flights_start_time", "ix_processing_runs_flight_id", "ix_violations_occurred_at",
-                         "ix_violations_cell_occurred_at", "ix_telemetry_samples_flight_id_t_s", "ix_track_speeds_track_id_frame"):
+        for required in (
+            "ix_flights_start_time",
+            "ix_processing_runs_flight_id",
+            "ix_violations_occurred_at",
+            "ix_violations_cell_occurred_at",
+            "ix_telemetry_samples_flight_id_t_s",
+            "ix_track_speeds_track_id_frame",
+        ):
             assert required in indexes
     finally:
         engine.dispose()
@@ -45,8 +69,9 @@ def test_same_values_on_both_back_ends(db_url):
         d = Device(serial="SN-ü-1", name="Drohne 🚁 Süd", model="DJI Mavic 3")
         s.add(d)
         s.flush()
-        f = Flight(device_id=d.id, start_time=when, home_lat=-35.363262123456, home_lon=149.165237412345,
-                   status="complete")
+        f = Flight(
+            device_id=d.id, start_time=when, home_lat=-35.363262123456, home_lon=149.165237412345, status="complete"
+        )
         s.add(f)
         s.flush()
         s.add(TelemetrySampleRow(flight_id=f.id, t_s=3601.123456, lat=47.123456789, lon=8.987654321, rel_alt_m=80.5))
@@ -80,8 +105,12 @@ def test_upgrade_adopts_service_tables_made_before_they_were_migrations(empty_db
         for model in (JobRow, StreamRow, UploadRow):  # what the service's create_all did before
             cast(Table, model.__table__).create(engine)  # a mapped class's table (typed as any FROM clause)
         with engine.begin() as conn:
-            conn.execute(text("INSERT INTO service_streams (name, kind, active, created_by, created_at) "
-                              "VALUES ('cam', 'pull', 1, 'user:admin', '2026-01-01 00:00:00')"))
+            conn.execute(
+                text(
+                    "INSERT INTO service_streams (name, kind, active, created_by, created_at) "
+                    "VALUES ('cam', 'pull', 1, 'user:admin', '2026-01-01 00:00:00')"
+                )
+            )
     finally:
         engine.dispose()
     assert upgrade(empty_db_url) == "0003"
@@ -104,14 +133,30 @@ def test_upgrade_to_0003_fills_existing_violations_from_their_speed_rows(empty_d
     engine = make_db_engine(empty_db_url)
     try:
         with engine.begin() as conn:
-            conn.execute(text("INSERT INTO processing_runs (id, status, baseline, progress, frames_done, completeness,"
-                              " created_at) VALUES (1, 'complete', 0, 1, 10, 'complete', '2026-01-01 00:00:00')"))
-            conn.execute(text("INSERT INTO tracks (id, run_id, track_no, class_name, first_t, last_t, first_frame,"
-                              " last_frame, moving) VALUES (1, 1, 7, 'car', 0, 2, 0, 20, 1), (2, 1, 8, 'car', 0, 2, 0, 20, 1)"))
-            conn.execute(text("INSERT INTO track_speeds (track_id, frame, t_s, speed_kmh, sigma_kmh) VALUES"
-                              " (1, 5, 0.5, 88, 3), (1, 6, 0.6, 91, 4.5)"))
-            conn.execute(text("INSERT INTO violations (run_id, track_id, speed_kmh, limit_kmh, time_is_estimate, t_s)"
-                              " VALUES (1, 1, 91, 80, 1, 0.6), (1, 2, 99, 80, 1, 1.0)"))
+            conn.execute(
+                text(
+                    "INSERT INTO processing_runs (id, status, baseline, progress, frames_done, completeness,"
+                    " created_at) VALUES (1, 'complete', 0, 1, 10, 'complete', '2026-01-01 00:00:00')"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO tracks (id, run_id, track_no, class_name, first_t, last_t, first_frame,"
+                    " last_frame, moving) VALUES (1, 1, 7, 'car', 0, 2, 0, 20, 1), (2, 1, 8, 'car', 0, 2, 0, 20, 1)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO track_speeds (track_id, frame, t_s, speed_kmh, sigma_kmh) VALUES"
+                    " (1, 5, 0.5, 88, 3), (1, 6, 0.6, 91, 4.5)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO violations (run_id, track_id, speed_kmh, limit_kmh, time_is_estimate, t_s)"
+                    " VALUES (1, 1, 91, 80, 1, 0.6), (1, 2, 99, 80, 1, 1.0)"
+                )
+            )
     finally:
         engine.dispose()
     assert upgrade(empty_db_url) == "0003"

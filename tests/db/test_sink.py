@@ -1,4 +1,5 @@
 """DatabaseSink: batched writes, complete/failed/killed runs, re-runs, violations."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -27,11 +28,25 @@ def frames(n=50, fast_kmh=72.0):
     """Track 1: a car at ``fast_kmh`` all along; track 2: a truck at 30 km/h appearing at frame 10 (parked later)."""
     for i in range(n):
         t = i / FPS
-        tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, fast_kmh, 2.0, None, None,
-                             46.5 + i * 1e-5, 6.6)]
+        tracks = [
+            TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, fast_kmh, 2.0, None, None, 46.5 + i * 1e-5, 6.6)
+        ]
         if i >= 10:
-            tracks.append(TrackState(2, np.array([5, 5, 20, 20]), 0.8, 1, i < 30, 30.0 if i < 30 else 0.0, 1.5,
-                                     "implausible" if i == 20 else None, None, 46.6, 6.7))
+            tracks.append(
+                TrackState(
+                    2,
+                    np.array([5, 5, 20, 20]),
+                    0.8,
+                    1,
+                    i < 30,
+                    30.0 if i < 30 else 0.0,
+                    1.5,
+                    "implausible" if i == 20 else None,
+                    None,
+                    46.6,
+                    6.7,
+                )
+            )
         yield FrameResult(Frame(i, t, IMAGE), tracks)
 
 
@@ -90,8 +105,9 @@ def test_abort_marks_failed_and_a_killed_run_is_never_complete(db_url):
         assert s.get(ProcessingRun, killed.run_id).status == "running"
         assert s.scalar(select(func.count(ProcessingRun.id)).where(ProcessingRun.status == "complete")) == 0
         assert fail_stale_runs(s, max_silence_s=3600) == 0  # still beating
-        s.execute(update(ProcessingRun).where(ProcessingRun.id == killed.run_id)
-                  .values(heartbeat_at=datetime(2000, 1, 1)))
+        s.execute(
+            update(ProcessingRun).where(ProcessingRun.id == killed.run_id).values(heartbeat_at=datetime(2000, 1, 1))
+        )
         assert fail_stale_runs(s, max_silence_s=3600) == 1
     with session_scope(db_url) as s:
         assert s.get(ProcessingRun, killed.run_id).status == "failed"
@@ -128,12 +144,17 @@ def test_speed_rows_round_trip_odd_values(db_url):
     odd = ["50% o'clock", 'say "hi"', "back\\slash", None, "x" * 40, "ünï 🚗"]
     for i, flag in enumerate(odd):
         speed = float("nan") if i == 3 else (None if i == 4 else 10.0 + i)
-        sink.write(FrameResult(Frame(i, i / FPS, IMAGE), [TrackState(7, np.array([0, 0, 1, 1]), 0.5, 0, True, speed,
-                                                                      None, flag, None, None, None)]))
+        sink.write(
+            FrameResult(
+                Frame(i, i / FPS, IMAGE),
+                [TrackState(7, np.array([0, 0, 1, 1]), 0.5, 0, True, speed, None, flag, None, None, None)],
+            )
+        )
     sink.close({})
     with session_scope(db_url) as s:
-        rows = s.execute(select(TrackSpeed.frame, TrackSpeed.speed_kmh, TrackSpeed.flag, TrackSpeed.lat)
-                         .order_by(TrackSpeed.frame)).all()
+        rows = s.execute(
+            select(TrackSpeed.frame, TrackSpeed.speed_kmh, TrackSpeed.flag, TrackSpeed.lat).order_by(TrackSpeed.frame)
+        ).all()
     assert [r.flag for r in rows] == ["50% o'clock", 'say "hi"', "back\\slash", None, "x" * 32, "ünï 🚗"]
     assert [r.speed_kmh for r in rows] == [10.0, 11.0, 12.0, None, None, 15.0]
     assert all(r.lat is None for r in rows)
@@ -145,14 +166,19 @@ def test_violation_needs_speed_minus_two_sigma_above_the_limit(db_url):
     sink = DatabaseSink(db_url, speed_limit_kmh=60)
     sink.open(info(source="/videos/sigma.MP4", frames=20))
     for i in range(20):
-        tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 90.0, 10.0, "low_confidence_scale"),  # 70 > 60
-                  TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 78.0, 10.0, "low_confidence_scale"),  # 58
-                  TrackState(3, np.array([40, 0, 50, 10]), 0.9, 0, True, 95.0, None, "low_confidence_scale")]  # no sigma
+        tracks = [
+            TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 90.0, 10.0, "low_confidence_scale"),  # 70 > 60
+            TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 78.0, 10.0, "low_confidence_scale"),  # 58
+            TrackState(3, np.array([40, 0, 50, 10]), 0.9, 0, True, 95.0, None, "low_confidence_scale"),
+        ]  # no sigma
         sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks, scale_source="size_prior"))
     sink.close({"mode": "dual_layer", "scale": {"source": "size_prior", "detail": "size_prior (nadir, 9 vehicles)"}})
     with session_scope(db_url) as s:
-        rows = s.execute(select(TrackRow.track_no, Violation.speed_kmh).join(Violation, Violation.track_id == TrackRow.id)
-                         .where(Violation.run_id == sink.run_id)).all()
+        rows = s.execute(
+            select(TrackRow.track_no, Violation.speed_kmh)
+            .join(Violation, Violation.track_id == TrackRow.id)
+            .where(Violation.run_id == sink.run_id)
+        ).all()
         assert [tuple(r) for r in rows] == [(1, 90.0)]
         # the record states its evidence: sigma, speed - 2 sigma, how long, by which rule, on which scale
         v = s.scalar(select(Violation).where(Violation.run_id == sink.run_id))
@@ -165,8 +191,9 @@ def test_violation_needs_speed_minus_two_sigma_above_the_limit(db_url):
         run = s.get(ProcessingRun, sink.run_id)
         assert run.summary_json["violation_rule"] == "speed - 2 sigma > limit for at least 1 s"
         assert run.scale_source == "size_prior"
-        medians = dict(s.execute(select(TrackRow.track_no, TrackRow.median_speed_kmh)
-                                 .where(TrackRow.run_id == sink.run_id)).all())
+        medians = dict(
+            s.execute(select(TrackRow.track_no, TrackRow.median_speed_kmh).where(TrackRow.run_id == sink.run_id)).all()
+        )
         assert medians == {1: 90.0, 2: 78.0, 3: None}  # size-prior speeds are the track's speeds; no sigma, no trust
 
 
@@ -176,14 +203,25 @@ def test_violation_minimum_time_over_the_limit_is_stored(db_url):
     sink = DatabaseSink(db_url, speed_limit_kmh=60, min_over_limit_s=0.5)
     sink.open(info(source="/videos/short-over.MP4", frames=12))
     for i in range(12):
-        tracks = [TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 80.0 if i < 6 else 50.0, 2.0, None),  # 0.6 s
-                  TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 80.0 if i < 4 else 50.0, 2.0, None)]  # 0.4 s
+        tracks = [
+            TrackState(1, np.array([0, 0, 10, 10]), 0.9, 0, True, 80.0 if i < 6 else 50.0, 2.0, None),  # 0.6 s
+            TrackState(2, np.array([20, 0, 30, 10]), 0.9, 0, True, 80.0 if i < 4 else 50.0, 2.0, None),
+        ]  # 0.4 s
         sink.write(FrameResult(Frame(i, i / FPS, IMAGE), tracks, scale_source="telemetry"))
     sink.close({"mode": "dual_layer"})
     with session_scope(db_url) as s:
-        rows = s.execute(select(TrackRow.track_no, Violation.over_limit_s, Violation.rule, Violation.scale_source,
-                                Violation.lower_bound_kmh)
-                         .join(Violation, Violation.track_id == TrackRow.id).where(Violation.run_id == sink.run_id)).all()
-        assert [tuple(r) for r in rows] == [(1, pytest.approx(0.6), "speed - 2 sigma > limit for at least 0.5 s",
-                                             "telemetry", 76.0)]
+        rows = s.execute(
+            select(
+                TrackRow.track_no,
+                Violation.over_limit_s,
+                Violation.rule,
+                Violation.scale_source,
+                Violation.lower_bound_kmh,
+            )
+            .join(Violation, Violation.track_id == TrackRow.id)
+            .where(Violation.run_id == sink.run_id)
+        ).all()
+        assert [tuple(r) for r in rows] == [
+            (1, pytest.approx(0.6), "speed - 2 sigma > limit for at least 0.5 s", "telemetry", 76.0)
+        ]
         assert s.get(ProcessingRun, sink.run_id).scale_source == "telemetry"  # from the frames: no summary scale

@@ -4,6 +4,7 @@ whose COMMIT went through but whose answer was lost is *not* written again. Both
 
 The lost answer is made with a session event that raises the driver's "lost connection" error right after the
 real COMMIT (or right before it) - the database is real, only the moment of the failure is chosen."""
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,9 @@ from tests.db.test_sink import frames, info
 
 
 def _lost_connection() -> OperationalError:
-    return OperationalError("COMMIT", None, Exception(2013, "Lost connection to server during query"),
-                            connection_invalidated=True)
+    return OperationalError(
+        "COMMIT", None, Exception(2013, "Lost connection to server during query"), connection_invalidated=True
+    )
 
 
 @pytest.mark.parametrize("when", ["before_commit", "after_commit"])
@@ -69,6 +71,7 @@ def test_an_unreachable_database_is_given_up_after_the_budget(caplog):
     def connect():
         with engine.connect() as c:
             return c.exec_driver_sql("SELECT 1").scalar()
+
     waits: list[float] = []
     with caplog.at_level(logging.WARNING, logger="airpatrol.db"), pytest.raises(DatabaseUnavailable) as err:
         retry_db(connect, "testing", budget_s=8, sleep=waits.append)
@@ -87,6 +90,7 @@ def test_other_errors_are_not_retried():
         calls.append(1)
         with engine.connect() as c:
             c.exec_driver_sql("SELECT * FROM no_such_table")
+
     with pytest.raises(OperationalError):
         retry_db(bad_sql, "testing", budget_s=30, sleep=lambda s: None)
     assert calls == [1]

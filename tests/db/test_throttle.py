@@ -1,4 +1,5 @@
 """Login throttle: per address and per account, increasing delays, shared through the database, no lock-out."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -37,8 +38,8 @@ def test_address_delay_increases_and_is_shared_between_workers(throttles):
     for i in range(CLIENT_FREE + 4):
         (a if i % 2 else b).failed("10.0.0.66", f"user{i}")  # spraying many names from one address
         waits.append(a.wait_s("10.0.0.66", "anyone"))
-    assert waits[:CLIENT_FREE - 1] == [0] * (CLIENT_FREE - 1)
-    assert waits[CLIENT_FREE - 1:] == [1, 2, 4, 8, 16]  # counted across both workers, doubling
+    assert waits[: CLIENT_FREE - 1] == [0] * (CLIENT_FREE - 1)
+    assert waits[CLIENT_FREE - 1 :] == [1, 2, 4, 8, 16]  # counted across both workers, doubling
     assert b.wait_s("10.0.0.66", "anyone") == 16
     assert a.wait_s("10.0.0.7", "anyone") == 0  # another address is not affected
     clock.advance(17)

@@ -1,4 +1,5 @@
 """User mistakes end with one line on stderr naming the file, exit code 2, no traceback, nothing written."""
+
 import os
 import subprocess
 import sys
@@ -8,8 +9,14 @@ import pytest
 
 def _airpatrol(*args, cwd):
     env = dict(os.environ, YOLO_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "edge.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**env, "PYTHONPATH": os.getcwd()})
+    return subprocess.run(
+        [sys.executable, "-m", "edge.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "PYTHONPATH": os.getcwd()},
+    )
 
 
 @pytest.mark.parametrize("content", [None, b"", b"not a video at all\n" * 100])

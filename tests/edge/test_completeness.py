@@ -1,4 +1,5 @@
 """What a run reports as lost from its flight log: the damaged tail, and gaps in the samples during the video."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The README's second command: a sample flight generated, processed, stored for the dashboard."""
+
 import json
 import os
 import subprocess
@@ -10,8 +11,13 @@ from sqlalchemy import create_engine, text
 def test_demo_end_to_end(tmp_path):
     db = tmp_path / "demo.db"
     env = dict(os.environ, YOLO_OFFLINE="1", AIRPATROL_DATABASE_URL=f"sqlite:///{db}", PYTHONPATH=os.getcwd())
-    r = subprocess.run([sys.executable, "-m", "edge.cli", "demo", "--out", str(tmp_path / "demo"), "--seconds", "2", "-q"],
-                       capture_output=True, text=True, timeout=900, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "edge.cli", "demo", "--out", str(tmp_path / "demo"), "--seconds", "2", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     run = tmp_path / "demo" / "run"
     summary = json.loads((run / "summary.json").read_text())

@@ -1,4 +1,5 @@
 """`airpatrol process` on a truncated video: completes what it can, says what it lost, exits 3 (EXIT_INCOMPLETE)."""
+
 from __future__ import annotations
 
 import json
@@ -12,16 +13,53 @@ from edge.commands.errors import EXIT_INCOMPLETE
 
 def test_truncated_video_run_is_incomplete_everywhere(tmp_path):
     clip = tmp_path / "clip.mp4"
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25",
-                    "-frames:v", "60", "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p", "-movflags", "+faststart",
-                    str(clip)], check=True)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x240:rate=25",
+            "-frames:v",
+            "60",
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-pix_fmt",
+            "yuv420p",
+            "-movflags",
+            "+faststart",
+            str(clip),
+        ],
+        check=True,
+    )
     data = clip.read_bytes()
     cut = tmp_path / "flight.mp4"
     cut.write_bytes(data[: len(data) // 2])
     env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
-    r = subprocess.run([sys.executable, "-m", "edge.cli", "process", str(cut), "--out", str(tmp_path / "run"),
-                        "--no-video", "--no-road", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli",
+            "process",
+            str(cut),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-video",
+            "--no-road",
+            "-q",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert r.returncode == EXIT_INCOMPLETE == 3, r.stderr
     assert "Traceback" not in r.stderr
     warning = [line for line in r.stderr.splitlines() if line.startswith("airpatrol: warning:")]
@@ -35,9 +73,9 @@ def test_truncated_video_run_is_incomplete_everywhere(tmp_path):
     assert f"frames {decoded + 1}-60" in warning[0]
 
     # the same run imported into the database carries the flag, and the dashboard's run page shows it
-    from db.run_import import import_run_dir
     from db.engine import session_scope
     from db.migrate import upgrade
+    from db.run_import import import_run_dir
 
     url = f"sqlite:///{tmp_path / 'ap.db'}"
     upgrade(url)

@@ -1,5 +1,6 @@
 """Fault tests reuse the service tests' fixtures: seeded template database, settings, the fake-detector clip;
 ``mariadb`` is a MariaDB server of this module's own, which the tests stop and start again."""
+
 from __future__ import annotations
 
 import os

@@ -10,6 +10,7 @@ Two ways to run out of room, both with the real CLI in its own process:
   past 4 KiB with EFBIG (Python ignores SIGXFSZ, so the write fails instead of killing the process). Same code
   path in AirPatrol (an ``OSError`` from a write); it differs from a full disk in that other files can still grow.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,8 +29,11 @@ REPO = Path(__file__).resolve().parents[2]
 def _userns_tmpfs_works() -> bool:
     if not shutil.which("unshare"):
         return False
-    probe = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c",
-                            "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d"], capture_output=True, timeout=20)
+    probe = subprocess.run(
+        ["unshare", "--map-root-user", "--mount", "sh", "-c", "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs $d"],
+        capture_output=True,
+        timeout=20,
+    )
     return probe.returncode == 0
 
 
@@ -55,8 +59,10 @@ def test_disk_full_while_writing_results(clip, tmp_path, how):
     env = {**os.environ, "PYTHONPATH": str(REPO), "YOLO_OFFLINE": "1"}
     if how == "tmpfs":
         if not _userns_tmpfs_works():
-            pytest.skip("unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here; "
-                        "the rlimit variant covers the same code path")
+            pytest.skip(
+                "unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here; "
+                "the rlimit variant covers the same code path"
+            )
         staged = tmp_path / "staged"
         before = _previous_results(staged / "out")
         disk, after = tmp_path / "disk", tmp_path / "after"
@@ -67,9 +73,26 @@ def test_disk_full_while_writing_results(clip, tmp_path, how):
             mount -t tmpfs -o size=256k tmpfs {disk} && cp -r {staged}/out {disk}/out &&
             (dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null; true) && truncate -s -4K {disk}/filler &&
             "$@"; code=$?; cp -r {disk}/out {after}/out; ls -A {disk} > {after}/listing; exit $code"""
-        proc = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c", script, "sh",
-                               *CLI, str(clip), "--out", str(disk / "out"), *ARGS],
-                              env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                "unshare",
+                "--map-root-user",
+                "--mount",
+                "sh",
+                "-c",
+                script,
+                "sh",
+                *CLI,
+                str(clip),
+                "--out",
+                str(disk / "out"),
+                *ARGS,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         out_shown, kept = disk / "out", _hashes(after / "out")
         listing = (after / "listing").read_text().split()
     else:
@@ -78,8 +101,15 @@ def test_disk_full_while_writing_results(clip, tmp_path, how):
 
         def limit_file_size():  # in the child only
             resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-        proc = subprocess.run([*CLI, str(clip), "--out", str(out), *ARGS], env=env, capture_output=True, text=True,
-                              timeout=120, preexec_fn=limit_file_size)
+
+        proc = subprocess.run(
+            [*CLI, str(clip), "--out", str(out), *ARGS],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit_file_size,
+        )
         out_shown, kept = out, _hashes(out)
         listing = os.listdir(tmp_path)
 
@@ -102,38 +132,75 @@ def test_job_on_a_full_disk_fails_with_the_reason_and_no_result(settings_factory
     if not _userns_tmpfs_works():
         pytest.skip("unprivileged user namespaces (unshare --map-root-user --mount) are not allowed here")
     import httpx
+    from service_helpers import DEVICE_TOKENS, wait_for
     from sqlalchemy import select
 
     from db.engine import session_scope
     from db.models import ProcessingRun
-    from service_helpers import DEVICE_TOKENS, wait_for
     from tests.faults.fault_helpers import serve_logged
 
     settings = settings_factory()
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     room = (clip.stat().st_size // 4096 + 1) * 4096 + 20 * 1024  # the upload and 20 KiB more
-    wrap = ["unshare", "--map-root-user", "--mount", "sh", "-c",
-            f'mount -t tmpfs -o size={room} tmpfs {data_dir} && exec "$@"', "sh"]
+    wrap = [
+        "unshare",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        f'mount -t tmpfs -o size={room} tmpfs {data_dir} && exec "$@"',
+        "sh",
+    ]
     device = {"Authorization": f"Bearer {DEVICE_TOKENS['DRONE-1']}"}
     data = clip.read_bytes()
     with serve_logged(settings, tmp_path, wrap=wrap) as (proc, base, log):
-        up = httpx.post(f"{base}/api/uploads", headers=device, json={
-            "kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}).json()
-        r = httpx.patch(f"{base}{up['upload_url']}", content=data, headers={
-            **device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+        up = httpx.post(
+            f"{base}/api/uploads",
+            headers=device,
+            json={
+                "kind": "video",
+                "filename": "flight.mp4",
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            },
+        ).json()
+        r = httpx.patch(
+            f"{base}{up['upload_url']}",
+            content=data,
+            headers={**device, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"},
+        )
         assert r.status_code == 204, r.text
         job = httpx.post(f"{base}{up['upload_url']}/complete", headers=device, json={}, timeout=60).json()["job"]
-        final = wait_for(lambda: (j := httpx.get(f"{base}/api/jobs/{job['id']}", headers=device).json())
-                         ["status"] in ("complete", "failed") and j, 60, "the job to finish")
+        final = wait_for(
+            lambda: (
+                (j := httpx.get(f"{base}/api/jobs/{job['id']}", headers=device).json())["status"]
+                in ("complete", "failed")
+                and j
+            ),
+            60,
+            "the job to finish",
+        )
         assert final["status"] == "failed" and final["attempts"] == 1, final
         runs = data_dir / "runs"
         assert final["error"].startswith(f"{runs / ('job-' + str(job['id']))}: no space left on device"), final["error"]
         assert "\n" not in final["error"]
         assert httpx.get(f"{base}/readyz").status_code == 200  # the service itself goes on
         if shutil.which("nsenter"):  # look inside the service's mount namespace: no run folder, whole or partial
-            listing = subprocess.run(["nsenter", f"--target={proc.pid}", "--mount", "--user", "--preserve-credentials",
-                                      "ls", "-A", str(runs)], capture_output=True, text=True)
+            listing = subprocess.run(
+                [
+                    "nsenter",
+                    f"--target={proc.pid}",
+                    "--mount",
+                    "--user",
+                    "--preserve-credentials",
+                    "ls",
+                    "-A",
+                    str(runs),
+                ],
+                capture_output=True,
+                text=True,
+            )
             assert listing.returncode == 0 and listing.stdout.split() == [], (listing.stdout, listing.stderr)
     with session_scope(settings.database_url) as s:
         run = s.get(ProcessingRun, final["run_id"])

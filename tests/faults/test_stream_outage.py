@@ -7,6 +7,7 @@ The default test cuts the link for 3 s with the test suite's short timings; ``te
 issue's 30 s outage with the service's default reconnect settings (``AIRPATROL_SOAK=1`` to run it). Both print
 the measured recovery time (source back -> first new result).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,21 +17,40 @@ import time
 
 import httpx
 import pytest
+from service_helpers import free_port, wait_for
 
 from db.engine import session_scope
 from db.models import ProcessingRun, TrackRow
-from service_helpers import free_port, wait_for
 from tests.faults.fault_helpers import serve_logged
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)"
+)
 
 
 def udp_source(clip, port: int) -> subprocess.Popen:
     """The clip looped at its real rate, MPEG-TS in UDP datagrams to 127.0.0.1:port."""
     return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip), "-c", "copy",
-         "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            "-1",
+            "-i",
+            str(clip),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            f"udp://127.0.0.1:{port}?pkt_size=1316",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def run_outage(settings, clip, tmp_path, outage_s: float, **service) -> float:
@@ -38,31 +58,43 @@ def run_outage(settings, clip, tmp_path, outage_s: float, **service) -> float:
     source = udp_source(clip, port)
     try:
         with serve_logged(settings, tmp_path, **service) as (_, base, log):
-            token = httpx.post(f"{base}/api/auth/login", json={"username": "operator", "password": "operator-password"},
-                               timeout=30).json()["access_token"]
+            token = httpx.post(
+                f"{base}/api/auth/login", json={"username": "operator", "password": "operator-password"}, timeout=30
+            ).json()["access_token"]
             op = {"Authorization": f"Bearer {token}"}
-            r = httpx.post(f"{base}/api/streams", headers=op, json={"kind": "pull", "name": "drone-link",
-                                                                      "url": f"udp://127.0.0.1:{port}"})
+            r = httpx.post(
+                f"{base}/api/streams",
+                headers=op,
+                json={"kind": "pull", "name": "drone-link", "url": f"udp://127.0.0.1:{port}"},
+            )
             assert r.status_code == 201, r.text
             sid = r.json()["id"]
 
             def status():
                 return httpx.get(f"{base}/api/streams/{sid}", headers=op, timeout=10).json()
+
             wait_for(lambda: status()["processed"] >= 20, 60, "the stream to be processed")
             run_id = status()["run_id"]
 
             source.kill()  # the link dies
             source.wait()
             killed = time.monotonic()
-            wait_for(lambda: status()["state"] in ("reconnecting", "connecting", "syncing"), outage_s + 30,
-                     "the service to notice the outage")
+            wait_for(
+                lambda: status()["state"] in ("reconnecting", "connecting", "syncing"),
+                outage_s + 30,
+                "the service to notice the outage",
+            )
             noticed_s = time.monotonic() - killed
             before = status()["processed"]
             time.sleep(max(0.0, killed + outage_s - time.monotonic()))
             source = udp_source(clip, port)  # and comes back
             back = time.monotonic()
-            wait_for(lambda: (s := status())["processed"] > before and s["state"] == "live", 120,
-                     "the stream to recover", every=0.05)
+            wait_for(
+                lambda: (s := status())["processed"] > before and s["state"] == "live",
+                120,
+                "the stream to recover",
+                every=0.05,
+            )
             recovery_s = time.monotonic() - back
             st = status()
             assert st["run_id"] == run_id  # the same run goes on
@@ -71,8 +103,10 @@ def run_outage(settings, clip, tmp_path, outage_s: float, **service) -> float:
             assert outage_s <= gap <= outage_s + recovery_s + 5, (gap, outage_s, recovery_s)
             r = httpx.delete(f"{base}/api/streams/{sid}", headers=op, timeout=30)
             assert r.status_code == 200 and r.json()["state"] == "finished", r.text
-        print(f"\noutage {outage_s:.0f} s: noticed after {noticed_s:.1f} s, recovered {recovery_s:.1f} s after the "
-              f"source came back; gap recorded {gap:.1f} s")
+        print(
+            f"\noutage {outage_s:.0f} s: noticed after {noticed_s:.1f} s, recovered {recovery_s:.1f} s after the "
+            f"source came back; gap recorded {gap:.1f} s"
+        )
     finally:
         source.kill()
         source.wait()
@@ -101,7 +135,14 @@ def test_30_s_outage_soak(settings_factory, clip, tmp_path):
     from edge.service.config import ServiceConfig
 
     defaults = ServiceConfig()  # the shipped reconnect settings, not the suite's short ones
-    recovery = run_outage(settings_factory(), clip, tmp_path, outage_s=30.0,
-                          read_timeout_s=defaults.read_timeout_s, open_timeout_s=defaults.open_timeout_s,
-                          reconnect_initial_s=defaults.reconnect_initial_s, reconnect_max_s=defaults.reconnect_max_s)
+    recovery = run_outage(
+        settings_factory(),
+        clip,
+        tmp_path,
+        outage_s=30.0,
+        read_timeout_s=defaults.read_timeout_s,
+        open_timeout_s=defaults.open_timeout_s,
+        reconnect_initial_s=defaults.reconnect_initial_s,
+        reconnect_max_s=defaults.reconnect_max_s,
+    )
     assert recovery < defaults.open_timeout_s + 5

@@ -1,4 +1,5 @@
 """`--baseline` is plain YOLOv8 + ByteTrack as Ultralytics' `track` runs it: same boxes, same ids, frame by frame."""
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,9 @@ def test_baseline_reports_what_ultralytics_track_reports():
         pipeline.reset(src.info.width, src.info.height, src.info.fps)
         for frame in src:
             ours = pipeline.step(frame).tracks
-            r = list(model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False))[0]
+            r = list(
+                model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False)
+            )[0]
             # a torch model's boxes are tensors (Boxes also holds NumPy arrays, for other backends)
             theirs = r.boxes.xyxy.cpu().numpy() if r.boxes is not None and r.boxes.id is not None else np.zeros((0, 4))  # type: ignore[union-attr]
             total += max(len(ours), len(theirs))

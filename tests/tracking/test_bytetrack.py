@@ -20,6 +20,7 @@ def test_ids_are_stable_for_steady_objects():
 
 def test_ego_motion_keeps_ids_through_a_camera_jump():
     """The camera jumps 40 px between frames (more than a small box): without compensation the IoU is zero."""
+
     def run(compensate):
         tr = EgoCompensatedByteTrack(TrackerConfig())
         shift = 0.0

@@ -1,5 +1,6 @@
 """The horizon of an oblique view from the vanishing point of the road's lines: drawn views whose horizon is known,
 a nadir view (parallel lines: no horizon), and the real toll-plaza clip (skipped without ../shared)."""
+
 from __future__ import annotations
 
 import cv2

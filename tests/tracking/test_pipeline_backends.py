@@ -1,5 +1,6 @@
 """The pipeline with the torch ego-motion / motion backend: chosen by ``ego_motion.backend`` and the device, and
 tracking a synthetic drone clip as the OpenCV backend does."""
+
 from __future__ import annotations
 
 import cv2
@@ -27,9 +28,12 @@ def one_torch_thread():  # torch's CPU threads spin against each other on a load
 
 
 def _pipeline(backend: str) -> Pipeline:
-    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), # fewer corners than the default: a quicker test, the same for both backends
-                         ego_motion=EgoMotionConfig(backend=backend, max_features=200),
-                         calibration=CalibrationConfig(metres_per_pixel=0.2))
+    cfg = PipelineConfig(
+        device="cpu",
+        road=RoadConfig(enabled=False),  # fewer corners than the default: a quicker test, the same for both backends
+        ego_motion=EgoMotionConfig(backend=backend, max_features=200),
+        calibration=CalibrationConfig(metres_per_pixel=0.2),
+    )
     p = Pipeline(cfg, detector=BrightBoxDetector())
     p.reset(W, H, FPS)
     return p
@@ -48,8 +52,14 @@ def test_torch_backend_tracks_like_opencv_on_a_panning_drone():
     rng = np.random.default_rng(5)
     ground = np.zeros((H, W + 200), np.float32)
     for s in (3, 9, 27):
-        ground += cv2.resize(rng.random((H // s + 2, (W + 200) // s + 2)).astype(np.float32), (W + 200, H),
-                             interpolation=cv2.INTER_CUBIC) * s
+        ground += (
+            cv2.resize(
+                rng.random((H // s + 2, (W + 200) // s + 2)).astype(np.float32),
+                (W + 200, H),
+                interpolation=cv2.INTER_CUBIC,
+            )
+            * s
+        )
     ground = cv2.cvtColor(((ground - ground.min()) / np.ptp(ground) * 130 + 20).astype(np.uint8), cv2.COLOR_GRAY2BGR)
     runs = {}
     for backend in ("opencv", "torch"):
@@ -58,7 +68,7 @@ def test_torch_backend_tracks_like_opencv_on_a_panning_drone():
         speeds: dict[int, list[float]] = {}
         for i in range(60):
             pan = 2 * i
-            frame = ground[:, pan:pan + W].copy()
+            frame = ground[:, pan : pan + W].copy()
             x = int(60 + 2.5 * i - pan + 2 * i)  # 2.5 px/frame over the ground (0.2 m/px, 25 fps: 45 km/h)
             cv2.rectangle(frame, (x, 120), (x + 18, 128), (255, 255, 255), -1)
             xs = int(300 - 2.0 * i - pan + 2 * i)  # 2 px/frame the other way: 36 km/h

@@ -1,4 +1,5 @@
 """Behaviour of the dual layer on synthetic clips: parallax makes no ghost tracks, a stopping vehicle stays one track."""
+
 from __future__ import annotations
 
 import cv2
@@ -16,8 +17,10 @@ def _texture(w: int, h: int, seed: int, lo: int, hi: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     img = np.zeros((h, w), np.float32)
     for s in (3, 9, 27):
-        img += cv2.resize(rng.random((h // s + 2, w // s + 2)).astype(np.float32), (w, h),
-                          interpolation=cv2.INTER_CUBIC) * s
+        img += (
+            cv2.resize(rng.random((h // s + 2, w // s + 2)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+            * s
+        )
     img = (img - img.min()) / (img.max() - img.min()) * (hi - lo) + lo
     return cv2.cvtColor(img.astype(np.uint8), cv2.COLOR_GRAY2BGR)
 
@@ -38,11 +41,11 @@ def test_parallax_of_roofs_under_a_panning_drone_makes_no_tracks():
     reported = []
     for i in range(100):
         pan = 3.0 * i
-        frame = ground[:, int(pan):int(pan) + W].copy()
+        frame = ground[:, int(pan) : int(pan) + W].copy()
         for tex, x, y in roofs:
             rx = int(round(x - 1.25 * pan + 300))  # 25 % faster than the ground below it
             if 0 <= rx and rx + 12 <= W:
-                frame[y:y + 12, rx:rx + 12] = tex
+                frame[y : y + 12, rx : rx + 12] = tex
         reported += p.step(Frame(i, i / FPS, frame)).tracks
     assert reported == []
 
@@ -80,7 +83,9 @@ def test_detecting_every_third_frame_keeps_one_track_on_every_frame():
     """detector.every_n_frames=3: the detector runs on a third of the frames, the vehicle is still reported on
     (nearly) every frame, on its position, as one track; a parked one stays flagged standing."""
     ground = _texture(W, H, 3, 20, 150)
-    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2))
+    cfg = PipelineConfig(
+        device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2)
+    )
     cfg.detector.every_n_frames = 3
     det = _CountingDetector()
     p = Pipeline(cfg, detector=det)
@@ -107,7 +112,9 @@ def test_small_fast_vehicles_are_detected_on_every_frame():
     """A vehicle that moves half its length per frame would be lost between detector frames: the pipeline notices
     and runs the detector on every frame, and the vehicle stays one track."""
     ground = _texture(W, H, 4, 20, 150)
-    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2))
+    cfg = PipelineConfig(
+        device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2)
+    )
     cfg.detector.every_n_frames = 3
     det = _CountingDetector()
     p = Pipeline(cfg, detector=det)

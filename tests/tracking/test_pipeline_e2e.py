@@ -1,4 +1,5 @@
 """End to end on a generated clip with exact truth: tracks found, ids stable, speeds right; and on real footage."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,20 @@ from vision.synth import SceneConfig, generate_scene
 @pytest.fixture(scope="module")
 def highway(tmp_path_factory):
     out = tmp_path_factory.mktemp("highway")
-    cfg = SceneConfig(scene="highway", seed=11, duration_s=4.0, fps=25, width=1280, height=720, altitude_m=110,
-                      gimbal_pitch_deg=-90, use_shared_data="off", parked_vehicles=4, clutter_objects=4,
-                      road_mask_every=0)
+    cfg = SceneConfig(
+        scene="highway",
+        seed=11,
+        duration_s=4.0,
+        fps=25,
+        width=1280,
+        height=720,
+        altitude_m=110,
+        gimbal_pitch_deg=-90,
+        use_shared_data="off",
+        parked_vehicles=4,
+        clutter_objects=4,
+        road_mask_every=0,
+    )
     generate_scene(cfg, out, progress=False)
     return out
 
@@ -32,7 +44,14 @@ def dual_run(highway, tmp_path_factory):
 
 
 def test_every_sink_is_written(dual_run):
-    for name in ("annotated.mp4", "tracks_mot.txt", "tracks.csv", "tracks_summary.csv", "trajectories.geojson", "summary.json"):
+    for name in (
+        "annotated.mp4",
+        "tracks_mot.txt",
+        "tracks.csv",
+        "tracks_summary.csv",
+        "trajectories.geojson",
+        "summary.json",
+    ):
         assert (dual_run / name).stat().st_size > 0, name
     s = json.loads((dual_run / "summary.json").read_text())
     assert s["mode"] == "dual_layer" and s["telemetry"].endswith("video.SRT")
@@ -70,8 +89,9 @@ def test_parked_vehicles_are_not_moving_traffic(dual_run, highway):
 
 
 def test_baseline_runs_on_the_same_clip_and_finds_less(highway, dual_run, tmp_path):
-    out = process_video(highway / "video.mp4", tmp_path / "base", PipelineConfig(baseline=True), progress=False,
-                        write_video=False)
+    out = process_video(
+        highway / "video.mp4", tmp_path / "base", PipelineConfig(baseline=True), progress=False, write_video=False
+    )
     assert out.summary["mode"] == "baseline" and out.summary["counts"]["frames"] == 100
     dual = json.loads((dual_run / "summary.json").read_text())
     # small vehicles seen from 110 m: the motion layer finds what the letterboxed detector alone misses
@@ -100,7 +120,9 @@ def test_uavdt_sequence_runs_and_scores(tmp_path):
     # ground truth of the processed frames only, UAVDT ignore regions as MOTChallenge conf-0 rows
     gt = np.loadtxt(seq / "gt" / "gt_mot.txt", delimiter=",")
     ign = np.loadtxt(seq / "gt" / "M1303_gt_ignore.txt", delimiter=",")
-    ign_rows = np.column_stack([ign[:, 0], -np.ones(len(ign)), ign[:, 2:6], np.zeros(len(ign)), -np.ones((len(ign), 2))])
+    ign_rows = np.column_stack(
+        [ign[:, 0], -np.ones(len(ign)), ign[:, 2:6], np.zeros(len(ign)), -np.ones((len(ign), 2))]
+    )
     rows = np.vstack([gt[gt[:, 0] <= n], ign_rows[ign_rows[:, 0] <= n]])
     (tmp_path / "gt" / "gt").mkdir(parents=True)
     np.savetxt(tmp_path / "gt" / "gt" / "gt.txt", rows, fmt="%d", delimiter=",")

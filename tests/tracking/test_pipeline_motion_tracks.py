@@ -1,4 +1,5 @@
 """Which tracks the pipeline reports: motion-only tracks once they have lasted, detector-fed tracks at once."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,12 @@ def _pipeline() -> Pipeline:
 def _step(p: Pipeline, sources: dict[int, int]) -> set[int]:
     """One frame where track id -> detection of that source; returns the ids reported."""
     ids = list(sources)
-    dets = Detections(np.tile([10, 10, 30, 20], (len(ids), 1)), np.full(len(ids), 0.5), np.zeros(len(ids)),
-                      np.array([sources[i] for i in ids], np.int8))
+    dets = Detections(
+        np.tile([10, 10, 30, 20], (len(ids), 1)),
+        np.full(len(ids), 0.5),
+        np.zeros(len(ids)),
+        np.array([sources[i] for i in ids], np.int8),
+    )
     rows = np.array([[10, 10, 30, 20, tid, 0.5, 0, k] for k, tid in enumerate(ids)], np.float32).reshape(-1, 8)
     tracks = [TrackState(tid, np.array([10, 10, 30, 20], np.float32), 0.5, 0) for tid in ids]
     reported = {tr.track_id for tr in p._confirmed(tracks, rows, dets)}

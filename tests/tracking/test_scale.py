@@ -29,8 +29,9 @@ def test_telemetry_frame_gives_lonlat_around_the_drone():
 
 
 def test_four_point_calibration_follows_ego_motion():
-    cal = CalibrationConfig(image_points=[(0, 0), (100, 0), (100, 100), (0, 100)],
-                            ground_points_m=[(0, 0), (10, 0), (10, -10), (0, -10)])
+    cal = CalibrationConfig(
+        image_points=[(0, 0), (100, 0), (100, 100), (0, 100)], ground_points_m=[(0, 0), (10, 0), (10, -10), (0, -10)]
+    )
     gs = GroundScale(cal, SpeedConfig(), 100, 100)
     g0 = gs.frame(None, np.eye(3))
     assert g0.to_ground(np.array([[50, 50]]))[0] == pytest.approx([5, -5])

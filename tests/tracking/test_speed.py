@@ -59,7 +59,9 @@ def test_short_track_has_no_speed_yet_and_stationary_is_zero():
 def test_implausible_speed_is_flagged_and_size_prior_is_low_confidence():
     r = _run(SpeedEstimator(SpeedConfig()), [(k * 200.0, 0) for k in range(30)], 25.0, _ground(0.1))
     assert r.flag == "implausible_speed"  # 500 m/s
-    r = _run(SpeedEstimator(SpeedConfig()), [(k * 2.0, 0) for k in range(30)], 25.0, _ground(0.1, ScaleSource.SIZE_PRIOR))
+    r = _run(
+        SpeedEstimator(SpeedConfig()), [(k * 2.0, 0) for k in range(30)], 25.0, _ground(0.1, ScaleSource.SIZE_PRIOR)
+    )
     assert r.flag == "low_confidence_scale" and r.sigma_kmh > 0.1 * r.speed_kmh
 
 

@@ -1,5 +1,6 @@
 """A generated clip processed without its telemetry: speeds from the vehicles' own sizes, checked against the truth,
 flagged as low-confidence and with the scale named in the outputs."""
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,23 @@ def bare_run(tmp_path_factory):
     # cars of a scene without shared data are mostly missed (tests/tracking/test_pipeline_e2e.py: recall 0.26)
     shared_path("data", "detection", "madison_drone_view")
     scene = tmp_path_factory.mktemp("scene")
-    cfg = SceneConfig(scene="highway", seed=12, duration_s=2.2, fps=25, width=960, height=540, altitude_m=110,
-                      gimbal_pitch_deg=-90, use_shared_data="on", shared_dir=str(SHARED), parked_vehicles=0,
-                      clutter_objects=0, traffic_density=4.0, lanes_per_direction=3, road_mask_every=0)
+    cfg = SceneConfig(
+        scene="highway",
+        seed=12,
+        duration_s=2.2,
+        fps=25,
+        width=960,
+        height=540,
+        altitude_m=110,
+        gimbal_pitch_deg=-90,
+        use_shared_data="on",
+        shared_dir=str(SHARED),
+        parked_vehicles=0,
+        clutter_objects=0,
+        traffic_density=4.0,
+        lanes_per_direction=3,
+        road_mask_every=0,
+    )
     generate_scene(cfg, scene, progress=False)
     bare = tmp_path_factory.mktemp("bare")
     (bare / "video.mp4").symlink_to(scene / "video.mp4")  # no .SRT beside it: no telemetry

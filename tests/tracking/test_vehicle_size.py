@@ -1,5 +1,6 @@
 """The vehicle-size scale on drawn scenes whose true scale is known: nadir (one scale, from ~10 px cars) and oblique
 (scale varying with the image row, horizon above the frame)."""
+
 from __future__ import annotations
 
 import math
@@ -54,16 +55,25 @@ def test_measure_vehicle_gives_length_and_width_along_travel():
     assert measure_vehicle(_road(np.random.default_rng(1)), box, None) is None  # nothing stands out: no measure
 
 
-def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0, blur_px: float = 0.0,
-                shadow_m: float = 0.0):
+def _feed_nadir(
+    gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0, blur_px: float = 0.0, shadow_m: float = 0.0
+):
     """Cars (4.2-4.8 m x 1.75-1.85 m, bright and dark) driving in all directions at 50-100 km/h."""
     rng = np.random.default_rng(seed)
     cars = []
     for i in range(16):
         ang = float(rng.choice([0, 90, 180, 270]) + rng.uniform(-15, 15))
-        cars.append(dict(x=rng.uniform(200, W - 200), y=rng.uniform(150, H - 150), ang=ang,
-                         v=rng.uniform(50, 100) / 3.6 / mpp / FPS, L=rng.uniform(4.2, 4.8) / mpp,
-                         Wd=rng.uniform(1.75, 1.85) / mpp, grey=int(rng.choice([25, 210, 240]))))
+        cars.append(
+            dict(
+                x=rng.uniform(200, W - 200),
+                y=rng.uniform(150, H - 150),
+                ang=ang,
+                v=rng.uniform(50, 100) / 3.6 / mpp / FPS,
+                L=rng.uniform(4.2, 4.8) / mpp,
+                Wd=rng.uniform(1.75, 1.85) / mpp,
+                grey=int(rng.choice([25, 210, 240])),
+            )
+        )
     for f in range(int(seconds * FPS)):
         img = _road(rng)
         boxes, ids = [], []
@@ -76,12 +86,14 @@ def _feed_nadir(gs: GroundScale, mpp: float, seconds: float = 2.0, seed: int = 0
             ids.append(i + 1)
         if blur_px:
             img = cv2.GaussianBlur(img, (0, 0), blur_px)
-        gs.observe_vehicles(f / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
-                            np.zeros(len(ids), bool), None)
+        gs.observe_vehicles(
+            f / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int), np.zeros(len(ids), bool), None
+        )
 
 
-@pytest.mark.parametrize("mpp, blur_px, shadow_m", [(0.43, 0.0, 0.0), (0.43, 1.0, 0.0), (0.2, 0.0, 0.0),
-                                                     (0.2, 0.0, 0.6)])
+@pytest.mark.parametrize(
+    "mpp, blur_px, shadow_m", [(0.43, 0.0, 0.0), (0.43, 1.0, 0.0), (0.2, 0.0, 0.0), (0.2, 0.0, 0.6)]
+)
 def test_nadir_scale_from_cars_of_ten_pixels_and_up(mpp, blur_px, shadow_m):
     """Cars ~10 px long (0.43 m/px, also blurred: a 4-px width doubles its variance) and ~22 px long, also with
     sun shadows joined to them (the bright cars are measured without theirs)."""
@@ -125,9 +137,16 @@ def test_oblique_view_scale_grows_with_distance():
     for i in range(24):
         y = rng.uniform(80, H - 60)
         k = _oblique_truth(np.array(y), a, y_h)
-        cars.append(dict(x=rng.uniform(150, 300) if i % 2 else rng.uniform(W - 300, W - 150), y=y, k=float(k),
-                         dirn=1 if i % 2 else -1, v=rng.uniform(60, 100) / 3.6 * float(k) / FPS,
-                         grey=int(rng.choice([25, 220]))))
+        cars.append(
+            dict(
+                x=rng.uniform(150, 300) if i % 2 else rng.uniform(W - 300, W - 150),
+                y=y,
+                k=float(k),
+                dirn=1 if i % 2 else -1,
+                v=rng.uniform(60, 100) / 3.6 * float(k) / FPS,
+                grey=int(rng.choice([25, 220])),
+            )
+        )
     for fr in range(50):
         img = _road(rng)
         boxes, ids = [], []
@@ -137,8 +156,9 @@ def test_oblique_view_scale_grows_with_distance():
             vert = c["k"] ** 2 * (1 / math.hypot(a, (a * (H / 2 - y_h)) / f)) / f  # k^2 * height / f
             boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(1.8 * vert, 2.0), 0, c["grey"]))
             ids.append(i + 1)
-        gs.observe_vehicles(fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
-                            np.zeros(len(ids), bool), None)
+        gs.observe_vehicles(
+            fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int), np.zeros(len(ids), bool), None
+        )
     g = gs.frame(None, None)
     m = g.size_model
     assert m.oblique and m.horizon_row == pytest.approx(y_h, abs=150)
@@ -169,8 +189,9 @@ def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
         cars = []
         for i, y in enumerate((150.0, 280.0, 400.0, 520.0, 640.0)):
             k = float(_oblique_truth(np.array(y), a, y_h))
-            cars.append(dict(x=200.0 if i % 2 else W - 200.0, y=y, k=k, dirn=1 if i % 2 else -1,
-                             v=80 / 3.6 * k / FPS, grey=220))
+            cars.append(
+                dict(x=200.0 if i % 2 else W - 200.0, y=y, k=k, dirn=1 if i % 2 else -1, v=80 / 3.6 * k / FPS, grey=220)
+            )
         for fr in range(50):
             img = _road(rng)
             if with_lines:
@@ -180,8 +201,9 @@ def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
                 x = c["x"] + c["dirn"] * fr * c["v"]
                 boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(0.9 * c["k"], 2.0), 0, c["grey"]))
                 ids.append(i + 1)
-            gs.observe_vehicles(fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int),
-                                np.zeros(len(ids), bool), None)
+            gs.observe_vehicles(
+                fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int), np.zeros(len(ids), bool), None
+            )
         return gs
 
     g = run(True).frame(None, None)
@@ -203,13 +225,19 @@ F_PX = max(W, H) * 24.0 / 34.6  # the lens the size prior assumes (24 mm equival
 def _project(pts: np.ndarray, cam_h: float) -> np.ndarray:
     """Nadir pinhole camera ``cam_h`` metres above the road (principal point at the image centre): world (x, y, z)
     metres -> pixels, image y = world y."""
-    return np.column_stack([W / 2 + F_PX * pts[:, 0] / (cam_h - pts[:, 2]), H / 2 + F_PX * pts[:, 1] / (cam_h - pts[:, 2])])
+    return np.column_stack(
+        [W / 2 + F_PX * pts[:, 0] / (cam_h - pts[:, 2]), H / 2 + F_PX * pts[:, 1] / (cam_h - pts[:, 2])]
+    )
 
 
 def _cuboid(x, y, heading, length, width, height):
     c, s = math.cos(heading), math.sin(heading)
-    foot = np.array([[x + a * c * length / 2 - b * s * width / 2, y + a * s * length / 2 + b * c * width / 2]
-                     for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+    foot = np.array(
+        [
+            [x + a * c * length / 2 - b * s * width / 2, y + a * s * length / 2 + b * c * width / 2]
+            for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        ]
+    )
     return np.vstack([np.column_stack([foot, np.zeros(4)]), np.column_stack([foot, np.full(4, height)])])
 
 
@@ -227,8 +255,11 @@ def test_box_scale_undoes_roof_and_side_of_a_projected_vehicle():
         k_true = F_PX / cam_h
         k = box_scale(box, d, 4.5, 1.8, 1.5, F_PX, W / 2, H / 2)
         assert k == pytest.approx(k_true, rel=0.01), (gx, gy)
-        flat = math.sqrt((box[2] - box[0]) * (box[3] - box[1])
-                         / ((4.5 * abs(d[0]) + 1.8 * abs(d[1])) * (4.5 * abs(d[1]) + 1.8 * abs(d[0]))))
+        flat = math.sqrt(
+            (box[2] - box[0])
+            * (box[3] - box[1])
+            / ((4.5 * abs(d[0]) + 1.8 * abs(d[1])) * (4.5 * abs(d[1]) + 1.8 * abs(d[0])))
+        )
         if math.hypot(gx, gy) > 15:
             assert flat > 1.08 * k_true  # the side shows: the box is larger than the footprint
     assert box_scale(box, d, 4.5, 1.8, 1.5, F_PX / 20, W / 2, H / 2) is None  # camera lower than 2x the car: no
@@ -259,17 +290,39 @@ def test_dark_cars_with_shadows_are_measured_by_their_detector_boxes(detector):
     the scale is right within a few per cent."""
     cam_h = 45.0  # ~20 px/m: cars ~90 px long
     rng = np.random.default_rng(5)
-    cars = [dict(x=rng.uniform(-22, 22), y=rng.uniform(-11, 11), heading=float(rng.choice([0, math.pi / 2])) + rng.uniform(-0.2, 0.2),
-                 L=rng.uniform(4.3, 4.7), W=rng.uniform(1.75, 1.85), grey=int(rng.choice([20, 35])), v=rng.uniform(14, 25))
-            for _ in range(10)]
+    cars = [
+        dict(
+            x=rng.uniform(-22, 22),
+            y=rng.uniform(-11, 11),
+            heading=float(rng.choice([0, math.pi / 2])) + rng.uniform(-0.2, 0.2),
+            L=rng.uniform(4.3, 4.7),
+            W=rng.uniform(1.75, 1.85),
+            grey=int(rng.choice([20, 35])),
+            v=rng.uniform(14, 25),
+        )
+        for _ in range(10)
+    ]
     gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
     for f in range(int(1.5 * FPS)):
         img = _road(rng)
-        moved = [dict(c, x=c["x"] + c["v"] * f / FPS * math.cos(c["heading"]),
-                      y=c["y"] + c["v"] * f / FPS * math.sin(c["heading"])) for c in cars]
+        moved = [
+            dict(
+                c,
+                x=c["x"] + c["v"] * f / FPS * math.cos(c["heading"]),
+                y=c["y"] + c["v"] * f / FPS * math.sin(c["heading"]),
+            )
+            for c in cars
+        ]
         boxes = _render_3d(img, moved, cam_h, (0.7, 0.5))
-        gs.observe_vehicles(f / FPS, img, np.array(boxes), np.arange(1, len(cars) + 1), np.zeros(len(cars), int),
-                            np.full(len(cars), detector), None)
+        gs.observe_vehicles(
+            f / FPS,
+            img,
+            np.array(boxes),
+            np.arange(1, len(cars) + 1),
+            np.zeros(len(cars), int),
+            np.full(len(cars), detector),
+            None,
+        )
     frame = gs.frame(None, None)
     assert frame.source == ScaleSource.SIZE_PRIOR
     mpp_true = cam_h / F_PX

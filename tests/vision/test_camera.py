@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from vision.camera import (
-    CAMERA_PRESETS, apply_homography, camera_preset, enu_to_lonlat, image_to_ground_homography, local_scale,
+    CAMERA_PRESETS,
+    apply_homography,
+    camera_preset,
+    enu_to_lonlat,
+    image_to_ground_homography,
+    local_scale,
     lonlat_to_enu,
 )
 from vision.types import CameraPose

@@ -17,17 +17,22 @@ def test_tile_grid_covers_the_frame_with_the_overlap():
 
 
 def test_only_inner_tile_edges_cut_boxes():
-    boxes = np.array([[0, 100, 40, 130],      # touches the left edge: the frame border for the first tile
-                      [600, 100, 640, 130],   # touches the right edge, which is inside the frame
-                      [100, 100, 140, 130]], np.float32)
+    boxes = np.array(
+        [
+            [0, 100, 40, 130],  # touches the left edge: the frame border for the first tile
+            [600, 100, 640, 130],  # touches the right edge, which is inside the frame
+            [100, 100, 140, 130],
+        ],
+        np.float32,
+    )
     assert cut_by_tile_edge(boxes, (0, 0, 640, 640), 1920, 1080).tolist() == [False, True, False]
     assert cut_by_tile_edge(boxes, (427, 0, 1067, 640), 1920, 1080).tolist() == [True, True, False]
 
 
 def test_fragment_at_a_tile_border_is_merged_into_the_whole_vehicle():
-    whole = [500, 200, 580, 240]          # seen whole in the left tile
-    fragment = [540, 201, 580, 240]       # right part, cut by the right tile's left edge at x=540
-    other_car = [585, 200, 660, 240]      # a different vehicle right behind, whole in its tile
+    whole = [500, 200, 580, 240]  # seen whole in the left tile
+    fragment = [540, 201, 580, 240]  # right part, cut by the right tile's left edge at x=540
+    other_car = [585, 200, 660, 240]  # a different vehicle right behind, whole in its tile
     dets = Detections(np.array([whole, fragment, other_car], np.float32), np.array([0.8, 0.6, 0.7]), np.zeros(3))
     merged = merge_tiled(dets, np.array([False, True, False]), iou=0.5)
     assert len(merged) == 2
@@ -37,8 +42,8 @@ def test_fragment_at_a_tile_border_is_merged_into_the_whole_vehicle():
 
 
 def test_two_fragments_of_a_long_vehicle_become_its_union():
-    left = [300, 100, 496, 140]           # left tile ends at 496: the truck is cut there
-    right = [400, 102, 560, 141]          # right tile starts at 400 (96 px = 15 % overlap)
+    left = [300, 100, 496, 140]  # left tile ends at 496: the truck is cut there
+    right = [400, 102, 560, 141]  # right tile starts at 400 (96 px = 15 % overlap)
     dets = Detections(np.array([left, right], np.float32), np.array([0.5, 0.7]), np.array([1, 1]))
     merged = merge_tiled(dets, np.array([True, True]), iou=0.5)
     assert len(merged) == 1

@@ -10,7 +10,7 @@ def _frames(n=4, w=480, h=270, pan=3, car_speed=6):
     frames, Hs, car_boxes = [], [], []
     for k in range(n):
         off = k * pan
-        img = ground[:, off:off + w].copy()
+        img = ground[:, off : off + w].copy()
         x = 100 + k * car_speed - off  # car moves in the world; the camera pans
         cv2.rectangle(img, (x, 120), (x + 18, 129), (30, 30, 220), -1)
         parked_x = 300 - off

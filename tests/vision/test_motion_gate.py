@@ -1,4 +1,5 @@
 """The moving-blob gate: consistent motion over several frames counts, jitter, registration noise and parallax do not."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,14 +22,15 @@ def test_a_steady_mover_is_confirmed_after_min_frames():
     n = gate.config.min_frames
     out = [bool(gate.update(_box(50 + 2.0 * k, 40), np.eye(3), 0.3, FPS)[0]) for k in range(n + 3)]
     assert out[: n - 1] == [False] * (n - 1)  # not before it has been seen min_frames times
-    assert all(out[n - 1:])
+    assert all(out[n - 1 :])
 
 
 def test_jitter_in_place_is_never_confirmed():
     gate = MovingBlobGate()
     rng = np.random.default_rng(0)
-    out = [gate.update(_box(50 + rng.normal(0, 1.5), 40 + rng.normal(0, 1.5)), np.eye(3), 0.3, FPS)[0]
-           for _ in range(40)]
+    out = [
+        gate.update(_box(50 + rng.normal(0, 1.5), 40 + rng.normal(0, 1.5)), np.eye(3), 0.3, FPS)[0] for _ in range(40)
+    ]
     assert not any(out)
 
 

@@ -1,4 +1,5 @@
 """A damaged video yields every frame it can and reports what it could not decode (never a silent short run)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,9 +17,30 @@ def _decode(path):
 
 
 def _make_clip(path, frames=100, fps=25):
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size=320x240:rate={fps}",
-                    "-frames:v", str(frames), "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p",
-                    "-movflags", "+faststart", str(path)], check=True)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc2=size=320x240:rate={fps}",
+            "-frames:v",
+            str(frames),
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-pix_fmt",
+            "yuv420p",
+            "-movflags",
+            "+faststart",
+            str(path),
+        ],
+        check=True,
+    )
     return path
 
 

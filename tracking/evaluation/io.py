@@ -1,4 +1,5 @@
 """Readers for ground truth and run outputs. Every problem is one :class:`EvalInputError` naming the file."""
+
 from __future__ import annotations
 
 import configparser
@@ -110,8 +111,9 @@ def read_speeds(path: Path) -> tuple[dict[tuple[int, int], float], dict[tuple[in
                 try:
                     key = (int(row["frame"]), int(row["id"]))
                     speeds[key] = float(row["speed_kmh"])
-                    moving[key] = bool(int(row.get("moving") or 0)) if row.get("moving") not in (None, "") else \
-                        speeds[key] >= 4.0
+                    moving[key] = (
+                        bool(int(row.get("moving") or 0)) if row.get("moving") not in (None, "") else speeds[key] >= 4.0
+                    )
                 except (TypeError, ValueError):
                     raise EvalInputError(f"{path}: line {n} is garbled") from None
     except OSError as exc:

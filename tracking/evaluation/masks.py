@@ -1,4 +1,5 @@
 """Road-mask agreement: intersection over union of predicted and true road pixels."""
+
 from __future__ import annotations
 
 import re

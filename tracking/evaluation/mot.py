@@ -1,4 +1,5 @@
 """CLEAR-MOT and identity metrics through ``motmetrics`` (and HOTA through TrackEval when it is installed)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,12 @@ def centre_inside(xywh: np.ndarray, regions: np.ndarray) -> np.ndarray:
     cx = xywh[:, 0] + xywh[:, 2] / 2
     cy = xywh[:, 1] + xywh[:, 3] / 2
     r = regions
-    inside = (cx[:, None] >= r[None, :, 0]) & (cx[:, None] <= r[None, :, 0] + r[None, :, 2]) & \
-             (cy[:, None] >= r[None, :, 1]) & (cy[:, None] <= r[None, :, 1] + r[None, :, 3])
+    inside = (
+        (cx[:, None] >= r[None, :, 0])
+        & (cx[:, None] <= r[None, :, 0] + r[None, :, 2])
+        & (cy[:, None] >= r[None, :, 1])
+        & (cy[:, None] <= r[None, :, 1] + r[None, :, 3])
+    )
     return inside.any(axis=1)
 
 
@@ -61,9 +66,27 @@ def iou_xywh(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
 
-METRICS = ["num_frames", "num_objects", "num_predictions", "num_unique_objects", "num_matches", "num_false_positives",
-           "num_misses", "num_switches", "num_fragmentations", "mostly_tracked", "partially_tracked", "mostly_lost",
-           "precision", "recall", "mota", "motp", "idf1", "idp", "idr"]
+METRICS = [
+    "num_frames",
+    "num_objects",
+    "num_predictions",
+    "num_unique_objects",
+    "num_matches",
+    "num_false_positives",
+    "num_misses",
+    "num_switches",
+    "num_fragmentations",
+    "mostly_tracked",
+    "partially_tracked",
+    "mostly_lost",
+    "precision",
+    "recall",
+    "mota",
+    "motp",
+    "idf1",
+    "idp",
+    "idr",
+]
 
 
 def mot_metrics(gt: Boxes, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
@@ -76,8 +99,11 @@ def mot_metrics(gt: Boxes, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dic
     empty = np.zeros(0, np.int64)
     for f in frames:
         gi, pi = g_rows.get(f, empty), p_rows.get(f, empty)
-        d = mm.distances.iou_matrix(gt.xywh[gi], pred.xywh[pi], max_iou=1.0 - iou_threshold) if len(gi) and len(pi) \
+        d = (
+            mm.distances.iou_matrix(gt.xywh[gi], pred.xywh[pi], max_iou=1.0 - iou_threshold)
+            if len(gi) and len(pi)
             else np.empty((len(gi), len(pi)))
+        )
         acc.update(gt.ids[gi].tolist(), pred.ids[pi].tolist(), d, frameid=f)
     mh = mm.metrics.create()
     summary = mh.compute(acc, metrics=METRICS, name="run")
@@ -88,8 +114,10 @@ def mot_metrics(gt: Boxes, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dic
     out["fn_per_frame"] = out["num_misses"] / nf
     ev = acc.mot_events
     ev = ev[ev.Type.isin(["MATCH", "SWITCH"])]
-    matches = [Match(int(fid), int(o), int(h), float(1.0 - dist)) for (fid, _), o, h, dist in
-               zip(ev.index, ev.OId, ev.HId, ev.D)]
+    matches = [
+        Match(int(fid), int(o), int(h), float(1.0 - dist))
+        for (fid, _), o, h, dist in zip(ev.index, ev.OId, ev.HId, ev.D)
+    ]
     return out, matches
 
 
@@ -104,9 +132,16 @@ def hota(gt: Boxes, pred: Boxes) -> float | None:
     gid = {v: k for k, v in enumerate(np.unique(gt.ids).tolist())}
     pid = {v: k for k, v in enumerate(np.unique(pred.ids).tolist())}
     empty = np.zeros(0, np.int64)
-    data: dict[str, Any] = {"num_timesteps": len(frames), "num_gt_ids": len(gid), "num_tracker_ids": len(pid),
-            "num_gt_dets": len(gt), "num_tracker_dets": len(pred), "gt_ids": [], "tracker_ids": [],
-            "similarity_scores": []}
+    data: dict[str, Any] = {
+        "num_timesteps": len(frames),
+        "num_gt_ids": len(gid),
+        "num_tracker_ids": len(pid),
+        "num_gt_dets": len(gt),
+        "num_tracker_dets": len(pred),
+        "gt_ids": [],
+        "tracker_ids": [],
+        "similarity_scores": [],
+    }
     for f in frames:
         gi, pi = g_rows.get(f, empty), p_rows.get(f, empty)
         data["gt_ids"].append(np.array([gid[v] for v in gt.ids[gi].tolist()], int))

@@ -1,4 +1,5 @@
 """``airpatrol eval RUN_DIR GROUND_TRUTH``: score a run folder of ``airpatrol process`` against ground truth."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tracking.evaluation.io import (EvalInputError, load_ground_truth, read_mot, read_summary, read_track_speeds)
+from tracking.evaluation.io import EvalInputError, load_ground_truth, read_mot, read_summary, read_track_speeds
 from tracking.evaluation.masks import road_mask_iou
 from tracking.evaluation.mot import drop_ignored, hota, mot_metrics
 from tracking.evaluation.speed import speed_errors
@@ -38,8 +39,15 @@ def _timing(summary: dict | None) -> dict | None:
     return out or None
 
 
-def evaluate_run(run_dir: str | Path, gt_path: str | Path, iou_threshold: float = 0.5, min_track_s: float = 1.0,
-                 fps: float | None = None, write: bool = True, parked: str = "ignore") -> dict:
+def evaluate_run(
+    run_dir: str | Path,
+    gt_path: str | Path,
+    iou_threshold: float = 0.5,
+    min_track_s: float = 1.0,
+    fps: float | None = None,
+    write: bool = True,
+    parked: str = "ignore",
+) -> dict:
     """Metrics of one run: MOT (MOTA, IDF1, HOTA when TrackEval is installed, FP/FN/ID switches), speed error of
     matched vehicles, road-mask IoU and time per frame. Writes ``eval.json`` into the run folder when ``write``."""
     run = Path(run_dir)
@@ -69,15 +77,20 @@ def evaluate_run(run_dir: str | Path, gt_path: str | Path, iou_threshold: float 
         "iou_threshold": iou_threshold,
         "fps": fps_value,
         "fps_from": fps_from,
-        "ignored": {"ground_truth_boxes": gt_ignored, "predicted_boxes": pred_ignored,
-                    "regions": len(gt.ignore), "parked": parked},
+        "ignored": {
+            "ground_truth_boxes": gt_ignored,
+            "predicted_boxes": pred_ignored,
+            "regions": len(gt.ignore),
+            "parked": parked,
+        },
         "mot": mot,
     }
     if gt.speeds is not None:
         tracks_csv = run / "tracks.csv"
         if tracks_csv.is_file():
-            result["speed"] = speed_errors(matches, read_track_speeds(tracks_csv), gt.speeds, gt.moving, first_frame,
-                                           fps_value, min_track_s)
+            result["speed"] = speed_errors(
+                matches, read_track_speeds(tracks_csv), gt.speeds, gt.moving, first_frame, fps_value, min_track_s
+            )
         else:
             result["speed"] = {"n": 0, "note": f"{tracks_csv} missing: no speeds to compare"}
     else:
@@ -101,13 +114,16 @@ def _f(v, fmt: str = ".3f") -> str:
 def format_table(res: dict) -> str:
     m = res["mot"]
     rows = [
-        ("MOTA", _f(m["mota"])), ("IDF1", _f(m["idf1"])), ("HOTA", _f(m["hota"]) if m["hota"] is not None else
-                                                            "- (TrackEval not installed)"),
-        ("MOTP (mean IoU)", _f(m["motp_iou"])), ("precision / recall", f"{_f(m['precision'])} / {_f(m['recall'])}"),
+        ("MOTA", _f(m["mota"])),
+        ("IDF1", _f(m["idf1"])),
+        ("HOTA", _f(m["hota"]) if m["hota"] is not None else "- (TrackEval not installed)"),
+        ("MOTP (mean IoU)", _f(m["motp_iou"])),
+        ("precision / recall", f"{_f(m['precision'])} / {_f(m['recall'])}"),
         ("GT boxes / predictions", f"{m['num_objects']} / {m['num_predictions']}"),
         ("FP (per frame)", f"{m['num_false_positives']} ({m['fp_per_frame']:.2f})"),
         ("FN (per frame)", f"{m['num_misses']} ({m['fn_per_frame']:.2f})"),
-        ("ID switches", _f(m["num_switches"])), ("fragmentations", _f(m["num_fragmentations"])),
+        ("ID switches", _f(m["num_switches"])),
+        ("fragmentations", _f(m["num_fragmentations"])),
         ("mostly tracked / lost", f"{m['mostly_tracked']} / {m['mostly_lost']} of {m['num_unique_objects']}"),
     ]
     ign = res["ignored"]
@@ -143,8 +159,13 @@ def cli_eval(
     iou: Annotated[float, typer.Option(help="IoU a prediction needs to match a ground-truth box")] = 0.5,
     min_track_s: Annotated[float, typer.Option(help="speed errors only for tracks at least this old")] = 1.0,
     fps: Annotated[Optional[float], typer.Option(help="frame rate, when neither the GT nor the run states it")] = None,
-    parked: Annotated[str, typer.Option(help="parked vehicles of a synthetic scene: 'ignore' (neither found nor "
-                                              "missed counts) or 'count' (scored like traffic)")] = "ignore",
+    parked: Annotated[
+        str,
+        typer.Option(
+            help="parked vehicles of a synthetic scene: 'ignore' (neither found nor "
+            "missed counts) or 'count' (scored like traffic)"
+        ),
+    ] = "ignore",
 ) -> None:
     """Score a run against ground truth: MOTA, IDF1, FP/FN, ID switches, speed error, road-mask IoU; writes eval.json."""
     try:

@@ -1,4 +1,5 @@
 """Speed error of matched vehicles: the tracker's speed against the true speed, frame by frame."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,13 +23,21 @@ def _stats(err: np.ndarray, true: np.ndarray) -> dict:
     rel = true >= MIN_TRUE_KMH_FOR_PERCENT
     if rel.any():
         pct = a[rel] / true[rel] * 100.0
-        out.update({"mape_pct": float(pct.mean()), "p95_abs_pct": float(np.percentile(pct, 95)), "n_pct": int(rel.sum())})
+        out.update(
+            {"mape_pct": float(pct.mean()), "p95_abs_pct": float(np.percentile(pct, 95)), "n_pct": int(rel.sum())}
+        )
     return out
 
 
-def speed_errors(matches: list[Match], pred_speed: dict[tuple[int, int], float], true_speed: dict[tuple[int, int], float],
-                 true_moving: dict[tuple[int, int], bool] | None, track_first_frame: dict[int, int], fps: float,
-                 min_track_s: float = 1.0) -> dict:
+def speed_errors(
+    matches: list[Match],
+    pred_speed: dict[tuple[int, int], float],
+    true_speed: dict[tuple[int, int], float],
+    true_moving: dict[tuple[int, int], bool] | None,
+    track_first_frame: dict[int, int],
+    fps: float,
+    min_track_s: float = 1.0,
+) -> dict:
     """Errors over matched (frame, gt, track) pairs whose track is at least ``min_track_s`` old and has a speed.
 
     Returns overall statistics plus the same for moving and for standing vehicles (true speed), and coverage:

@@ -1,4 +1,5 @@
 """Which implementation of ego-motion and the motion layer a pipeline gets: ``ego_motion.backend`` and the device."""
+
 from __future__ import annotations
 
 from vision.config import EgoMotionConfig, MotionConfig

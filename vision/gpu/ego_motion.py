@@ -6,6 +6,7 @@ Lucas-Kanade, RANSAC homography on the downscaled frame), on any torch device an
 same backend takes as it is. ``register`` estimates many pairs in one call (the frames of a video, or the current
 frames of several streams); ``update_streams`` steps several per-stream estimators at once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,8 +25,9 @@ REGISTER_WINDOW, VELOCITY_WINDOW = 21, 15  # LK windows of the OpenCV path (regi
 EXCLUDE_PAD = 4  # px (downscaled) around each vehicle box kept free of corners, as the OpenCV path
 
 
-def to_grey_tensor(images: np.ndarray | torch.Tensor, device: torch.device | str, downscale_to: int
-                   ) -> tuple[torch.Tensor, float]:
+def to_grey_tensor(
+    images: np.ndarray | torch.Tensor, device: torch.device | str, downscale_to: int
+) -> tuple[torch.Tensor, float]:
     """BGR uint8 frames (H, W, 3), (B, H, W, 3) or grey (H, W) -> grey (B, 1, h, w) float32 in [0, 255] on the
     device, long side downscaled to ``downscale_to`` (area averaging, as cv2.INTER_AREA). Returns it and the scale."""
     t = torch.as_tensor(images).to(device, non_blocking=True)
@@ -46,8 +48,9 @@ def to_grey_tensor(images: np.ndarray | torch.Tensor, device: torch.device | str
     return t.contiguous(), scale
 
 
-def boxes_mask(boxes: Sequence[np.ndarray | None], shape: tuple[int, int], scale: float, pad: int,
-               device: torch.device) -> torch.Tensor:
+def boxes_mask(
+    boxes: Sequence[np.ndarray | None], shape: tuple[int, int], scale: float, pad: int, device: torch.device
+) -> torch.Tensor:
     """(B, 1, h, w) bool: True inside each frame's full-resolution xyxy boxes (scaled, grown by ``pad``).
 
     Drawn with a 2-D prefix sum of +1/-1 corners, so the cost does not grow with the number of boxes."""
@@ -63,10 +66,13 @@ def boxes_mask(boxes: Sequence[np.ndarray | None], shape: tuple[int, int], scale
         y2 = np.clip(b[:, 3].astype(int) + pad + 1, 0, h)
         ys = torch.as_tensor(np.concatenate([y1, y1, y2, y2]), device=device)
         xs = torch.as_tensor(np.concatenate([x1, x2, x1, x2]), device=device)
-        vals = torch.as_tensor(np.concatenate([np.ones_like(x1), -np.ones_like(x1), -np.ones_like(x1),
-                                               np.ones_like(x1)]), dtype=diff.dtype, device=device)
+        vals = torch.as_tensor(
+            np.concatenate([np.ones_like(x1), -np.ones_like(x1), -np.ones_like(x1), np.ones_like(x1)]),
+            dtype=diff.dtype,
+            device=device,
+        )
         diff[i].index_put_((ys, xs), vals, accumulate=True)
-    return (diff.cumsum(1).cumsum(2)[:, None, :h, :w] > 0.5)
+    return diff.cumsum(1).cumsum(2)[:, None, :h, :w] > 0.5
 
 
 class TorchEgoMotionEstimator:
@@ -105,10 +111,15 @@ class TorchEgoMotionEstimator:
         return pyr
 
     # ------------------------------------------------------------------------------------------------------
-    def register(self, prev: torch.Tensor, cur: torch.Tensor,
-                 exclude_xyxy: Sequence[np.ndarray | None] | None = None, scale: float | None = None,
-                 prev_pyr: list[torch.Tensor] | None = None, cur_pyr: list[torch.Tensor] | None = None
-                 ) -> list[EgoMotion]:
+    def register(
+        self,
+        prev: torch.Tensor,
+        cur: torch.Tensor,
+        exclude_xyxy: Sequence[np.ndarray | None] | None = None,
+        scale: float | None = None,
+        prev_pyr: list[torch.Tensor] | None = None,
+        cur_pyr: list[torch.Tensor] | None = None,
+    ) -> list[EgoMotion]:
         """Motion from each ``prev[i]`` to ``cur[i]`` (B, 1, h, w), all pairs at once. ``exclude_xyxy``: per pair,
         vehicle boxes (full resolution) kept free of corners; ``scale``: small = full * scale."""
         s = self._scale if scale is None else scale
@@ -128,8 +139,12 @@ class TorchEgoMotionEstimator:
         dist = torch.linalg.norm(proj - nxt.to(H_small.dtype), dim=-1)
         residual = torch.nanquantile(torch.where(inl, dist, torch.full_like(dist, float("nan"))), 0.9, dim=1)
         # one transfer to the host for the whole batch
-        H_np, n_inl, n_good, res_np = (H_small.cpu().numpy(), inl.sum(1).cpu().numpy(), good.sum(1).cpu().numpy(),
-                                       residual.cpu().numpy())
+        H_np, n_inl, n_good, res_np = (
+            H_small.cpu().numpy(),
+            inl.sum(1).cpu().numpy(),
+            good.sum(1).cpu().numpy(),
+            residual.cpu().numpy(),
+        )
         S = np.diag([s, s, 1.0])
         out = []
         for i in range(b):
@@ -157,11 +172,13 @@ class TorchEgoMotionEstimator:
         if prev is None or prev.shape != grey_small.shape:
             self._pyramid(grey_small)
             return EgoMotion.identity()
-        return self.register(prev, grey_small, [exclude_xyxy], prev_pyr=self._pyramid(prev),
-                             cur_pyr=self._pyramid(grey_small))[0]
+        return self.register(
+            prev, grey_small, [exclude_xyxy], prev_pyr=self._pyramid(prev), cur_pyr=self._pyramid(grey_small)
+        )[0]
 
-    def ground_velocities(self, prev_small: torch.Tensor, cur_small: torch.Tensor, xyxy: np.ndarray,
-                          H_prev_to_cur: np.ndarray | None) -> np.ndarray:
+    def ground_velocities(
+        self, prev_small: torch.Tensor, cur_small: torch.Tensor, xyxy: np.ndarray, H_prev_to_cur: np.ndarray | None
+    ) -> np.ndarray:
         """Image velocity (full-resolution px/frame) of what is inside each box, the drone's own motion removed;
         NaN where fewer than 3 of the box's 9 grid points were followed. As ``EgoMotionEstimator.ground_velocities``."""
         s = self._scale
@@ -173,8 +190,12 @@ class TorchEgoMotionEstimator:
         fx, fy = np.meshgrid(g, g)
         grid = np.column_stack([fx.ravel(), fy.ravel()])  # 9 points in the inner half of the box
         pts = np.concatenate([bx[:2] + grid * (bx[2:] - bx[:2]) for bx in boxes]).astype(np.float32)
-        back_t, status = lucas_kanade(self._pyramid(cur_small), self._pyramid(prev_small),
-                                      torch.as_tensor(pts, device=cur_small.device)[None], VELOCITY_WINDOW)
+        back_t, status = lucas_kanade(
+            self._pyramid(cur_small),
+            self._pyramid(prev_small),
+            torch.as_tensor(pts, device=cur_small.device)[None],
+            VELOCITY_WINDOW,
+        )
         back, ok = back_t[0].cpu().numpy().astype(np.float64), status[0].cpu().numpy()
         if H_prev_to_cur is not None:
             Hs = np.diag([s, s, 1.0]) @ H_prev_to_cur @ np.diag([1 / s, 1 / s, 1.0])
@@ -193,8 +214,11 @@ def _apply(H: torch.Tensor, pts: torch.Tensor) -> torch.Tensor:
     return p[..., :2] / p[..., 2:]
 
 
-def update_streams(estimators: Sequence[TorchEgoMotionEstimator], greys: Sequence[torch.Tensor],
-                   exclude_xyxy: Sequence[np.ndarray | None] | None = None) -> list[EgoMotion]:
+def update_streams(
+    estimators: Sequence[TorchEgoMotionEstimator],
+    greys: Sequence[torch.Tensor],
+    exclude_xyxy: Sequence[np.ndarray | None] | None = None,
+) -> list[EgoMotion]:
     """Step several streams' estimators with their current frames in one batched registration per frame size.
 
     Same result as calling each estimator's ``update``; the streams' pairs share one corner search, one LK and one
@@ -214,8 +238,9 @@ def update_streams(estimators: Sequence[TorchEgoMotionEstimator], greys: Sequenc
     for (_, scale, _), idx in groups.items():
         prev_pyr = [torch.cat(level) for level in zip(*(estimators[i]._pyramid(prevs[i]) for i in idx))]
         cur_pyr = [torch.cat(level) for level in zip(*(estimators[i]._pyramid(greys[i]) for i in idx))]
-        out = estimators[idx[0]].register(prev_pyr[0], cur_pyr[0], [exclude_xyxy[i] for i in idx], scale, prev_pyr,
-                                          cur_pyr)
+        out = estimators[idx[0]].register(
+            prev_pyr[0], cur_pyr[0], [exclude_xyxy[i] for i in idx], scale, prev_pyr, cur_pyr
+        )
         for i, r in zip(idx, out):
             results[i] = r
     return results  # type: ignore[return-value]

@@ -4,6 +4,7 @@ kornia has the filters, pyramids and corner responses but no Lucas-Kanade tracke
 plain tensor operations (``grid_sample`` patches, 2x2 normal equations), vectorised over frames and points. It
 follows OpenCV's ``calcOpticalFlowPyrLK``: the same window, levels and iteration count, coarse to fine.
 """
+
 from __future__ import annotations
 
 import kornia
@@ -34,15 +35,16 @@ def min_eigen_response(grey: torch.Tensor, block: int = 7) -> torch.Tensor:
     return 0.5 * (xx + yy - ((xx - yy) ** 2 + 4 * xy * xy).clamp(min=0).sqrt())
 
 
-def select_corners(grey: torch.Tensor, max_corners: int, min_distance: int, quality: float = 0.01,
-                   exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def select_corners(
+    grey: torch.Tensor, max_corners: int, min_distance: int, quality: float = 0.01, exclude: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Shi-Tomasi corners spread over the image, like ``cv2.goodFeaturesToTrack``.
 
-    ``grey``: (B, 1, h, w) in [0, 255]; ``exclude``: (B, 1, h, w) bool, True where no corner may be taken (vehicles).
-    Returns points (B, max_corners, 2) as x, y and a validity mask (B, max_corners). At most one corner per
-    ``min_distance`` cell and none closer than that to a stronger one in a neighbouring cell (OpenCV's greedy
-strongest-first rule, done in parallel; it can keep slightly fewer), local maxima
-    of the response above ``quality`` times the image's best.
+        ``grey``: (B, 1, h, w) in [0, 255]; ``exclude``: (B, 1, h, w) bool, True where no corner may be taken (vehicles).
+        Returns points (B, max_corners, 2) as x, y and a validity mask (B, max_corners). At most one corner per
+        ``min_distance`` cell and none closer than that to a stronger one in a neighbouring cell (OpenCV's greedy
+    strongest-first rule, done in parallel; it can keep slightly fewer), local maxima
+        of the response above ``quality`` times the image's best.
     """
     b, _, h, w = grey.shape
     resp = min_eigen_response(grey / 255.0)
@@ -64,9 +66,9 @@ strongest-first rule, done in parallel; it can keep slightly fewer), local maxim
         for dx in range(3):
             if dy == 1 and dx == 1:
                 continue
-            nb = nb_best[..., dy:dy + gh, dx:dx + gw]
-            dist2 = (nb_x[..., dy:dy + gh, dx:dx + gw] - x) ** 2 + (nb_y[..., dy:dy + gh, dx:dx + gw] - y) ** 2
-            beaten |= (nb > best) & (dist2 < min_distance ** 2)
+            nb = nb_best[..., dy : dy + gh, dx : dx + gw]
+            dist2 = (nb_x[..., dy : dy + gh, dx : dx + gw] - x) ** 2 + (nb_y[..., dy : dy + gh, dx : dx + gw] - y) ** 2
+            beaten |= (nb > best) & (dist2 < min_distance**2)
     best = best.masked_fill(beaten, 0.0)
     best, idx = best.flatten(1), idx.flatten(1)
     k = min(max_corners, best.shape[1])
@@ -92,8 +94,13 @@ def _sample(img: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="border", align_corners=True)
 
 
-def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts: torch.Tensor, win: int,
-                 iterations: int = LK_ITERATIONS) -> tuple[torch.Tensor, torch.Tensor]:
+def lucas_kanade(
+    prev_pyr: list[torch.Tensor],
+    cur_pyr: list[torch.Tensor],
+    pts: torch.Tensor,
+    win: int,
+    iterations: int = LK_ITERATIONS,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Follow ``pts`` (B, N, 2; finest-level pixels) from the previous frames to the current ones.
 
     Returns the new positions (B, N, 2) and a status mask (B, N): False where the patch had no texture or the point
@@ -103,7 +110,7 @@ def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts:
     guess = torch.zeros_like(pts)
     status = torch.ones(pts.shape[:2], dtype=torch.bool, device=pts.device)
     for level in range(len(prev_pyr) - 1, -1, -1):
-        scale = 0.5 ** level
+        scale = 0.5**level
         prev, cur = prev_pyr[level], cur_pyr[level]
         h, w = prev.shape[-2:]
         to_unit = torch.tensor([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1)], device=pts.device, dtype=pts.dtype)
@@ -115,7 +122,7 @@ def lucas_kanade(prev_pyr: list[torch.Tensor], cur_pyr: list[torch.Tensor], pts:
         det = gxx * gyy - gxy * gxy
         # smallest eigenvalue of the structure tensor per window pixel, as OpenCV tests it
         n_px = offsets.shape[0]
-        tr, disc = (gxx + gyy) / n_px, ((gxx - gyy) ** 2 + 4 * gxy ** 2).sqrt() / n_px
+        tr, disc = (gxx + gyy) / n_px, ((gxx - gyy) ** 2 + 4 * gxy**2).sqrt() / n_px
         min_eig = (tr - disc) / 2
         if level == 0:
             status &= min_eig >= LK_MIN_EIGEN

@@ -13,6 +13,7 @@ Connected components run on the device too: every foreground pixel takes the lar
 grows with the logarithm of a blob's size rather than its size. (On a CPU device the labels come from OpenCV, which is
 an order of magnitude faster there; the partition is the same, tests/vision/gpu.)
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -40,8 +41,9 @@ class TorchMotionField:
     bool tensors on the device; ``mask`` / ``changed`` / ``unrestricted`` give the uint8 arrays of
     ``vision.motion.MotionField`` (copied to the host on first use)."""
 
-    def __init__(self, mask: torch.Tensor, scale: float, changed: torch.Tensor | None,
-                 unrestricted: torch.Tensor | None):
+    def __init__(
+        self, mask: torch.Tensor, scale: float, changed: torch.Tensor | None, unrestricted: torch.Tensor | None
+    ):
         self.mask_t, self.changed_t, self.unrestricted_t, self.scale = mask, changed, unrestricted, scale
         self._host: dict[str, np.ndarray | None] = {}
 
@@ -74,15 +76,21 @@ class TorchMotionField:
         return frac.cpu().numpy().astype(np.float32)
 
 
-def _state_update(cur: torch.Tensor, bg: torch.Tensor, prev: torch.Tensor, H: torch.Tensor,
-                  min_contrast: float, frames_elapsed: torch.Tensor
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _state_update(
+    cur: torch.Tensor,
+    bg: torch.Tensor,
+    prev: torch.Tensor,
+    H: torch.Tensor,
+    min_contrast: float,
+    frames_elapsed: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of the compensated background for a batch. ``cur`` already blurred, (B, 1, h, w); ``H`` (B, 3, 3)
     maps the previous frame onto this one (downscaled pixels). Returns (foreground, changed, new background)."""
     h, w = cur.shape[-2:]
     stack = torch.cat([bg, prev, torch.ones_like(bg)], 1)
-    warped = kornia.geometry.transform.warp_perspective(stack, H.to(cur.dtype), (h, w), mode="bilinear",
-                                                       padding_mode="zeros", align_corners=True)
+    warped = kornia.geometry.transform.warp_perspective(
+        stack, H.to(cur.dtype), (h, w), mode="bilinear", padding_mode="zeros", align_corners=True
+    )
     # OpenCV's path warps with a constant border of -1: a pixel whose interpolation reached past the frame edge
     # mixes that in. Zero padding plus a warped ones-channel gives the identical value, (inside part) - (outside
     # share), so the two backends agree at the edges as well.
@@ -102,8 +110,12 @@ def _state_update(cur: torch.Tensor, bg: torch.Tensor, prev: torch.Tensor, H: to
     new_bg = bg_w + alpha * (cur - bg_w)
     # opening with a 2x2 square, anchored as OpenCV anchors it (erode towards the top left, dilate likewise)
     kernel = _OPEN.to(cur.device)
-    fg = kornia.morphology.dilation(kornia.morphology.erosion(fg.to(cur.dtype), kernel, origin=[1, 1]), kernel,
-                                   origin=[0, 0]) > 0.5
+    fg = (
+        kornia.morphology.dilation(
+            kornia.morphology.erosion(fg.to(cur.dtype), kernel, origin=[1, 1]), kernel, origin=[0, 0]
+        )
+        > 0.5
+    )
     return fg, changed, new_bg
 
 
@@ -124,10 +136,17 @@ class TorchMotionDetector:
         # rounded as OpenCV rounds its uint8 blur: the thresholds below were tuned on those values
         return kornia.filters.filter2d(grey.float(), (k[:, None] * k[None, :])[None], border_type="reflect").round()
 
-    def update(self, grey_small, H_prev_to_cur_small: np.ndarray | None, scale: float,
-               road_mask_small: np.ndarray | None = None, frames_elapsed: int = 1) -> TorchMotionField:
-        return update_streams([self], [grey_small], [H_prev_to_cur_small], [scale], [road_mask_small],
-                              [frames_elapsed])[0]
+    def update(
+        self,
+        grey_small,
+        H_prev_to_cur_small: np.ndarray | None,
+        scale: float,
+        road_mask_small: np.ndarray | None = None,
+        frames_elapsed: int = 1,
+    ) -> TorchMotionField:
+        return update_streams(
+            [self], [grey_small], [H_prev_to_cur_small], [scale], [road_mask_small], [frames_elapsed]
+        )[0]
 
     def blobs(self, field: TorchMotionField, min_area_px: int | None = None) -> np.ndarray:
         """Bounding boxes (full resolution xyxy) of foreground blobs that are moving now."""
@@ -141,9 +160,14 @@ def _as_grey(g, device: torch.device) -> torch.Tensor:
     return t.float()
 
 
-def update_streams(detectors: Sequence[TorchMotionDetector], greys: Sequence, Hs: Sequence[np.ndarray | None],
-                   scales: Sequence[float], roads: Sequence[np.ndarray | None] | None = None,
-                   frames_elapsed: Sequence[int] | None = None) -> list[TorchMotionField]:
+def update_streams(
+    detectors: Sequence[TorchMotionDetector],
+    greys: Sequence,
+    Hs: Sequence[np.ndarray | None],
+    scales: Sequence[float],
+    roads: Sequence[np.ndarray | None] | None = None,
+    frames_elapsed: Sequence[int] | None = None,
+) -> list[TorchMotionField]:
     """One motion-layer step for several streams, each with its own detector (background): the streams whose frame
     sizes match go through one batched warp / difference / morphology pass. Same results as each detector's
     ``update``."""
@@ -173,7 +197,7 @@ def update_streams(detectors: Sequence[TorchMotionDetector], greys: Sequence, Hs
         fg, changed, new_bg = _state_update(cur, bg, prev, H, min_contrast, elapsed)
         for j, i in enumerate(idx):
             det = detectors[i]
-            det._bg, det._prev = new_bg[j:j + 1], cur[j:j + 1]
+            det._bg, det._prev = new_bg[j : j + 1], cur[j : j + 1]
             on_road = fg[j]
             if roads[i] is not None:
                 on_road = on_road & (torch.as_tensor(roads[i], device=device) > 0)[None]
@@ -200,8 +224,9 @@ def connected_components(mask: torch.Tensor, max_rounds: int = 10_000) -> torch.
     return labels.long()
 
 
-def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
-                min_area_px: int | None = None) -> list[np.ndarray]:
+def blobs_batch(
+    fields: Sequence[TorchMotionField], config: MotionConfig, min_area_px: int | None = None
+) -> list[np.ndarray]:
     """Boxes (full resolution xyxy) of the moving blobs of several fields of one size at once: closing,
     connected components, per-component box, area and changed-pixel count, the ghost test; as
     ``MotionDetector.blobs`` (blobs in OpenCV's label order)."""
@@ -212,8 +237,9 @@ def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
     b, h, w = masks.shape
     closed = kornia.morphology.closing(masks[:, None].float(), _CLOSE.to(masks.device))[:, 0] > 0.5
     if closed.device.type == "cpu":  # OpenCV's labelling is an order of magnitude faster on a CPU; same partition
-        labels = torch.stack([torch.from_numpy(cv2.connectedComponents(c.numpy().astype(np.uint8), connectivity=8)[1])
-                              for c in closed]).long()
+        labels = torch.stack(
+            [torch.from_numpy(cv2.connectedComponents(c.numpy().astype(np.uint8), connectivity=8)[1]) for c in closed]
+        ).long()
     else:
         labels = connected_components(closed)
     fg = labels > 0
@@ -241,7 +267,7 @@ def blobs_batch(fields: Sequence[TorchMotionField], config: MotionConfig,
     n_changed_np = n_changed.cpu().numpy() if use_changed else None
     out = []
     for i, f in enumerate(fields):
-        min_area = max(2.0, (min_area_px or config.min_area_px) * f.scale ** 2)
+        min_area = max(2.0, (min_area_px or config.min_area_px) * f.scale**2)
         sel = rows[:, 0] == i
         r = rows[sel]
         keep = r[:, 6] >= min_area

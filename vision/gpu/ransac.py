@@ -6,6 +6,7 @@ are scored in one tensor, and the winners are refitted on their inliers (least s
 refitted inlier set), and then refined on the reprojection error (Levenberg-Marquardt, as OpenCV refines its RANSAC
 result: the DLT minimises an algebraic error, which on oblique footage with parallax leaves visibly larger residuals).
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,9 +20,14 @@ def _transfer_error_sq(H: torch.Tensor, p0: torch.Tensor, p1: torch.Tensor) -> t
     return ((transform_points(H, p0) - p1) ** 2).sum(-1)
 
 
-def ransac_homography(p0: torch.Tensor, p1: torch.Tensor, valid: torch.Tensor, threshold_px: float,
-                      hypotheses: int = HYPOTHESES, generator: torch.Generator | None = None
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def ransac_homography(
+    p0: torch.Tensor,
+    p1: torch.Tensor,
+    valid: torch.Tensor,
+    threshold_px: float,
+    hypotheses: int = HYPOTHESES,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Homographies mapping p0 onto p1 for each pair. ``p0``, ``p1``: (B, N, 2); ``valid``: (B, N) bool.
 
     Returns H (B, 3, 3; NaN-free, identity where a pair has fewer than 4 valid points) and the inlier mask (B, N).
@@ -45,7 +51,7 @@ def ransac_homography(p0: torch.Tensor, p1: torch.Tensor, valid: torch.Tensor, t
     Hs = torch.where(bad[..., None, None], eye[:, None], Hs)
     ph = torch.einsum("bmij,bnj->bmni", Hs, torch.cat([p0, torch.ones_like(p0[..., :1])], -1))
     err = ((ph[..., :2] / ph[..., 2:].clamp_min(1e-12) - p1[:, None]) ** 2).sum(-1)  # (B, hypotheses, N)
-    thr2 = threshold_px ** 2
+    thr2 = threshold_px**2
     inl = (err < thr2) & valid[:, None, :] & ~bad[..., None]
     best = inl.sum(-1).argmax(1)
     mask = inl[torch.arange(b, device=p0.device), best]
@@ -71,15 +77,16 @@ def _normaliser(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     ws = w.sum(1, keepdim=True).clamp(min=1)
     c = (p * w[..., None]).sum(1) / ws
     d = (torch.linalg.norm(p - c[:, None], dim=-1) * w).sum(1) / ws[:, 0]
-    s = 2 ** 0.5 / d.clamp(min=1e-9)
+    s = 2**0.5 / d.clamp(min=1e-9)
     T = torch.zeros(p.shape[0], 3, 3, dtype=p.dtype, device=p.device)
     T[:, 0, 0], T[:, 1, 1], T[:, 2, 2] = s, s, 1.0
     T[:, :2, 2] = -c * s[:, None]
     return T
 
 
-def refine_geometric(H: torch.Tensor, p0: torch.Tensor, p1: torch.Tensor, mask: torch.Tensor,
-                     iterations: int = 10) -> torch.Tensor:
+def refine_geometric(
+    H: torch.Tensor, p0: torch.Tensor, p1: torch.Tensor, mask: torch.Tensor, iterations: int = 10
+) -> torch.Tensor:
     """Levenberg-Marquardt on the sum of squared reprojection errors of the inliers, all pairs at once (8 parameters,
     H[2, 2] = 1, in normalised coordinates)."""
     w = mask.to(p0.dtype)
@@ -95,7 +102,7 @@ def refine_geometric(H: torch.Tensor, p0: torch.Tensor, p1: torch.Tensor, mask: 
         return (pr - q1) * w[..., None], pr
 
     r, pr = residuals(Hn)
-    cost = (r ** 2).sum((1, 2))
+    cost = (r**2).sum((1, 2))
     for _ in range(iterations):
         den = Hn[:, 2, 0, None] * x + Hn[:, 2, 1, None] * y + 1
         u, v = pr[..., 0], pr[..., 1]
@@ -110,7 +117,7 @@ def refine_geometric(H: torch.Tensor, p0: torch.Tensor, p1: torch.Tensor, mask: 
         step = torch.linalg.solve(A, -g)[..., 0]
         cand = Hn + torch.cat([step, torch.zeros_like(step[:, :1])], 1).view(-1, 3, 3)
         r_c, pr_c = residuals(cand)
-        cost_c = (r_c ** 2).sum((1, 2))
+        cost_c = (r_c**2).sum((1, 2))
         better = torch.isfinite(cost_c) & (cost_c < cost)
         Hn = torch.where(better[:, None, None], cand, Hn)
         r = torch.where(better[:, None, None], r_c, r)

@@ -8,6 +8,7 @@ Where moving tracked vehicles actually drive is remembered in a decaying heat ma
 in: a vehicle's path is road even where the network missed it.
 Internal maps live at a working resolution (the U-Net's input size); the returned mask is at frame size.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -24,7 +25,7 @@ class RoadMaskFileError(ValueError):
 
 
 def resolve_device(device: str) -> str:
-    """"cuda" when asked for (or "auto") and available, else "cpu"."""
+    """ "cuda" when asked for (or "auto") and available, else "cpu"."""
     return "cuda" if device in ("cuda", "auto") and torch.cuda.is_available() else "cpu"
 
 
@@ -51,7 +52,9 @@ class RoadSegmenter:
         if config.mask_file:
             self._fixed_mask_image = cv2.imread(str(config.mask_file), cv2.IMREAD_GRAYSCALE)
             if self._fixed_mask_image is None:
-                raise RoadMaskFileError(f"{config.mask_file}: cannot read road mask image (expected an image, white = road)")
+                raise RoadMaskFileError(
+                    f"{config.mask_file}: cannot read road mask image (expected an image, white = road)"
+                )
             self.mode = "mask_file"
         elif config.polygon:
             if len(config.polygon) < 3:
@@ -102,7 +105,9 @@ class RoadSegmenter:
         if self.mode == "unet":
             if self._prob is None or self._frames_since_run >= self.config.every_n_frames - 1:
                 assert self._model is not None  # loaded for mode "unet"
-                self._prob = predict_proba(self._model, frame.image, self._long_side, self.device, out_size=self._work_size)
+                self._prob = predict_proba(
+                    self._model, frame.image, self._long_side, self.device, out_size=self._work_size
+                )
                 self._frames_since_run = 0
                 self.unet_runs += 1
             else:
@@ -219,8 +224,12 @@ class RoadSegmenter:
         if self._prob is not None:
             # Ground newly brought into view is unknown until the next U-Net run: count it as road, so vehicles
             # entering the frame are not suppressed for up to every_n_frames frames.
-            self._prob = cv2.warpPerspective(self._prob, hw, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=1.0)
-        self._heat = cv2.warpPerspective(self._heat, hw, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+            self._prob = cv2.warpPerspective(
+                self._prob, hw, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=1.0
+            )
+        self._heat = cv2.warpPerspective(
+            self._heat, hw, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0
+        )
         if self._prev_centres is not None and len(self._prev_centres):
             self._prev_centres = cv2.perspectiveTransform(self._prev_centres.reshape(-1, 1, 2), hw).reshape(-1, 2)
 

@@ -3,6 +3,7 @@
 Roads are wide, smooth regions, so the network works at half the input resolution from its first layer (a strided
 stem) and the logits are upsampled back: fine detail would cost CPU time without helping the mask.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,6 +16,7 @@ from torch.nn import functional as F
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from vision.road import DEFAULT_WEIGHTS  # noqa: F401  (re-exported: where the shipped weights live)
+
 DEFAULT_LONG_SIDE = 512
 # Input normalisation (BGR order, 0..255): a fixed, dataset-independent centring keeps the checkpoint self-contained.
 _MEAN = 127.5
@@ -49,7 +51,9 @@ class RoadUNet(nn.Module):
         super().__init__()
         w = [width, width * 2, width * 3, width * 4, width * 4]
         self.width = width
-        self.stem = nn.Sequential(nn.Conv2d(3, w[0], 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(w[0]), nn.ReLU(inplace=True))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, w[0], 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(w[0]), nn.ReLU(inplace=True)
+        )
         self.enc = nn.ModuleList([_block(w[0], w[0])] + [_block(w[i - 1], w[i]) for i in range(1, 5)])
         self.dec = nn.ModuleList([_block(w[i + 1] + w[i], w[i]) for i in range(4)])
         self.head = nn.Conv2d(w[0], 1, 1)
@@ -88,8 +92,13 @@ def network_size(width: int, height: int, long_side: int) -> tuple[int, int]:
 
 
 @torch.inference_mode()
-def predict_proba(model: RoadUNet, image_bgr: np.ndarray, long_side: int = DEFAULT_LONG_SIDE,
-                  device: str | torch.device = "cpu", out_size: tuple[int, int] | None = None) -> np.ndarray:
+def predict_proba(
+    model: RoadUNet,
+    image_bgr: np.ndarray,
+    long_side: int = DEFAULT_LONG_SIDE,
+    device: str | torch.device = "cpu",
+    out_size: tuple[int, int] | None = None,
+) -> np.ndarray:
     """Road probability (float32 0..1) for one BGR frame, at ``out_size`` (w, h; default the frame's size)."""
     h, w = image_bgr.shape[:2]
     nw, nh = network_size(w, h, long_side)
@@ -104,7 +113,16 @@ def save_checkpoint(path: Path, model: RoadUNet, long_side: int, meta: dict) -> 
     """Write weights (fp16 to keep the shipped file small; fp32 is restored on load) and what is needed to rebuild."""
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in model.state_dict().items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"kind": "airpatrol-road-unet", "width": model.width, "long_side": long_side, "state_dict": state, "meta": meta}, path)
+    torch.save(
+        {
+            "kind": "airpatrol-road-unet",
+            "width": model.width,
+            "long_side": long_side,
+            "state_dict": state,
+            "meta": meta,
+        },
+        path,
+    )
 
 
 def load_checkpoint(path: str | Path | None = None, device: str | torch.device = "cpu") -> tuple[RoadUNet, int, dict]:

@@ -5,6 +5,7 @@
 
 Nothing here is copied into the repository; without the data the generator falls back to procedural textures.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ World frame: x east, y north, z up, metres; the road surface is z = 0. Angles fo
 clockwise, gimbal pitch -90 looking straight down, roll positive clockwise as seen by the camera. Image pixel
 coordinates follow OpenCV (pixel i's centre at i).
 """
+
 from __future__ import annotations
 
 import math

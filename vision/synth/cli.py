@@ -1,4 +1,5 @@
 """``airpatrol synth OUT_DIR``: render synthetic drone clips with exact ground truth."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,12 @@ def cli_synth(
     altitude: Annotated[Optional[float], typer.Option(help="metres above the road")] = None,
     pitch: Annotated[Optional[float], typer.Option(help="gimbal pitch: -90 nadir ... -45 oblique")] = None,
     seed: Annotated[Optional[int], typer.Option(help="random seed (same seed + config = same ground truth)")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="JSON/YAML file with scene settings (see docs/synth.md)")] = None,
-    randomize: Annotated[bool, typer.Option(help="draw altitude, pitch, resolution, traffic ... from the seed")] = False,
+    config: Annotated[
+        Optional[Path], typer.Option(help="JSON/YAML file with scene settings (see docs/synth.md)")
+    ] = None,
+    randomize: Annotated[
+        bool, typer.Option(help="draw altitude, pitch, resolution, traffic ... from the seed")
+    ] = False,
     count: Annotated[int, typer.Option(min=1, help="number of clips (seeds seed, seed+1, ...)")] = 1,
     yolo_every: Annotated[Optional[int], typer.Option(help="also write a YOLO image+label every N frames")] = None,
     no_video: Annotated[bool, typer.Option(help="ground truth only, no video.mp4")] = False,
@@ -30,8 +35,16 @@ def cli_synth(
     """Render synthetic drone traffic clips: video.mp4, video.SRT, gt/gt.txt (MOTChallenge), gt/speeds.csv, ..."""
     from vision.synth.generator import generate_scene  # heavy imports only when the command runs
 
-    overrides = dict(scene=scene, duration_s=seconds, fps=fps, width=width, height=height, altitude_m=altitude,
-                     gimbal_pitch_deg=pitch, yolo_every=yolo_every)
+    overrides = dict(
+        scene=scene,
+        duration_s=seconds,
+        fps=fps,
+        width=width,
+        height=height,
+        altitude_m=altitude,
+        gimbal_pitch_deg=pitch,
+        yolo_every=yolo_every,
+    )
     if no_video:
         overrides["write_video"] = False
     if procedural:
@@ -46,8 +59,10 @@ def cli_synth(
                 cfg = base.model_copy(update={"seed": s})
             target = out_dir if count == 1 else out_dir / f"{cfg.scene}_{s:04d}"
             res = generate_scene(cfg, target, progress=not quiet)
-            typer.echo(f"{target}: {res.frame_count} frames {res.width}x{res.height} @ {res.fps:g} fps, "
-                       f"{res.vehicle_ids} vehicles, {res.metres_per_pixel * 100:.2f} cm/px, {res.seconds:.1f} s")
+            typer.echo(
+                f"{target}: {res.frame_count} frames {res.width}x{res.height} @ {res.fps:g} fps, "
+                f"{res.vehicle_ids} vehicles, {res.metres_per_pixel * 100:.2f} cm/px, {res.seconds:.1f} s"
+            )
     except SynthConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -1,4 +1,5 @@
 """Build a scene (roads, camera, traffic, ground raster) and write the clip with its ground truth."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from tqdm import tqdm
 from vision.synth import writers
 from vision.synth.assets import load_assets
 from vision.synth.camera import CameraTrack, camera_track, focal_35mm_equivalent
-from vision.synth.ground import Ground, Grid, asphalt_colour, build_ground
+from vision.synth.ground import Grid, Ground, asphalt_colour, build_ground
 from vision.synth.layout import FreeSpace, add_parking_lot, pick_visible_slots, place_clutter, shrink
 from vision.synth.render import Placed, Renderer, TruthBox, sun
 from vision.synth.roads import RoadNetwork, build_network
@@ -45,8 +46,10 @@ class Scene:
 
     def objects(self, i: int) -> list[Placed]:
         st = self.traffic[i]
-        out = [Placed(self.specs[int(v)], float(x), float(y), float(h), float(s))
-               for v, x, y, h, s in zip(st.vid, st.x, st.y, st.heading, st.speed)]
+        out = [
+            Placed(self.specs[int(v)], float(x), float(y), float(h), float(s))
+            for v, x, y, h, s in zip(st.vid, st.x, st.y, st.heading, st.speed)
+        ]
         out += [Placed(o.spec, o.x, o.y, o.heading, 0.0) for o in self.statics]
         return out
 
@@ -80,8 +83,12 @@ def build_scene(cfg: SceneConfig) -> Scene:
     feet = _footprints(cam)
     allpts = np.vstack(feet)
     margin = 20.0
-    extent = (allpts[:, 0].min() - margin, allpts[:, 1].min() - margin,
-              allpts[:, 0].max() + margin, allpts[:, 1].max() + margin)
+    extent = (
+        allpts[:, 0].min() - margin,
+        allpts[:, 1].min() - margin,
+        allpts[:, 0].max() + margin,
+        allpts[:, 1].max() + margin,
+    )
     visible = shrink(feet[0], 0.9)
 
     grng = rng_for(cfg.seed, "ground")
@@ -145,9 +152,14 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
                 stem = f"{name}_{i + 1:06d}"
                 cv2.imwrite(str(out / "yolo" / "images" / f"{stem}.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 95])
                 (out / "yolo" / "labels" / f"{stem}.txt").write_text(
-                    writers.yolo_label(boxes, cfg.width, cfg.height, cfg.yolo_min_visibility))
-            motion = {int(v): (float(s), float(x), float(y)) for v, s, x, y in
-                      zip(scene.traffic[i].vid, scene.traffic[i].speed, scene.traffic[i].x, scene.traffic[i].y)}
+                    writers.yolo_label(boxes, cfg.width, cfg.height, cfg.yolo_min_visibility)
+                )
+            motion = {
+                int(v): (float(s), float(x), float(y))
+                for v, s, x, y in zip(
+                    scene.traffic[i].vid, scene.traffic[i].speed, scene.traffic[i].x, scene.traffic[i].y
+                )
+            }
             for b in boxes:
                 if b.vid in motion:
                     s, x, y = motion[b.vid]
@@ -176,43 +188,83 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
     (out / "seqinfo.ini").write_text(writers.seqinfo(name, cfg))
     if cfg.yolo_every:
         (out / "yolo" / "data.yaml").write_text(
-            "path: .\ntrain: images\nval: images\nnames:\n" +
-            "".join(f"  {k}: {c}\n" for k, c in enumerate(VEHICLE_CLASSES)))
+            "path: .\ntrain: images\nval: images\nnames:\n"
+            + "".join(f"  {k}: {c}\n" for k, c in enumerate(VEHICLE_CLASSES))
+        )
 
     mpp = [scene.cam.metres_per_pixel(i) for i in range(n)]
-    vehicles = {str(order[v]): {"class": scene.specs[v].cls, "kind": scene.specs[v].kind,
-                                "length_m": round(scene.specs[v].length, 3), "width_m": round(scene.specs[v].width, 3),
-                                "height_m": round(scene.specs[v].height, 3), "colour": scene.specs[v].colour_name,
-                                "sim_id": v} for v in order}
+    vehicles = {
+        str(order[v]): {
+            "class": scene.specs[v].cls,
+            "kind": scene.specs[v].kind,
+            "length_m": round(scene.specs[v].length, 3),
+            "width_m": round(scene.specs[v].width, 3),
+            "height_m": round(scene.specs[v].height, 3),
+            "colour": scene.specs[v].colour_name,
+            "sim_id": v,
+        }
+        for v in order
+    }
     meta = {
-        "generator": "airpatrol synth", "version": GENERATOR_VERSION, "seed": cfg.seed,
+        "generator": "airpatrol synth",
+        "version": GENERATOR_VERSION,
+        "seed": cfg.seed,
         "config": cfg.model_dump(mode="json"),
-        "frame_count": n, "fps": cfg.fps, "width": cfg.width, "height": cfg.height,
-        "metres_per_pixel": mpp[0], "metres_per_pixel_range": [min(mpp), max(mpp)],
-        "camera": {"name": cfg.camera.name, "sensor_width_mm": cfg.camera.sensor_width_mm,
-                   "sensor_height_mm": cfg.camera.sensor_height_mm, "focal_length_mm": cfg.camera.focal_length_mm,
-                   "focal_length_35mm_equiv": focal_35mm_equivalent(cfg), "K": scene.cam.K.tolist(),
-                   "pixel_convention": "K and gt/camera.csv homographies: pixel i centred at i; gt boxes: edges"},
+        "frame_count": n,
+        "fps": cfg.fps,
+        "width": cfg.width,
+        "height": cfg.height,
+        "metres_per_pixel": mpp[0],
+        "metres_per_pixel_range": [min(mpp), max(mpp)],
+        "camera": {
+            "name": cfg.camera.name,
+            "sensor_width_mm": cfg.camera.sensor_width_mm,
+            "sensor_height_mm": cfg.camera.sensor_height_mm,
+            "focal_length_mm": cfg.camera.focal_length_mm,
+            "focal_length_35mm_equiv": focal_35mm_equivalent(cfg),
+            "K": scene.cam.K.tolist(),
+            "pixel_convention": "K and gt/camera.csv homographies: pixel i centred at i; gt boxes: edges",
+        },
         "classes": {str(k + 1): c for k, c in enumerate(VEHICLE_CLASSES)},
         "assets": scene.assets_source,
         "road_mask": {"dir": "road_mask", "every": cfg.road_mask_every, "value": "255 = road surface"},
-        "video": {"file": "video.mp4" if cfg.write_video else None,
-                  "codec": video.codec if video is not None else None},
-        "lanes": len(scene.net.routes), "ground_px_per_m": scene.ground.grid.r,
+        "video": {
+            "file": "video.mp4" if cfg.write_video else None,
+            "codec": video.codec if video is not None else None,
+        },
+        "lanes": len(scene.net.routes),
+        "ground_px_per_m": scene.ground.grid.r,
         "vehicles": vehicles,
     }
     (out / "scene.json").write_text(json.dumps(meta, indent=1))
     if video is not None:
         _check_video(out / "video.mp4", n)
-    files = {"video": out / "video.mp4", "gt": out / "gt" / "gt.txt", "speeds": out / "gt" / "speeds.csv",
-             "camera": out / "gt" / "camera.csv", "srt": out / "video.SRT", "seqinfo": out / "seqinfo.ini",
-             "scene": out / "scene.json"}
+    files = {
+        "video": out / "video.mp4",
+        "gt": out / "gt" / "gt.txt",
+        "speeds": out / "gt" / "speeds.csv",
+        "camera": out / "gt" / "camera.csv",
+        "srt": out / "video.SRT",
+        "seqinfo": out / "seqinfo.ini",
+        "scene": out / "scene.json",
+    }
     if cfg.road_mask_every:
         files["road_mask"] = out / "road_mask"
     if cfg.yolo_every:
         files["yolo"] = out / "yolo"
-    return SceneResult(out, cfg, n, cfg.fps, cfg.width, cfg.height, mpp[0], len(order), len(gt_lines),
-                       time.perf_counter() - t_start, files)
+    return SceneResult(
+        out,
+        cfg,
+        n,
+        cfg.fps,
+        cfg.width,
+        cfg.height,
+        mpp[0],
+        len(order),
+        len(gt_lines),
+        time.perf_counter() - t_start,
+        files,
+    )
 
 
 def _check_video(path: Path, n: int) -> None:

@@ -3,6 +3,7 @@
 Each frame is a perspective warp of this raster by the true camera, so what the camera sees and where the road is
 are exact. The raster's resolution is about one raster pixel per image pixel at the image centre.
 """
+
 from __future__ import annotations
 
 import math
@@ -163,8 +164,9 @@ def _base_texture(grid: Grid, rng: np.random.Generator, assets: Assets, style: s
             for x in range(0, dw + 1, cell):
                 p = assets.ground_patches[int(rng.integers(len(assets.ground_patches)))]
                 p = np.rot90(p, int(rng.integers(4)))
-                base[y : y + cell, x : x + cell] = cv2.resize(np.ascontiguousarray(p), (cell, cell),
-                                                              interpolation=cv2.INTER_AREA)
+                base[y : y + cell, x : x + cell] = cv2.resize(
+                    np.ascontiguousarray(p), (cell, cell), interpolation=cv2.INTER_AREA
+                )
         base = base[:dh, :dw]
     else:
         palette = {
@@ -180,8 +182,9 @@ def _base_texture(grid: Grid, rng: np.random.Generator, assets: Assets, style: s
     return cv2.resize(base, (grid.width, grid.height), interpolation=cv2.INTER_LINEAR)
 
 
-def _draw_buildings_and_trees(img: np.ndarray, grid: Grid, occ: np.ndarray, rng: np.random.Generator, style: str,
-                              sun_shadow: np.ndarray) -> None:
+def _draw_buildings_and_trees(
+    img: np.ndarray, grid: Grid, occ: np.ndarray, rng: np.random.Generator, style: str, sun_shadow: np.ndarray
+) -> None:
     """Flat-roofed and pitched buildings and tree crowns where nothing else is (drawn on the raster)."""
     area_m2 = grid.width * grid.height / grid.r**2
     n_build = int(area_m2 / {"urban": 500, "suburban": 1500, "rural": 6000}[style])
@@ -204,8 +207,11 @@ def _draw_buildings_and_trees(img: np.ndarray, grid: Grid, occ: np.ndarray, rng:
         L, Wd = rng.uniform(8, 30), rng.uniform(7, 16)
         ang = rng.uniform(0, math.pi)
         f, l_ = np.array([math.cos(ang), math.sin(ang)]), np.array([-math.sin(ang), math.cos(ang)])
-        corners = np.array([[cx, cy]]) + np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])[:, :1] * f * L / 2 + \
-            np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])[:, 1:] * l_ * Wd / 2
+        corners = (
+            np.array([[cx, cy]])
+            + np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])[:, :1] * f * L / 2
+            + np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])[:, 1:] * l_ * Wd / 2
+        )
         if not is_free(np.vstack([corners, corners + sun_shadow * 6])):
             continue
         height = rng.uniform(4, 15)
@@ -229,8 +235,14 @@ def _draw_buildings_and_trees(img: np.ndarray, grid: Grid, occ: np.ndarray, rng:
         cv2.circle(img, tuple(int(v) for v in s), rp, (35, 50, 40), -1, cv2.LINE_AA)
         g = rng.integers(60, 110)
         cv2.circle(img, tuple(int(v) for v in c), rp, (int(g * 0.5), int(g), int(g * 0.7)), -1, cv2.LINE_AA)
-        cv2.circle(img, tuple(int(v - rp * 0.25) for v in c), max(1, int(rp * 0.55)),
-                   (int(g * 0.65), int(g * 1.3), int(g * 0.9)), -1, cv2.LINE_AA)
+        cv2.circle(
+            img,
+            tuple(int(v - rp * 0.25) for v in c),
+            max(1, int(rp * 0.55)),
+            (int(g * 0.65), int(g * 1.3), int(g * 0.9)),
+            -1,
+            cv2.LINE_AA,
+        )
 
 
 def asphalt_colour(rng: np.random.Generator) -> tuple[int, int, int]:
@@ -239,8 +251,14 @@ def asphalt_colour(rng: np.random.Generator) -> tuple[int, int, int]:
     return (g + tint, g, g - tint)
 
 
-def build_ground(net: RoadNetwork, grid: Grid, rng: np.random.Generator, assets: Assets,
-                 sun_shadow: np.ndarray, asphalt: tuple[int, int, int]) -> Ground:
+def build_ground(
+    net: RoadNetwork,
+    grid: Grid,
+    rng: np.random.Generator,
+    assets: Assets,
+    sun_shadow: np.ndarray,
+    asphalt: tuple[int, int, int],
+) -> Ground:
     img = _base_texture(grid, rng, assets, net.style)
     occ = occupancy(net, grid)
     if not assets.ground_patches:  # real aerial patches already have houses and trees

@@ -1,4 +1,5 @@
 """Where static things go: a parking lot beside the road, parked vehicles, and vehicle-like clutter off the road."""
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,9 @@ class FreeSpace:
 def _rect(cx, cy, length, width, ang) -> np.ndarray:
     f = np.array([math.cos(ang), math.sin(ang)])
     l_ = np.array([-math.sin(ang), math.cos(ang)])
-    return np.array([[cx, cy]]) + np.array([[-.5, -.5], [.5, -.5], [.5, .5], [-.5, .5]]) @ np.vstack([f * length,
-                                                                                                       l_ * width])
+    return np.array([[cx, cy]]) + np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5]]) @ np.vstack(
+        [f * length, l_ * width]
+    )
 
 
 def _interior(poly: np.ndarray, step: float = 1.5) -> np.ndarray:
@@ -97,8 +99,9 @@ def pick_visible_slots(slots: list[Slot], visible: np.ndarray) -> list[Slot]:
     return [s for s, k in zip(slots, ok) if k]
 
 
-def place_clutter(n: int, space: FreeSpace, visible: np.ndarray, rng: np.random.Generator,
-                  first_vid: int) -> list[StaticObject]:
+def place_clutter(
+    n: int, space: FreeSpace, visible: np.ndarray, rng: np.random.Generator, first_vid: int
+) -> list[StaticObject]:
     out: list[StaticObject] = []
     lo, hi = visible.min(axis=0), visible.max(axis=0)
     tries = 0

@@ -4,6 +4,7 @@ is its sprite, with shadows, motion blur, lighting changes, sensor noise and JPE
 The boxes written as ground truth are the image bounding boxes of the same projected 3-D boxes, so truth and
 pixels agree exactly.
 """
+
 from __future__ import annotations
 
 import math
@@ -108,8 +109,11 @@ class Renderer:
         self.wind = rng.uniform(-3, 3, 2)
         self.cloud_depth = float(rng.uniform(0.1, 0.25)) if cfg.lighting_changes and rng.random() < 0.6 else 0.0
         nrng = rng_for(cfg.seed, "noise")
-        self.noise = [nrng.normal(0, cfg.noise_sigma, (cfg.height, cfg.width, 3)).astype(np.float32)
-                      for _ in range(3)] if cfg.noise_sigma > 0 else []
+        self.noise = (
+            [nrng.normal(0, cfg.noise_sigma, (cfg.height, cfg.width, 3)).astype(np.float32) for _ in range(3)]
+            if cfg.noise_sigma > 0
+            else []
+        )
         self.sprites: dict[int, tuple[np.ndarray, tuple[float, float, float]]] = {}
 
     def sprite(self, spec: VehicleSpec):
@@ -210,7 +214,9 @@ class Renderer:
             if np.dot(outward, C - fc) <= 0:
                 continue
             sun_dir = np.array([math.sin(self.sun_az), math.cos(self.sun_az)])
-            shade = 0.75 + 0.25 * max(0.0, float(np.dot(outward[:2], sun_dir)) / max(float(np.linalg.norm(outward[:2])), 1e-9))
+            shade = 0.75 + 0.25 * max(
+                0.0, float(np.dot(outward[:2], sun_dir)) / max(float(np.linalg.norm(outward[:2])), 1e-9)
+            )
             colour = tuple(float(c) * shade for c in side_bgr) + (255.0,)
             pts = np.round((uv[list(face)] - off) * 8).astype(np.int32)
             cv2.fillConvexPoly(sides, pts, tuple(int(min(255, c)) for c in colour), cv2.LINE_AA, 3)
@@ -223,8 +229,9 @@ class Renderer:
         src = np.array([[-0.5, -0.5], [sw - 0.5, -0.5], [sw - 0.5, sh - 0.5], [-0.5, sh - 0.5]], np.float32)
         dst = (uv[4:8] - off).astype(np.float32)
         M = cv2.getPerspectiveTransform(src, dst)
-        top = cv2.warpPerspective(sprite, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
-                                  borderValue=(0, 0, 0, 0))
+        top = cv2.warpPerspective(
+            sprite, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0, 0)
+        )
         ta = top[..., 3:4]
         layer = top + layer * (1.0 - ta)
         n = float(np.hypot(*blur))
@@ -233,8 +240,14 @@ class Renderer:
             kernel = np.zeros((k, k), np.float32)
             c = k // 2
             e = blur / n * (n / 2)
-            cv2.line(kernel, (int(round(c - e[0])), int(round(c - e[1]))), (int(round(c + e[0])), int(round(c + e[1]))),
-                     1.0, 1, cv2.LINE_AA)
+            cv2.line(
+                kernel,
+                (int(round(c - e[0])), int(round(c - e[1]))),
+                (int(round(c + e[0])), int(round(c + e[1]))),
+                1.0,
+                1,
+                cv2.LINE_AA,
+            )
             kernel /= kernel.sum()
             layer = cv2.filter2D(layer, -1, kernel, borderType=cv2.BORDER_CONSTANT)
         sub = layer[cy0 - y0 : cy1 - y0, cx0 - x0 : cx1 - x0]
@@ -245,22 +258,31 @@ class Renderer:
     def _photometric(self, img: np.ndarray, i: int) -> np.ndarray:
         cfg = self.cfg
         t = i / cfg.fps
-        gain = 1.0 + self.gain_amp * (math.sin(2 * math.pi * 0.05 * t + self.gain_phase[0]) * 0.7
-                                      + math.sin(2 * math.pi * 0.13 * t + self.gain_phase[1]) * 0.3)
+        gain = 1.0 + self.gain_amp * (
+            math.sin(2 * math.pi * 0.05 * t + self.gain_phase[0]) * 0.7
+            + math.sin(2 * math.pi * 0.13 * t + self.gain_phase[1]) * 0.3
+        )
         shade: np.ndarray | float = gain
         if self.cloud_depth > 0:
             gw, gh = max(2, cfg.width // 16), max(2, cfg.height // 16)
             us, vs = np.meshgrid(np.linspace(0, cfg.width - 1, gw), np.linspace(0, cfg.height - 1, gh))
             g = self.cam.image_to_ground(i, np.column_stack([us.ravel(), vs.ravel()]))
             g = (g - self.wind * t) / self.cloud_cell_m
-            mx = cv2.remap(self.cloud, (g[:, 0] % 64).reshape(gh, gw).astype(np.float32),
-                           (g[:, 1] % 64).reshape(gh, gw).astype(np.float32), cv2.INTER_LINEAR,
-                           borderMode=cv2.BORDER_WRAP)
+            mx = cv2.remap(
+                self.cloud,
+                (g[:, 0] % 64).reshape(gh, gw).astype(np.float32),
+                (g[:, 1] % 64).reshape(gh, gw).astype(np.float32),
+                cv2.INTER_LINEAR,
+                borderMode=cv2.BORDER_WRAP,
+            )
             small = gain * (1.0 - self.cloud_depth * np.clip((mx - 0.45) * 4, 0, 1))
             grey_shade = cv2.resize(small.astype(np.float32), (cfg.width, cfg.height), interpolation=cv2.INTER_LINEAR)
             shade = cv2.cvtColor(grey_shade, cv2.COLOR_GRAY2BGR)
-        out = cv2.multiply(img, shade, dtype=cv2.CV_32F) if isinstance(shade, np.ndarray) else \
-            img.astype(np.float32) * np.float32(shade)
+        out = (
+            cv2.multiply(img, shade, dtype=cv2.CV_32F)
+            if isinstance(shade, np.ndarray)
+            else img.astype(np.float32) * np.float32(shade)
+        )
         if self.noise:
             noise = self.noise[i % len(self.noise)]
             out += noise if i % 2 else noise[::-1]  # flipped: more variety from few samples

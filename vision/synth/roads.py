@@ -5,6 +5,7 @@ arc length along it is exactly the distance driven. Routes that share pieces (an
 the lane a ramp merges into) are recognised geometrically by :mod:`vision.synth.vehicles`.
 Right-hand traffic. World axes: x east, y north (metres).
 """
+
 from __future__ import annotations
 
 import math
@@ -310,7 +311,7 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
     for arm in range(4):
         theta = arm * math.pi / 2
         Rm = rot(theta)
-        tr = lambda p: (np.asarray(p, float) @ Rm.T)  # noqa: E731
+        tr = lambda p: np.asarray(p, float) @ Rm.T  # noqa: E731
         axis_phase = 0 if arm % 2 == 0 else 2  # 0/1: north-south, 2/3: east-west (straight+right, then left)
         for k in range(n):
             xk = w * (k + 0.5)
@@ -322,13 +323,19 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
             if k == n - 1:  # outer lane turns right
                 yr = -w * (n - 0.5)
                 r = b - xk
-                right = join(line((xk, -L), (xk, -b), 1.0), arc((b, -b), r, math.pi, math.pi / 2)[1:],
-                             line((b, yr), (L, yr), 1.0)[1:])
+                right = join(
+                    line((xk, -L), (xk, -b), 1.0),
+                    arc((b, -b), r, math.pi, math.pi / 2)[1:],
+                    line((b, yr), (L, yr), 1.0)[1:],
+                )
                 turns.append(("right", right, 0.2 if n == 1 else 0.35))
             if k == 0:  # inner lane turns left (protected phase)
                 yl = w * 0.5
-                left = join(line((xk, -L), (xk, -b), 1.0), arc((-b, -b), b + xk, 0.0, math.pi / 2)[1:],
-                            line((-b, yl), (-L, yl), 1.0)[1:])
+                left = join(
+                    line((xk, -L), (xk, -b), 1.0),
+                    arc((-b, -b), b + xk, 0.0, math.pi / 2)[1:],
+                    line((-b, yl), (-L, yl), 1.0)[1:],
+                )
                 turns.append(("left", left, 0.2 if n == 1 else 0.4))
             total = sum(p for _, _, p in turns)
             lane_choice = []
@@ -339,8 +346,14 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
                 def main_mask(q, _name=name):
                     return np.full(len(q), _name == "straight")
 
-                r_ = make_route(pts, "main" if name == "straight" else "turn", limit, main=main_mask,
-                                phase=phase, spawn=len(choices))
+                r_ = make_route(
+                    pts,
+                    "main" if name == "straight" else "turn",
+                    limit,
+                    main=main_mask,
+                    phase=phase,
+                    spawn=len(choices),
+                )
                 r_.stop_s = s_at_point(r_, tr((xk, stop_y)))
                 lane_choice.append((len(routes), p / total))
                 routes.append(r_)
@@ -352,15 +365,23 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
         strokes.append(Stroke(tr(line((0.3, stop_y), (0.3, -L), 5)), 0.15, "marking", "white"))
         for k in range(1, n):
             for sx in (-1, 1):
-                strokes.append(Stroke(tr(line((sx * w * k, stop_y), (sx * w * k, -L), 5)), 0.15, "marking", "white",
-                                      dash=(3.0, 6.0)))
+                strokes.append(
+                    Stroke(
+                        tr(line((sx * w * k, stop_y), (sx * w * k, -L), 5)), 0.15, "marking", "white", dash=(3.0, 6.0)
+                    )
+                )
         if park:
             for sx in (-1, 1):
                 strokes.append(Stroke(tr(line((sx * n * w, -b - 12), (sx * n * w, -L), 5)), 0.12, "marking", "white"))
         strokes.append(Stroke(tr(line((0.2, stop_y), (n * w, stop_y), 0.5)), 0.45, "marking", "white"))
         for xz in np.arange(-half_road + 0.5, half_road - 0.4, 1.0):  # zebra crossing
-            polygons.append(Polygon(tr(np.array([[xz, -b - 0.5], [xz + 0.5, -b - 0.5], [xz + 0.5, -b - 3.5],
-                                                  [xz, -b - 3.5]])), "marking", "white"))
+            polygons.append(
+                Polygon(
+                    tr(np.array([[xz, -b - 0.5], [xz + 0.5, -b - 0.5], [xz + 0.5, -b - 3.5], [xz, -b - 3.5]])),
+                    "marking",
+                    "white",
+                )
+            )
         if park:
             for y in np.arange(-b - 15, -L * 0.5, -6.0):
                 for sx, hd in ((1, math.pi / 2), (-1, -math.pi / 2)):
@@ -369,8 +390,9 @@ def intersection(cfg: SceneConfig, rng: np.random.Generator, half_len: float) ->
     box = np.array([[-b, -b], [b, -b], [b, b], [-b, b]], float)
     polygons.insert(0, Polygon(box, "asphalt"))
     green_main, green_left = float(rng.uniform(12, 20)), float(rng.uniform(5, 9))
-    plan = SignalPlan([(0, green_main, 3.0, 2.0), (1, green_left, 3.0, 2.0), (2, green_main, 3.0, 2.0),
-                       (3, green_left, 3.0, 2.0)])
+    plan = SignalPlan(
+        [(0, green_main, 3.0, 2.0), (1, green_left, 3.0, 2.0), (2, green_main, 3.0, 2.0), (3, green_left, 3.0, 2.0)]
+    )
     plan.offset_s = float(rng.uniform(0, plan.cycle))
     rate = 0.09 * cfg.traffic_density
     return RoadNetwork(
@@ -446,13 +468,16 @@ def roundabout(cfg: SceneConfig, rng: np.random.Generator, half_len: float) -> R
         i_gw = int(np.argmax(np.linalg.norm(entry.pts, axis=1) < ring_r + ring_w / 2 + 0.6))
         p_gw, t_gw = entry.pts[i_gw], entry.pts[i_gw + 1] - entry.pts[i_gw]
         n_gw = np.array([-t_gw[1], t_gw[0]]) / np.linalg.norm(t_gw)
-        strokes.append(Stroke(line(p_gw - n_gw * w / 2, p_gw + n_gw * w / 2, 0.2), 0.3, "marking", "white",
-                              dash=(0.6, 0.4)))
+        strokes.append(
+            Stroke(line(p_gw - n_gw * w / 2, p_gw + n_gw * w / 2, 0.2), 0.3, "marking", "white", dash=(0.6, 0.4))
+        )
     ring = arc((0, 0), ring_r, 0, 2 * math.pi, 1.0)
     strokes.append(Stroke(ring, ring_w + 5.0, "verge", "sidewalk"))
     strokes.append(Stroke(ring, ring_w + 1.2, "asphalt"))
-    polygons = [Polygon(arc((0, 0), ring_r - ring_w / 2 - 0.4, 0, 2 * math.pi, 1.0), "island", "kerb"),
-                Polygon(arc((0, 0), ring_r - ring_w / 2 - 1.8, 0, 2 * math.pi, 1.0), "island", "grass")]
+    polygons = [
+        Polygon(arc((0, 0), ring_r - ring_w / 2 - 0.4, 0, 2 * math.pi, 1.0), "island", "kerb"),
+        Polygon(arc((0, 0), ring_r - ring_w / 2 - 1.8, 0, 2 * math.pi, 1.0), "island", "grass"),
+    ]
     parking = []
     for a in angles:  # a few cars parked along an arm beside the road
         u = np.array([math.cos(a), math.sin(a)])
@@ -507,14 +532,19 @@ def ramp(cfg: SceneConfig, rng: np.random.Generator, half_len: float) -> RoadNet
     net.routes.append(make_route(pts, "ramp", limit, main=on_mainline, spawn=len(net.spawn_rates)))
     net.spawn_rates.append(0.12 * cfg.traffic_density)
     net.spawn_choices.append([(len(net.routes) - 1, 1.0)])
-    ramp_paint = join(line((x0, start_y), (x0, cy), 5.0), arc((cx, cy), radius, math.pi, math.pi / 2)[1:],
-                      line((x_a, y_a), (x_a + accel_len, y_a), 2.0)[1:], taper_pts[1:])
+    ramp_paint = join(
+        line((x0, start_y), (x0, cy), 5.0),
+        arc((cx, cy), radius, math.pi, math.pi / 2)[1:],
+        line((x_a, y_a), (x_a + accel_len, y_a), 2.0)[1:],
+        taper_pts[1:],
+    )
     net.strokes.append(Stroke(ramp_paint, w + 6.0, "verge", "gravel"))
     net.strokes.append(Stroke(ramp_paint, w + 1.0, "asphalt"))
     edge = offset(resample(ramp_paint, 1.0), -(w / 2 + 0.2))
     net.strokes.append(Stroke(edge, 0.2, "marking", "white"))
-    net.strokes.append(Stroke(line((x_a, y_o - w / 2), (x_a + accel_len, y_o - w / 2), 2), 0.3, "marking", "white",
-                              dash=(3.0, 9.0)))
+    net.strokes.append(
+        Stroke(line((x_a, y_o - w / 2), (x_a + accel_len, y_o - w / 2), 2), 0.3, "marking", "white", dash=(3.0, 9.0))
+    )
     net.target = (x_a + float(rng.uniform(-10, 40)), y_a - float(rng.uniform(0, 20)))
     return net
 

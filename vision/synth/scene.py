@@ -4,6 +4,7 @@ Everything random in a scene is drawn from ``seed`` through named sub-streams (s
 config gives the same ground truth byte for byte, and changing one part (e.g. the ground texture) does not reshuffle
 the traffic.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,7 +57,9 @@ class SceneConfig(BaseModel):
     speed_limit_kmh: float | None = Field(None, gt=0, le=200, description="None = scene default")
     lane_changes: bool = True
     parked_vehicles: int = Field(6, ge=0, le=200)
-    clutter_objects: int = Field(6, ge=0, le=200, description="vehicle-like distractors off the road (containers, boxes)")
+    clutter_objects: int = Field(
+        6, ge=0, le=200, description="vehicle-like distractors off the road (containers, boxes)"
+    )
 
     motion_blur: bool = True
     exposure_s: float | None = Field(None, gt=0, lt=1, description="None = half the frame interval (180 deg shutter)")

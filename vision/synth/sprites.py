@@ -4,6 +4,7 @@ A sprite is a premultiplied BGRA float32 image at :data:`PX_PER_M`, the vehicle'
 right edge and its left side at the top row. Cars come from real drone crops when available (recoloured for the
 colours the data lacks); vans, trucks, buses and clutter are drawn.
 """
+
 from __future__ import annotations
 
 import cv2
@@ -56,11 +57,19 @@ def draw_car(spec: VehicleSpec, rng: np.random.Generator, van: bool = False) -> 
     roof0, roof1 = rear0 + (0.02 if van else 0.09), ws0
     inset = int(0.12 * h)
     # windscreen (trapezoid: narrower at the roof), rear window, roof, side windows
-    pts = np.array([[ws0 * w, inset * 1.3], [ws1 * w, inset * 0.6], [ws1 * w, h - inset * 0.6], [ws0 * w, h - inset * 1.3]])
+    pts = np.array(
+        [[ws0 * w, inset * 1.3], [ws1 * w, inset * 0.6], [ws1 * w, h - inset * 0.6], [ws0 * w, h - inset * 1.3]]
+    )
     cv2.fillConvexPoly(img, pts.astype(np.int32), glass, cv2.LINE_AA)
     if not van:
-        pts = np.array([[rear0 * w, inset * 0.8], [roof0 * w, inset * 1.3], [roof0 * w, h - inset * 1.3],
-                        [rear0 * w, h - inset * 0.8]])
+        pts = np.array(
+            [
+                [rear0 * w, inset * 0.8],
+                [roof0 * w, inset * 1.3],
+                [roof0 * w, h - inset * 1.3],
+                [rear0 * w, h - inset * 0.8],
+            ]
+        )
         cv2.fillConvexPoly(img, pts.astype(np.int32), glass, cv2.LINE_AA)
     roof_colour = _shade(c, 1.08) if rng.random() < 0.85 else glass  # some cars have a dark panoramic roof
     cv2.rectangle(img, (int(roof0 * w), int(inset * 1.3)), (int(roof1 * w), int(h - inset * 1.3)), roof_colour, -1)

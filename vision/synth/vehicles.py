@@ -5,6 +5,7 @@ check on parallel lanes; red lights and give-way lines are virtual standing obst
 constant acceleration, so the position recorded at a frame time and the speed recorded with it are exactly
 consistent (the recorded speed is the derivative of the recorded position).
 """
+
 from __future__ import annotations
 
 import math
@@ -77,8 +78,9 @@ def sample_colour(rng: np.random.Generator, asphalt_bgr: tuple[int, int, int]) -
     return name, (b, g, r)
 
 
-def sample_spec(rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind: str = "moving",
-                long_trucks: bool = True) -> VehicleSpec:
+def sample_spec(
+    rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind: str = "moving", long_trucks: bool = True
+) -> VehicleSpec:
     if cls == "car":
         dims = (rng.uniform(3.8, 4.9), rng.uniform(1.7, 1.9), rng.uniform(1.4, 1.6))
     elif cls == "van":
@@ -91,8 +93,9 @@ def sample_spec(rng: np.random.Generator, vid: int, cls: str, asphalt_bgr, kind:
     else:
         raise ValueError(f"unknown vehicle class {cls!r}")
     name, bgr = sample_colour(rng, asphalt_bgr)
-    return VehicleSpec(vid, cls, float(dims[0]), float(dims[1]), float(dims[2]), bgr, name, int(rng.integers(2**31)),
-                       kind)
+    return VehicleSpec(
+        vid, cls, float(dims[0]), float(dims[1]), float(dims[2]), bgr, name, int(rng.integers(2**31)), kind
+    )
 
 
 def sample_class(rng: np.random.Generator, net: RoadNetwork) -> str:
@@ -114,8 +117,17 @@ def clutter_spec(rng: np.random.Generator, vid: int) -> VehicleSpec:
         colour = (int(rng.integers(60, 200)),) * 3
     c0, c1, c2 = (int(np.clip(c, 0, 255)) for c in colour)
     colour = (c0, c1, c2)
-    return VehicleSpec(vid, "clutter", float(dims[0]), float(dims[1]), float(dims[2]), colour, str(kind),
-                       int(rng.integers(2**31)), "clutter")
+    return VehicleSpec(
+        vid,
+        "clutter",
+        float(dims[0]),
+        float(dims[1]),
+        float(dims[2]),
+        colour,
+        str(kind),
+        int(rng.integers(2**31)),
+        "clutter",
+    )
 
 
 # ----------------------------------------------------------------------------------------------- simulation
@@ -181,8 +193,12 @@ def _yields(routes, M: np.ndarray) -> list[list[_Yield]]:
             while j > 0 and d[j - 1] < 3.5:
                 j -= 1
             found.setdefault(round(max(j * STEP_M - 1.0, 0.0), 1), []).append((o, float(M[i, o, k])))
-        out.append([_Yield(stop, np.array([o for o, _ in v]), np.array([m for _, m in v])) for stop, v in
-                    sorted(found.items())])
+        out.append(
+            [
+                _Yield(stop, np.array([o for o, _ in v]), np.array([m for _, m in v]))
+                for stop, v in sorted(found.items())
+            ]
+        )
     return out
 
 
@@ -205,7 +221,7 @@ class TrafficSim:
         self.vmax = np.zeros((len(self.routes), self.K))
         for r, route in enumerate(self.routes):
             self.vmax[r, : len(route.pts)] = route.vmax_ahead
-            self.vmax[r, len(route.pts):] = route.vmax_ahead[-1]
+            self.vmax[r, len(route.pts) :] = route.vmax_ahead[-1]
         self.stop_s = np.array([np.nan if r.stop_s is None else r.stop_s for r in self.routes])
         self.phase = np.array([-1 if r.phase is None else r.phase for r in self.routes])
         nb = net.lane_neighbours
@@ -349,8 +365,23 @@ class TrafficSim:
         if len(free):
             return int(free[0])
         n = len(self.active)
-        for name in ("active", "vid", "route", "prev", "s", "v", "v0", "a", "b", "T", "L", "lc_t", "lc_dur", "lc_d0",
-                     "lc_next"):
+        for name in (
+            "active",
+            "vid",
+            "route",
+            "prev",
+            "s",
+            "v",
+            "v0",
+            "a",
+            "b",
+            "T",
+            "L",
+            "lc_t",
+            "lc_dur",
+            "lc_d0",
+            "lc_next",
+        ):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(n, arr.dtype)]))
         self.prev[n:] = -1
@@ -427,7 +458,9 @@ class TrafficSim:
                 if np.isfinite(behind).any():  # the new follower must not brake hard because of us
                     f = act[int(np.argmin(behind))]
                     gap_f = behind.min() - (self.L[f] + self.L[i]) / 2
-                    a_f = _idm(self.v[f], self.v0[f], gap_f, self.v[f] - self.v[i], self.a[f], self.b[f], self.T[f], 2.0)
+                    a_f = _idm(
+                        self.v[f], self.v0[f], gap_f, self.v[f] - self.v[i], self.a[f], self.b[f], self.T[f], 2.0
+                    )
                     if gap_f < max(5.0, 0.8 * self.v[f]) or a_f < -1.5:
                         continue
                 # MOBIL: own gain, minus a share of what the new follower loses, plus keep-right bias

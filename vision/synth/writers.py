@@ -1,5 +1,6 @@
 """Output files of a synthetic scene: video, MOTChallenge ground truth, speeds, DJI SRT telemetry, road masks,
 MOTChallenge seqinfo.ini, YOLO detection samples. Number formats are fixed so equal inputs give equal bytes."""
+
 from __future__ import annotations
 
 import math
@@ -28,9 +29,34 @@ class VideoWriter:
         self.codec = "mp4v"
         exe = shutil.which("ffmpeg")
         if exe:
-            cmd = [exe, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}",
-                   "-r", f"{fps:g}", "-i", "-", "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "18",
-                   "-pix_fmt", "yuv420p", "-movflags", "+faststart", str(path)]
+            cmd = [
+                exe,
+                "-loglevel",
+                "error",
+                "-y",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "bgr24",
+                "-s",
+                f"{width}x{height}",
+                "-r",
+                f"{fps:g}",
+                "-i",
+                "-",
+                "-an",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-crf",
+                "18",
+                "-pix_fmt",
+                "yuv420p",
+                "-movflags",
+                "+faststart",
+                str(path),
+            ]
             try:
                 self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
                 self.codec = "h264"
@@ -67,7 +93,9 @@ class VideoWriter:
 
 def mot_line(frame: int, b: TruthBox) -> str:
     """MOTChallenge gt row: frame,id,left,top,w,h,conf(1 = evaluate),class,visibility. Class = VEHICLE_CLASSES + 1."""
-    return f"{frame},{b.vid},{b.left:.2f},{b.top:.2f},{b.width:.2f},{b.height:.2f},1,{b.class_id + 1},{b.visibility:.3f}"
+    return (
+        f"{frame},{b.vid},{b.left:.2f},{b.top:.2f},{b.width:.2f},{b.height:.2f},1,{b.class_id + 1},{b.visibility:.3f}"
+    )
 
 
 def speed_line(frame: int, vid: int, speed_ms: float, x: float, y: float) -> str:
@@ -125,19 +153,24 @@ def srt_text(cfg: SceneConfig, cam: CameraTrack) -> str:
 
 def camera_csv(cam: CameraTrack, fps: float) -> str:
     """Exact per-frame camera: centre, angles, scale at the image centre, ground->image homography (row-major)."""
-    rows = ["frame,t,cam_x_m,cam_y_m,alt_m,heading_deg,pitch_deg,roll_deg,metres_per_pixel," +
-            ",".join(f"h{k}" for k in range(9))]
+    rows = [
+        "frame,t,cam_x_m,cam_y_m,alt_m,heading_deg,pitch_deg,roll_deg,metres_per_pixel,"
+        + ",".join(f"h{k}" for k in range(9))
+    ]
     for i in range(len(cam)):
         H = cam.ground_homography(i).ravel()
-        rows.append(f"{i + 1},{i / fps:.4f},{cam.x[i]:.4f},{cam.y[i]:.4f},{cam.alt[i]:.4f},{cam.heading[i]:.5f},"
-                    f"{cam.pitch[i]:.5f},{cam.roll[i]:.5f},{cam.metres_per_pixel(i):.6f}," +
-                    ",".join(f"{v:.9g}" for v in H))
+        rows.append(
+            f"{i + 1},{i / fps:.4f},{cam.x[i]:.4f},{cam.y[i]:.4f},{cam.alt[i]:.4f},{cam.heading[i]:.5f},"
+            f"{cam.pitch[i]:.5f},{cam.roll[i]:.5f},{cam.metres_per_pixel(i):.6f}," + ",".join(f"{v:.9g}" for v in H)
+        )
     return "\n".join(rows) + "\n"
 
 
 def seqinfo(name: str, cfg: SceneConfig) -> str:
-    return (f"[Sequence]\nname={name}\nimDir=img1\nframeRate={cfg.fps:g}\nseqLength={cfg.frame_count}\n"
-            f"imWidth={cfg.width}\nimHeight={cfg.height}\nimExt=.jpg\nvideo=video.mp4\n")
+    return (
+        f"[Sequence]\nname={name}\nimDir=img1\nframeRate={cfg.fps:g}\nseqLength={cfg.frame_count}\n"
+        f"imWidth={cfg.width}\nimHeight={cfg.height}\nimExt=.jpg\nvideo=video.mp4\n"
+    )
 
 
 def yolo_label(boxes: list[TruthBox], width: int, height: int, min_visibility: float) -> str:
@@ -146,6 +179,8 @@ def yolo_label(boxes: list[TruthBox], width: int, height: int, min_visibility: f
     for b in boxes:
         if b.visibility < min_visibility:
             continue
-        rows.append(f"{b.class_id} {(b.left + b.width / 2) / width:.6f} {(b.top + b.height / 2) / height:.6f} "
-                    f"{b.width / width:.6f} {b.height / height:.6f}")
+        rows.append(
+            f"{b.class_id} {(b.left + b.width / 2) / width:.6f} {(b.top + b.height / 2) / height:.6f} "
+            f"{b.width / width:.6f} {b.height / height:.6f}"
+        )
     return "\n".join(rows) + ("\n" if rows else "")

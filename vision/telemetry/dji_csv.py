@@ -4,6 +4,7 @@ Units are read from each header (``height_above_takeoff(feet)``, ``speed(mph)``,
 to SI; headers may carry leading spaces. Airdata rows are 100 ms apart; a trimmed export without any time column
 (only the original row index in the first, unnamed column) gets ``t = (index - first index) * 0.1 s`` and a warning.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,25 +18,58 @@ from vision.telemetry.types import FlightLog, FlightLogError, TelemetrySample
 AIRDATA_ROW_PERIOD_S = 0.1
 
 _UNIT = {
-    "": 1.0, "m": 1.0, "meters": 1.0, "metres": 1.0, "m/s": 1.0, "degrees": 1.0, "deg": 1.0, "percent": 1.0, "%": 1.0,
-    "feet": 0.3048, "ft": 0.3048, "mph": 0.44704, "km/h": 1 / 3.6, "kmh": 1 / 3.6, "kph": 1 / 3.6,
-    "knots": 0.514444, "kn": 0.514444, "ft/s": 0.3048,
-    "millisecond": 0.001, "milliseconds": 0.001, "ms": 0.001, "s": 1.0, "seconds": 1.0, "second": 1.0,
+    "": 1.0,
+    "m": 1.0,
+    "meters": 1.0,
+    "metres": 1.0,
+    "m/s": 1.0,
+    "degrees": 1.0,
+    "deg": 1.0,
+    "percent": 1.0,
+    "%": 1.0,
+    "feet": 0.3048,
+    "ft": 0.3048,
+    "mph": 0.44704,
+    "km/h": 1 / 3.6,
+    "kmh": 1 / 3.6,
+    "kph": 1 / 3.6,
+    "knots": 0.514444,
+    "kn": 0.514444,
+    "ft/s": 0.3048,
+    "millisecond": 0.001,
+    "milliseconds": 0.001,
+    "ms": 0.001,
+    "s": 1.0,
+    "seconds": 1.0,
+    "second": 1.0,
 }
 # normalised column name -> sample field (sign -1: the column's positive direction is down)
 _FIELDS = {
-    "time": ("t_s", 1), "osd.flytime": ("t_s", 1),
-    "latitude": ("lat", 1), "osd.latitude": ("lat", 1),
-    "longitude": ("lon", 1), "osd.longitude": ("lon", 1),
-    "height_above_takeoff": ("rel_alt_m", 1), "osd.height": ("rel_alt_m", 1),
-    "altitude_above_sealevel": ("abs_alt_m", 1), "altitude": ("abs_alt_m", 1), "osd.altitude": ("abs_alt_m", 1),
-    "compass_heading": ("heading_deg", 1), "osd.yaw": ("heading_deg", 1),
-    "gimbal_heading": ("gimbal_yaw_deg", 1), "gimbal.yaw": ("gimbal_yaw_deg", 1),
-    "gimbal_pitch": ("gimbal_pitch_deg", 1), "gimbal.pitch": ("gimbal_pitch_deg", 1),
-    "gimbal_roll": ("gimbal_roll_deg", 1), "gimbal.roll": ("gimbal_roll_deg", 1),
-    "speed": ("ground_speed_ms", 1), "osd.hspeed": ("ground_speed_ms", 1),
-    "zspeed": ("vertical_speed_ms", -1), "osd.vspeed": ("vertical_speed_ms", 1),
-    "battery_percent": ("battery_pct", 1), "battery.chargelevel": ("battery_pct", 1),
+    "time": ("t_s", 1),
+    "osd.flytime": ("t_s", 1),
+    "latitude": ("lat", 1),
+    "osd.latitude": ("lat", 1),
+    "longitude": ("lon", 1),
+    "osd.longitude": ("lon", 1),
+    "height_above_takeoff": ("rel_alt_m", 1),
+    "osd.height": ("rel_alt_m", 1),
+    "altitude_above_sealevel": ("abs_alt_m", 1),
+    "altitude": ("abs_alt_m", 1),
+    "osd.altitude": ("abs_alt_m", 1),
+    "compass_heading": ("heading_deg", 1),
+    "osd.yaw": ("heading_deg", 1),
+    "gimbal_heading": ("gimbal_yaw_deg", 1),
+    "gimbal.yaw": ("gimbal_yaw_deg", 1),
+    "gimbal_pitch": ("gimbal_pitch_deg", 1),
+    "gimbal.pitch": ("gimbal_pitch_deg", 1),
+    "gimbal_roll": ("gimbal_roll_deg", 1),
+    "gimbal.roll": ("gimbal_roll_deg", 1),
+    "speed": ("ground_speed_ms", 1),
+    "osd.hspeed": ("ground_speed_ms", 1),
+    "zspeed": ("vertical_speed_ms", -1),
+    "osd.vspeed": ("vertical_speed_ms", 1),
+    "battery_percent": ("battery_pct", 1),
+    "battery.chargelevel": ("battery_pct", 1),
 }
 _HEADER = re.compile(r"^\s*([^(\[]*?)\s*(?:[(\[]\s*([^)\]]*?)\s*[)\]])?\s*$")
 

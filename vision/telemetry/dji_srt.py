@@ -22,6 +22,7 @@ is not an altitude (18 over Brugg, CH, 350 m MSL, with H 45.6 m) - most likely t
 DJI's integer encodings: ``focal_len : 240`` is 24.0 mm (x10 when written without a decimal point),
 ``fnum : 280`` is f/2.8 (x100 likewise); a plain shutter number is the denominator (``Shutter:400`` = 1/400 s).
 """
+
 from __future__ import annotations
 
 import re
@@ -44,20 +45,37 @@ _FSTOP = re.compile(r"\bF/(\d+(?:\.\d+)?)")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 _ALIASES = {
-    "latitude": "lat", "lat": "lat",
-    "longitude": "lon", "longtitude": "lon", "lon": "lon",
-    "rel_alt": "rel_alt", "h": "rel_alt", "barometer": "rel_alt", "hb": "rel_alt",
-    "abs_alt": "abs_alt", "altitude": "abs_alt",
-    "gb_pitch": "gimbal_pitch", "gimbal_pitch": "gimbal_pitch",
-    "gb_yaw": "gimbal_yaw", "gimbal_yaw": "gimbal_yaw",
-    "gb_roll": "gimbal_roll", "gimbal_roll": "gimbal_roll",
+    "latitude": "lat",
+    "lat": "lat",
+    "longitude": "lon",
+    "longtitude": "lon",
+    "lon": "lon",
+    "rel_alt": "rel_alt",
+    "h": "rel_alt",
+    "barometer": "rel_alt",
+    "hb": "rel_alt",
+    "abs_alt": "abs_alt",
+    "altitude": "abs_alt",
+    "gb_pitch": "gimbal_pitch",
+    "gimbal_pitch": "gimbal_pitch",
+    "gb_yaw": "gimbal_yaw",
+    "gimbal_yaw": "gimbal_yaw",
+    "gb_roll": "gimbal_roll",
+    "gimbal_roll": "gimbal_roll",
     "drone_yaw": "heading",
-    "h.s": "ground_speed", "v.s": "vertical_speed",
-    "iso": "iso", "shutter": "shutter", "tv": "shutter", "ss": "shutter",
-    "fnum": "fnum", "ir": "fnum",
+    "h.s": "ground_speed",
+    "v.s": "vertical_speed",
+    "iso": "iso",
+    "shutter": "shutter",
+    "tv": "shutter",
+    "ss": "shutter",
+    "fnum": "fnum",
+    "ir": "fnum",
     "focal_len": "focal_len",
-    "framecnt": "frame_cnt", "srtcnt": "frame_cnt",
-    "drone_speedx": "speed_x", "drone_speedy": "speed_y",
+    "framecnt": "frame_cnt",
+    "srtcnt": "frame_cnt",
+    "drone_speedx": "speed_x",
+    "drone_speedy": "speed_y",
 }
 
 
@@ -133,7 +151,7 @@ def _tokenise(entry: _Entry) -> tuple[_Raw | None, str | None]:
             when = datetime(y, mo, d, h, mi, s, micro)
         except ValueError:
             return None, f"invalid date {m.group()!r}"
-        payload = payload[: m.start()] + " " + payload[m.end():]
+        payload = payload[: m.start()] + " " + payload[m.end() :]
 
     tuples: dict[str, list[str]] = {}
     spaced_tuple = False
@@ -147,7 +165,7 @@ def _tokenise(entry: _Entry) -> tuple[_Raw | None, str | None]:
     f = _FSTOP.search(payload)
     if f:
         values["fnum"] = f.group(1)
-        payload = payload[: f.start()] + payload[f.end():]
+        payload = payload[: f.start()] + payload[f.end() :]
     for m in _KEYVAL.finditer(payload):
         values.setdefault(m.group(1).lower(), m.group(2))
     for piece in payload.split(","):
@@ -196,7 +214,10 @@ def _decide_lon_first(raws: list[_Raw], variant: str) -> tuple[bool, str | None]
     order = "(lon, lat)" if default else "(lat, lon)"
     if a_big and b_big:
         return default, f"GPS tuples have values beyond +-90 in both places; assumed {order}"
-    return default, f"GPS(a, b) order cannot be told from the values (all within +-90); assumed {order} as the {variant} dialect writes it"
+    return (
+        default,
+        f"GPS(a, b) order cannot be told from the values (all within +-90); assumed {order} as the {variant} dialect writes it",
+    )
 
 
 def _shutter(text: str | None) -> float | None:
@@ -247,7 +268,7 @@ def _sample(raw: _Raw, t: float, lon_first: bool, variant: str) -> TelemetrySamp
     s.ground_speed_ms = _num(v.get("ground_speed"))
     speed_x, speed_y = _num(v.get("speed_x")), _num(v.get("speed_y"))
     if s.ground_speed_ms is None and speed_x is not None and speed_y is not None:  # either may be a word ("NA")
-        s.ground_speed_ms = float((speed_x ** 2 + speed_y ** 2) ** 0.5)
+        s.ground_speed_ms = float((speed_x**2 + speed_y**2) ** 0.5)
     s.vertical_speed_ms = _num(v.get("vertical_speed"))
     iso = _num(v.get("iso"))
     s.iso = int(iso) if iso is not None else None

@@ -3,6 +3,7 @@
 GPX elevation is above mean sea level; height above take-off is taken as elevation minus the first point's
 elevation (with a warning). Garmin's TrackPointExtension ``speed``/``course`` are used when present.
 """
+
 from __future__ import annotations
 
 import io

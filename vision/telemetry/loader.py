@@ -1,4 +1,5 @@
 """``load_flight_log(path)``: detect the format from the file's content (never its extension) and parse it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -60,8 +61,12 @@ def load_flight_log(path: str | Path) -> FlightLog:
             f"{path}: not a recognised flight log (expected DJI SRT/CSV, PX4 ULog, MAVLink tlog, ArduPilot BIN or GPX)"
         )
     parser = {
-        "dji_srt": parse_dji_srt, "dji_csv": parse_dji_csv, "px4_ulog": parse_px4_ulog,
-        "mavlink_tlog": parse_tlog, "ardupilot_bin": parse_dataflash, "gpx": parse_gpx,
+        "dji_srt": parse_dji_srt,
+        "dji_csv": parse_dji_csv,
+        "px4_ulog": parse_px4_ulog,
+        "mavlink_tlog": parse_tlog,
+        "ardupilot_bin": parse_dataflash,
+        "gpx": parse_gpx,
     }[fmt]
     log = parser(data, path)
     if not log.samples:

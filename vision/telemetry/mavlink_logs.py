@@ -9,6 +9,7 @@ same rate). Damage handling differs on purpose:
 * DataFlash has no CRC: a gap of unreadable bytes means the file is corrupted, so reading stops there
   (pymavlink would resynchronise, but what follows a gap cannot be trusted).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -79,8 +80,11 @@ def parse_tlog(data: bytes, path: Path) -> FlightLog:
             elif kind == "SYS_STATUS" and msg.battery_remaining >= 0 and "battery" not in state:
                 state["battery_sys"] = float(msg.battery_remaining)
             elif kind == "MOUNT_STATUS":
-                state["g_pitch"], state["g_roll"], state["g_yaw"] = (msg.pointing_a / 100, msg.pointing_b / 100,
-                                                                     msg.pointing_c / 100)
+                state["g_pitch"], state["g_roll"], state["g_yaw"] = (
+                    msg.pointing_a / 100,
+                    msg.pointing_b / 100,
+                    msg.pointing_c / 100,
+                )
             elif kind == "MOUNT_ORIENTATION":
                 yaw = getattr(msg, "yaw_absolute", msg.yaw)
                 state["g_pitch"], state["g_roll"], state["g_yaw"] = msg.pitch, msg.roll, yaw
@@ -88,7 +92,9 @@ def parse_tlog(data: bytes, path: Path) -> FlightLog:
                 log.home = (msg.latitude * 1e-7, msg.longitude * 1e-7, msg.altitude * 1e-3)
             elif kind == "AUTOPILOT_VERSION" and msg.uid:
                 log.device.setdefault("serial", f"{msg.uid:016X}")
-            elif kind == "STATUSTEXT" and msg.text.startswith(("ArduCopter", "ArduPlane", "ArduRover", "ArduSub", "PX4")):
+            elif kind == "STATUSTEXT" and msg.text.startswith(
+                ("ArduCopter", "ArduPlane", "ArduRover", "ArduSub", "PX4")
+            ):
                 log.device.setdefault("firmware", msg.text.strip())
             elif kind == "GLOBAL_POSITION_INT":
                 vehicle_sysid = vehicle_sysid or msg.get_srcSystem()
@@ -181,7 +187,7 @@ def parse_dataflash(data: bytes, path: Path) -> FlightLog:
                 s.rel_alt_m = getattr(msg, "RelHomeAlt", None)
                 _fill(s, state)
                 log.samples.append(s)
-        tail = data[prev_end:prev_end + 3]
+        tail = data[prev_end : prev_end + 3]
         if log.complete and len(tail) == 3 and tail[:2] == DATAFLASH_MAGIC[:2] and tail[2] in reader.formats:
             log.complete = False  # a message header with too few bytes after it: the file was cut
             log.stopped_at = f"byte {prev_end}: file ends inside a {reader.formats[tail[2]].name} message (truncated)"
@@ -197,4 +203,8 @@ def _fill(s: TelemetrySample, state: dict) -> None:
     vz = state.get("vz")
     s.vertical_speed_ms = -vz if vz is not None else None  # ArduPilot GPS.VZ is positive down
     s.battery_pct = state.get("battery")
-    s.gimbal_pitch_deg, s.gimbal_roll_deg, s.gimbal_yaw_deg = state.get("g_pitch"), state.get("g_roll"), state.get("g_yaw")
+    s.gimbal_pitch_deg, s.gimbal_roll_deg, s.gimbal_yaw_deg = (
+        state.get("g_pitch"),
+        state.get("g_roll"),
+        state.get("g_yaw"),
+    )

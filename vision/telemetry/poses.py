@@ -4,6 +4,7 @@
 gimbal yaw/pitch/roll) and longitude are unwrapped first so 359 deg -> 1 deg passes through 0, not 180. Each field
 is interpolated over the samples that have it; outside a field's own span (beyond the tolerance) it is None.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,13 +41,24 @@ class PoseTrack:
     tolerance_s: float = COVERAGE_TOLERANCE_S
 
     @classmethod
-    def from_flight_log(cls, log: FlightLog, camera: CameraModel | None = None, time_offset_s: float = 0.0,
-                        tolerance_s: float = COVERAGE_TOLERANCE_S) -> "PoseTrack":
+    def from_flight_log(
+        cls,
+        log: FlightLog,
+        camera: CameraModel | None = None,
+        time_offset_s: float = 0.0,
+        tolerance_s: float = COVERAGE_TOLERANCE_S,
+    ) -> "PoseTrack":
         return cls.from_samples(log.samples, camera, time_offset_s, str(log.path), tolerance_s)
 
     @classmethod
-    def from_samples(cls, samples: list[TelemetrySample], camera: CameraModel | None = None,
-                     time_offset_s: float = 0.0, source: str = "", tolerance_s: float = COVERAGE_TOLERANCE_S) -> "PoseTrack":
+    def from_samples(
+        cls,
+        samples: list[TelemetrySample],
+        camera: CameraModel | None = None,
+        time_offset_s: float = 0.0,
+        source: str = "",
+        tolerance_s: float = COVERAGE_TOLERANCE_S,
+    ) -> "PoseTrack":
         if not samples:
             raise TelemetryCoverageError(f"{source or 'flight log'}: no telemetry samples")
         ordered = sorted(samples, key=lambda s: s.t_s)
@@ -62,8 +74,9 @@ class PoseTrack:
             if name in _CIRCULAR:
                 v = np.unwrap(v, period=360.0)
             series[name] = _Series(t, v)
-        return cls(t=t_all, series=series, camera=camera, time_offset_s=time_offset_s, source=source,
-                   tolerance_s=tolerance_s)
+        return cls(
+            t=t_all, series=series, camera=camera, time_offset_s=time_offset_s, source=source, tolerance_s=tolerance_s
+        )
 
     @property
     def start_s(self) -> float:

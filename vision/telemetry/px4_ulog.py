@@ -5,6 +5,7 @@ EKF origin = take-off, velocities and heading) when present, else ``vehicle_glob
 topic. Other topics (global position / GPS for lat/lon, battery, gimbal) are interpolated or held onto that
 timeline. ``time_utc`` comes from the GPS ``time_utc_usec`` offset to the boot clock.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,7 +91,9 @@ def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
         if ok.any():  # local NED offsets from the EKF origin, small-distance approximation
             r = 6371000.0
             lat = np.where(ok, local["ref_lat"] + np.degrees(local["x"] / r), np.nan)
-            lon = np.where(ok, local["ref_lon"] + np.degrees(local["y"] / (r * np.cos(np.radians(local["ref_lat"])))), np.nan)
+            lon = np.where(
+                ok, local["ref_lon"] + np.degrees(local["y"] / (r * np.cos(np.radians(local["ref_lat"])))), np.nan
+            )
     if not np.isfinite(lat).any():
         warnings.append("no global position in this ULog (no GPS/global topic): samples carry height and heading only")
 
@@ -135,7 +138,9 @@ def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
     for i in range(n):
         s = TelemetrySample(t_s=float(t_us[i] - t_us[0]) * 1e-6)
         if utc_offset_us is not None:
-            s.time_utc = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(t_us[i]) + utc_offset_us)
+            s.time_utc = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(
+                microseconds=int(t_us[i]) + utc_offset_us
+            )
         s.lat, s.lon, s.abs_alt_m = _f(lat[i]), _f(lon[i]), _f(abs_alt[i])
         s.rel_alt_m, s.heading_deg = _f(rel_alt[i]), _f(heading[i])
         s.ground_speed_ms, s.vertical_speed_ms, s.battery_pct = _f(gspeed[i]), _f(vspeed[i]), _f(battery[i])
@@ -143,10 +148,14 @@ def parse_px4_ulog(data: bytes, path: Path) -> FlightLog:
         samples.append(s)
 
     info = ulog.msg_info_dict
-    device = {k: str(info[src]) for k, src in (("model", "ver_hw"), ("serial", "sys_uuid"), ("firmware", "ver_sw"),
-                                                ("autopilot", "sys_name")) if src in info}
-    log = FlightLog(samples=samples, path=path, format="px4_ulog", checksum="", variant=None, device=device,
-                    warnings=warnings)
+    device = {
+        k: str(info[src])
+        for k, src in (("model", "ver_hw"), ("serial", "sys_uuid"), ("firmware", "ver_sw"), ("autopilot", "sys_name"))
+        if src in info
+    }
+    log = FlightLog(
+        samples=samples, path=path, format="px4_ulog", checksum="", variant=None, device=device, warnings=warnings
+    )
     home = _topic(ulog, "home_position")
     if home is not None and np.isfinite(home["lat"][-1]) and (home["lat"][-1], home["lon"][-1]) != (0.0, 0.0):
         log.home = (float(home["lat"][-1]), float(home["lon"][-1]), _f(home["alt"][-1]))
@@ -201,10 +210,19 @@ def _read(path: Path, data: bytes | None = None):
     guarded = _GuardedFile(data, budget=64 * len(data) + (64 << 20))
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # pyulog prints its corruption notes; we report our own
-            return ULog(guarded, message_name_filter_list=[
-                "vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps",
-                "battery_status", "gimbal_device_attitude_status", "mount_orientation", "home_position",
-            ])
+            return ULog(
+                guarded,
+                message_name_filter_list=[
+                    "vehicle_local_position",
+                    "vehicle_global_position",
+                    "vehicle_gps_position",
+                    "sensor_gps",
+                    "battery_status",
+                    "gimbal_device_attitude_status",
+                    "mount_orientation",
+                    "home_position",
+                ],
+            )
     except _RunawayRead as exc:
         raise FlightLogError(f"{path}: unreadable ULog (damaged: {exc})") from None
     except Exception as exc:  # pyulog raises plain Exception/struct.error on broken headers

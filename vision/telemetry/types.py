@@ -4,6 +4,7 @@ Every parser (DJI SRT/CSV, PX4 ULog, MAVLink tlog, ArduPilot BIN, GPX) produces 
 :class:`TelemetrySample` in SI units, so the rest of the system never sees feet, mph, 1e7-degrees or DJI's
 ``focal_len : 240`` convention.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from vision.types import CameraModel, CameraPose
+
 
 class FlightLogError(ValueError):
     """A flight log that cannot be read at all (unknown format, empty, nothing valid in it)."""

@@ -9,29 +9,30 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-25 12:10:00
 """
+
 from __future__ import annotations
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
-revision = '0003'
-down_revision = '0002'
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('processing_runs', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('scale_source', sa.String(length=16), nullable=True))
-    with op.batch_alter_table('tracks', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('median_sigma_kmh', sa.Float(), nullable=True))
-        batch_op.add_column(sa.Column('scale_source', sa.String(length=16), nullable=True))
-    with op.batch_alter_table('violations', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('sigma_kmh', sa.Float(), nullable=True))
-        batch_op.add_column(sa.Column('lower_bound_kmh', sa.Float(), nullable=True))
-        batch_op.add_column(sa.Column('over_limit_s', sa.Float(), nullable=True))
-        batch_op.add_column(sa.Column('rule', sa.String(length=96), nullable=True))
-        batch_op.add_column(sa.Column('scale_source', sa.String(length=16), nullable=True))
+    with op.batch_alter_table("processing_runs", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("scale_source", sa.String(length=16), nullable=True))
+    with op.batch_alter_table("tracks", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("median_sigma_kmh", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("scale_source", sa.String(length=16), nullable=True))
+    with op.batch_alter_table("violations", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("sigma_kmh", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("lower_bound_kmh", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("over_limit_s", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("rule", sa.String(length=96), nullable=True))
+        batch_op.add_column(sa.Column("scale_source", sa.String(length=16), nullable=True))
     # existing violations: the sigma of the speed row they were taken from (portable correlated subquery)
     op.execute(
         "UPDATE violations SET sigma_kmh = (SELECT MAX(ts.sigma_kmh) FROM track_speeds ts "
@@ -41,14 +42,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('violations', schema=None) as batch_op:
-        batch_op.drop_column('scale_source')
-        batch_op.drop_column('rule')
-        batch_op.drop_column('over_limit_s')
-        batch_op.drop_column('lower_bound_kmh')
-        batch_op.drop_column('sigma_kmh')
-    with op.batch_alter_table('tracks', schema=None) as batch_op:
-        batch_op.drop_column('scale_source')
-        batch_op.drop_column('median_sigma_kmh')
-    with op.batch_alter_table('processing_runs', schema=None) as batch_op:
-        batch_op.drop_column('scale_source')
+    with op.batch_alter_table("violations", schema=None) as batch_op:
+        batch_op.drop_column("scale_source")
+        batch_op.drop_column("rule")
+        batch_op.drop_column("over_limit_s")
+        batch_op.drop_column("lower_bound_kmh")
+        batch_op.drop_column("sigma_kmh")
+    with op.batch_alter_table("tracks", schema=None) as batch_op:
+        batch_op.drop_column("scale_source")
+        batch_op.drop_column("median_sigma_kmh")
+    with op.batch_alter_table("processing_runs", schema=None) as batch_op:
+        batch_op.drop_column("scale_source")

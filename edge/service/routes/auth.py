@@ -1,4 +1,5 @@
 """Login sessions, the caller, and the admin's user/device/token management."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
@@ -21,15 +22,22 @@ def login(body: LoginIn, request: Request, response: Response, ctx: ContextDep, 
     try:
         user = check_password(session, ctx.throttle, client_address(request), body.username.strip(), body.password)
     except LoginThrottled as exc:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc),
-                            headers={"Retry-After": str(exc.retry_after_s)}) from None
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after_s)}
+        ) from None
     if user is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong username or password")
     token = ctx.signer.issue(user)
     # Secure whenever the request came over TLS (behind a proxy: uvicorn --proxy-headers); a field laptop on plain
     # HTTP still works.
-    response.set_cookie(SESSION_COOKIE, token, max_age=ctx.signer.ttl_s, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=ctx.signer.ttl_s,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return TokenOut(access_token=token, role=user.role, expires_in=ctx.signer.ttl_s)
 
 
@@ -47,8 +55,15 @@ def me(who: Reader):
 def add_user(body: UserIn, who: Admin, request: Request, session: SessionDep):
     try:
         user = create_user(session, body.username, body.password, role=body.role)
-        audit(session, who.label, "user.create", f"user:{user.username}", client_address(request), via="api",
-              role=user.role)
+        audit(
+            session,
+            who.label,
+            "user.create",
+            f"user:{user.username}",
+            client_address(request),
+            via="api",
+            role=user.role,
+        )
         session.commit()
     except DbValidationError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
@@ -59,8 +74,15 @@ def add_user(body: UserIn, who: Admin, request: Request, session: SessionDep):
 def add_device(body: DeviceIn, who: Admin, request: Request, session: SessionDep):
     try:
         device = create_device(session, body.serial, kind=body.kind, name=body.name, model=body.model)
-        audit(session, who.label, "device.create", f"device:{device.serial}", client_address(request), via="api",
-              kind=device.kind)
+        audit(
+            session,
+            who.label,
+            "device.create",
+            f"device:{device.serial}",
+            client_address(request),
+            via="api",
+            kind=device.kind,
+        )
         session.commit()
     except DbValidationError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None

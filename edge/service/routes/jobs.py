@@ -1,4 +1,5 @@
 """Batch jobs (recorded flights): list, inspect progress, queue one for an uploaded video, cancel."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -26,9 +27,12 @@ def _job(session, job_id: int) -> JobRow:
 
 
 @router.get("", response_model=list[JobOut])
-def list_jobs(_: Reader, session: SessionDep,
-              status_: Literal["queued", "running", "complete", "failed", "cancelled"] | None = Query(None, alias="status"),
-              limit: int = Query(100, ge=1, le=1000)):
+def list_jobs(
+    _: Reader,
+    session: SessionDep,
+    status_: Literal["queued", "running", "complete", "failed", "cancelled"] | None = Query(None, alias="status"),
+    limit: int = Query(100, ge=1, le=1000),
+):
     q = select(JobRow).order_by(JobRow.id.desc()).limit(limit)
     if status_:
         q = q.where(JobRow.status == status_)
@@ -50,8 +54,13 @@ def create_job(body: JobIn, who: Writer, ctx: Accepting, session: SessionDep):
     except UploadError as exc:
         raise HTTPException(exc.status, str(exc)) from None
     params = body.model_dump(exclude={"video_upload_id", "log_upload_id"})
-    job = ctx.jobs.enqueue(session, video_upload_id=body.video_upload_id, log_upload_id=body.log_upload_id,
-                           params=params, created_by=who.label)
+    job = ctx.jobs.enqueue(
+        session,
+        video_upload_id=body.video_upload_id,
+        log_upload_id=body.log_upload_id,
+        params=params,
+        created_by=who.label,
+    )
     session.commit()
     return job_out(job)
 

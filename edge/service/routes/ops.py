@@ -1,4 +1,5 @@
 """Operations: liveness, readiness, Prometheus metrics (no authentication: no personal data in them)."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter
@@ -29,8 +30,13 @@ def readyz(ctx: ContextDep):
     dead = [w.name for w in ctx.job_workers if not w.is_alive()]
     if dead:
         problems.append(f"job workers stopped: {', '.join(dead)}")
-    body = {"status": "ready" if not problems else "not ready", "problems": problems,
-            "streams": len(ctx.all_streams()), "job_workers": len(ctx.job_workers), "instance": ctx.instance}
+    body = {
+        "status": "ready" if not problems else "not ready",
+        "problems": problems,
+        "streams": len(ctx.all_streams()),
+        "job_workers": len(ctx.job_workers),
+        "instance": ctx.instance,
+    }
     return JSONResponse(body, status_code=200 if not problems else 503)
 
 

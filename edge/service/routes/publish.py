@@ -1,4 +1,5 @@
 """The RTMP relay's ``on_publish`` hook: may this stream key publish? (Called by our nginx, never by a device.)"""
+
 from __future__ import annotations
 
 import hmac
@@ -19,8 +20,12 @@ async def rtmp_on_publish(request: Request, secret: str = ""):
     refuses it. Only nginx knows the per-process secret, and only a local caller is heard."""
     ctx = get_context(request)
     relay = ctx.rtmp
-    if relay is None or request.client is None or request.client.host not in LOOPBACK \
-            or not hmac.compare_digest(secret, relay.secret):
+    if (
+        relay is None
+        or request.client is None
+        or request.client.host not in LOOPBACK
+        or not hmac.compare_digest(secret, relay.secret)
+    ):
         return Response(status_code=status.HTTP_403_FORBIDDEN)
     form = {k: v[0] for k, v in parse_qs((await request.body()).decode("latin-1")).items()}
     if form.get("app") != "live" or form.get("call") not in ("publish", "play"):

@@ -1,4 +1,5 @@
 """Live streams: register (pull URL or push), status, stop; live feed (WebSocket), snapshot and MJPEG preview; push."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,16 +14,30 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from db.audit import audit
 from db.crud import get_device
-from edge.service.auth import AuthError, Principal
 from edge.service import stream_calibration
+from edge.service.auth import AuthError, Principal
 from edge.service.context import ServiceContext
 from edge.service.deps import (
-    Accepting, ContextDep, Reader, SessionDep, Writer, client_address, get_context, resolve_principal,
+    Accepting,
+    ContextDep,
+    Reader,
+    SessionDep,
+    Writer,
+    client_address,
+    get_context,
+    resolve_principal,
 )
 from edge.service.ingest import StreamSourceError, check_source
 from edge.service.models import StreamRow
 from edge.service.push import (
-    CLOSE_POLICY, EndMsg, FrameMsg, HelloMsg, ProtocolError, check_jpeg, decode_jpeg, parse_text,
+    CLOSE_POLICY,
+    EndMsg,
+    FrameMsg,
+    HelloMsg,
+    ProtocolError,
+    check_jpeg,
+    decode_jpeg,
+    parse_text,
 )
 from edge.service.schemas import StreamCalibrationIn, StreamIn, StreamOut
 from edge.service.workers import StreamWorker
@@ -33,8 +48,12 @@ BOUNDARY = "airpatrolframe"
 
 def _out(worker: StreamWorker) -> StreamOut:
     base = f"/api/streams/{worker.spec.id}"
-    return StreamOut(**worker.status(), feed_url=f"{base}/feed", preview_url=f"{base}/preview.mjpg",
-                     push_url=f"{base}/push" if worker.spec.kind == "push" else None)
+    return StreamOut(
+        **worker.status(),
+        feed_url=f"{base}/feed",
+        preview_url=f"{base}/preview.mjpg",
+        push_url=f"{base}/push" if worker.spec.kind == "push" else None,
+    )
 
 
 def _worker(ctx: ServiceContext, stream_id: int) -> StreamWorker:
@@ -52,7 +71,9 @@ def register_stream(body: StreamIn, who: Writer, ctx: Accepting, session: Sessio
     if body.device_serial is not None:
         device = get_device(session, body.device_serial)
         if device is None:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"device {body.device_serial!r} is not registered")
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT, f"device {body.device_serial!r} is not registered"
+            )
         if who.kind == "device" and device.id != who.device_id:
             raise HTTPException(status.HTTP_403_FORBIDDEN, "a device may register streams only for itself")
         device_id = device.id
@@ -64,15 +85,24 @@ def register_stream(body: StreamIn, who: Writer, ctx: Accepting, session: Sessio
         except StreamSourceError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     elif body.url:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "a push stream has no url (the device connects to us)")
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "a push stream has no url (the device connects to us)"
+        )
     else:
         shown = "push"
     try:
         calibration = body.calibration.config() if body.calibration is not None else None
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"calibration: {exc}") from None
-    row = StreamRow(name=body.name or shown[:128], kind=body.kind, url=body.url, device_id=device_id,
-                    speed_limit_kmh=body.speed_limit_kmh, task_round_id=body.task_round_id, created_by=who.label)
+    row = StreamRow(
+        name=body.name or shown[:128],
+        kind=body.kind,
+        url=body.url,
+        device_id=device_id,
+        speed_limit_kmh=body.speed_limit_kmh,
+        task_round_id=body.task_round_id,
+        created_by=who.label,
+    )
     session.add(row)
     session.commit()
     if calibration is not None:
@@ -101,15 +131,15 @@ def stop_stream(stream_id: int, who: Writer, request: Request, ctx: ContextDep, 
     worker = ctx.stop_stream(session, row)
     if worker is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"stream {stream_id} was not running")
-    audit(session, who.label, "stream.delete", f"stream:{stream_id}", client_address(request), via="api",
-          name=row.name)
+    audit(session, who.label, "stream.delete", f"stream:{stream_id}", client_address(request), via="api", name=row.name)
     session.commit()
     return _out(worker)
 
 
 @router.post("/{stream_id}/calibration", response_model=StreamOut)
-def calibrate_stream(stream_id: int, body: StreamCalibrationIn, who: Writer, request: Request, ctx: ContextDep,
-                     session: SessionDep):
+def calibrate_stream(
+    stream_id: int, body: StreamCalibrationIn, who: Writer, request: Request, ctx: ContextDep, session: SessionDep
+):
     """Give a running stream its own scale: its current run is completed, the stream goes on in a new run measured
     with it (a push device reconnects to the same push URL)."""
     row = session.get(StreamRow, stream_id)
@@ -125,8 +155,15 @@ def calibrate_stream(stream_id: int, body: StreamCalibrationIn, who: Writer, req
         worker = ctx.calibrate_stream(row, calibration)
     except LookupError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    audit(session, who.label, "stream.calibrate", f"stream:{stream_id}", client_address(request), via="api",
-          calibration=stream_calibration.describe(calibration))
+    audit(
+        session,
+        who.label,
+        "stream.calibrate",
+        f"stream:{stream_id}",
+        client_address(request),
+        via="api",
+        calibration=stream_calibration.describe(calibration),
+    )
     session.commit()
     return _out(worker)
 
@@ -169,18 +206,23 @@ async def preview(stream_id: int, _: Reader, ctx: ContextDep):
                 if jpeg is None:
                     continue
                 last = time.monotonic()
-                yield (f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n".encode()
-                       + jpeg + b"\r\n")
+                yield (
+                    f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n".encode()
+                    + jpeg
+                    + b"\r\n"
+                )
         finally:
             worker.feed.unsubscribe(sub)
 
-    return StreamingResponse(parts(), media_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
-                             headers={"Cache-Control": "no-store"})
+    return StreamingResponse(
+        parts(), media_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}", headers={"Cache-Control": "no-store"}
+    )
 
 
 # -- WebSockets ------------------------------------------------------------------------------------------------
 async def _ws_principal(ws: WebSocket, ctx: ServiceContext) -> Principal | None:
     """The caller, or None after closing the socket with 1008 and the reason."""
+
     def check() -> Principal:
         with ctx.sessions() as s:
             return resolve_principal(ws, ctx, s)

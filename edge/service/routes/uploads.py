@@ -3,6 +3,7 @@
 create ``POST /api/uploads`` -> send ``PATCH /api/uploads/{id}`` with ``Upload-Offset`` and the bytes (repeat) ->
 after an interruption ``HEAD /api/uploads/{id}`` tells the offset to go on from -> ``POST /api/uploads/{id}/complete``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,8 +24,17 @@ router = APIRouter(prefix="/api/uploads", tags=["uploads"])
 
 
 def _out(store: UploadStore, row: UploadRow) -> UploadOut:
-    return UploadOut(id=row.id, kind=row.kind, filename=row.filename, size=row.size, offset=store.offset(row),
-                     status=row.status, info=row.info, error=row.error, upload_url=f"/api/uploads/{row.id}")
+    return UploadOut(
+        id=row.id,
+        kind=row.kind,
+        filename=row.filename,
+        size=row.size,
+        offset=store.offset(row),
+        status=row.status,
+        info=row.info,
+        error=row.error,
+        upload_url=f"/api/uploads/{row.id}",
+    )
 
 
 def _http(exc: UploadError) -> HTTPException:
@@ -57,8 +67,14 @@ def create_upload(body: UploadIn, who: Writer, ctx: Accepting, session: SessionD
 @router.head("/{upload_id}")
 def upload_offset(upload_id: str, who: Writer, ctx: ContextDep, session: SessionDep):
     row = _own(ctx.uploads, session, upload_id, who)
-    return Response(status_code=200, headers={"Upload-Offset": str(ctx.uploads.offset(row)),
-                                              "Upload-Length": str(row.size), "Cache-Control": "no-store"})
+    return Response(
+        status_code=200,
+        headers={
+            "Upload-Offset": str(ctx.uploads.offset(row)),
+            "Upload-Length": str(row.size),
+            "Cache-Control": "no-store",
+        },
+    )
 
 
 @router.get("/{upload_id}", response_model=UploadOut)
@@ -74,8 +90,13 @@ _CHUNK_BODY: dict[str, Any] = {"requestBody": {"content": {"application/offset+o
 
 @router.put("/{upload_id}", status_code=204, operation_id="put_upload_chunk", openapi_extra=_CHUNK_BODY)
 @router.patch("/{upload_id}", status_code=204, operation_id="patch_upload_chunk", openapi_extra=_CHUNK_BODY)
-async def append_chunk(upload_id: str, request: Request, who: Writer, ctx: Accepting,
-                       upload_offset: int = Header(ge=0, description="bytes already on the server (HEAD tells)")):
+async def append_chunk(
+    upload_id: str,
+    request: Request,
+    who: Writer,
+    ctx: Accepting,
+    upload_offset: int = Header(ge=0, description="bytes already on the server (HEAD tells)"),
+):
     """Append the request body at ``Upload-Offset``; 409 when the offset is not what the server has."""
     with ctx.sessions() as session:  # closed before the body streams in: no transaction held meanwhile
         row = _own(ctx.uploads, session, upload_id, who)
@@ -99,15 +120,19 @@ def complete_upload(upload_id: str, body: CompleteIn, who: Writer, ctx: Acceptin
         if row.kind == "video" and body.enqueue:
             # A retried completion (the client never saw the first answer) gets the job already queued, not a
             # second run of the same flight. Another run of an upload: POST /api/jobs.
-            job = session.scalar(select(JobRow).where(JobRow.video_upload_id == row.id,
-                                                      JobRow.status.in_(("queued", "running", "complete")))
-                                 .order_by(JobRow.id.desc()).limit(1))
+            job = session.scalar(
+                select(JobRow)
+                .where(JobRow.video_upload_id == row.id, JobRow.status.in_(("queued", "running", "complete")))
+                .order_by(JobRow.id.desc())
+                .limit(1)
+            )
         if row.kind == "video" and body.enqueue and job is None:
             if body.log_upload_id:
                 ctx.uploads.complete_path(session, body.log_upload_id, "flight_log")
             params = body.model_dump(exclude={"log_upload_id", "enqueue"})
-            job = ctx.jobs.enqueue(session, video_upload_id=row.id, log_upload_id=body.log_upload_id, params=params,
-                                   created_by=who.label)
+            job = ctx.jobs.enqueue(
+                session, video_upload_id=row.id, log_upload_id=body.log_upload_id, params=params, created_by=who.label
+            )
         session.commit()
     except UploadError as exc:
         raise _http(exc) from None
@@ -118,6 +143,13 @@ def complete_upload(upload_id: str, body: CompleteIn, who: Writer, ctx: Acceptin
 def discard_upload(upload_id: str, who: Writer, request: Request, ctx: ContextDep, session: SessionDep):
     row = _own(ctx.uploads, session, upload_id, who)
     ctx.uploads.discard(session, row)
-    audit(session, who.label, "upload.delete", f"upload:{upload_id}", client_address(request), via="api",
-          filename=row.filename)
+    audit(
+        session,
+        who.label,
+        "upload.delete",
+        f"upload:{upload_id}",
+        client_address(request),
+        via="api",
+        filename=row.filename,
+    )
     session.commit()

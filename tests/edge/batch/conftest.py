@@ -3,6 +3,7 @@
 Weights: the shipped detector when it exists (CI); else, for development, the COCO INT8 ONNX from ../shared
 dequantised to a float .pt once into the cache folder; else the tests skip with the reason.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from tracking.config import PipelineConfig
 
 # Every MariaDB test in the session shares one throw-away server (tests/db/conftest.py starts it).
 from tests.db.conftest import mariadb_server  # noqa: F401  (a fixture)
+from tracking.config import PipelineConfig
 
 CLIP_FPS = 10  # 2 s clips: 20 frames each keeps a pipeline run to a few seconds on a busy 2-core machine
 
@@ -48,10 +49,13 @@ def detector_weights() -> Path:
 @pytest.fixture(scope="session")
 def lean_config(detector_weights) -> PipelineConfig:
     """CPU, PyTorch runtime (no export in the batch tests), no road U-Net (not what these tests are about)."""
-    return PipelineConfig.model_validate({
-        "device": "cpu", "road": {"enabled": False},
-        "detector": {"weights": str(detector_weights), "runtime": "torch", "tiling": "off"},
-    })
+    return PipelineConfig.model_validate(
+        {
+            "device": "cpu",
+            "road": {"enabled": False},
+            "detector": {"weights": str(detector_weights), "runtime": "torch", "tiling": "off"},
+        }
+    )
 
 
 def make_clip(folder: Path, name: str, seed: int, duration_s: float = 2.0) -> Path:
@@ -59,9 +63,23 @@ def make_clip(folder: Path, name: str, seed: int, duration_s: float = 2.0) -> Pa
     from vision.synth import SceneConfig, generate_scene
 
     work = folder / f".gen-{name}"
-    generate_scene(SceneConfig(scene="highway", seed=seed, duration_s=duration_s, fps=CLIP_FPS, width=640, height=360,
-                               altitude_m=45, use_shared_data="off", parked_vehicles=2, clutter_objects=2,
-                               road_mask_every=0), work, progress=False)
+    generate_scene(
+        SceneConfig(
+            scene="highway",
+            seed=seed,
+            duration_s=duration_s,
+            fps=CLIP_FPS,
+            width=640,
+            height=360,
+            altitude_m=45,
+            use_shared_data="off",
+            parked_vehicles=2,
+            clutter_objects=2,
+            road_mask_every=0,
+        ),
+        work,
+        progress=False,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     video = folder / f"{name}.mp4"
     shutil.move(work / "video.mp4", video)
@@ -95,7 +113,6 @@ def ray_local():
     """A private local Ray instance with 2 CPUs (the machine's), shut down after the test."""
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'airpatrol[cluster]')")
     os.environ.setdefault("YOLO_OFFLINE", "1")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"YOLO_OFFLINE": "1"}})
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"YOLO_OFFLINE": "1"}})
     yield ray
     ray.shutdown()

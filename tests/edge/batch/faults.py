@@ -1,4 +1,5 @@
 """Stand-in tasks for the scheduler tests (imported by spawned worker processes, so they live in a module)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Batched detection gives the same results as frame by frame: within a video, across streams, through the runner."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,7 +28,9 @@ def frames(detector_video):
 
 def sensitive(lean_config, **detector) -> PipelineConfig:
     """conf 0.01: plenty of (weak) boxes, so batching has many chances to differ."""
-    return lean_config.model_copy(update={"detector": lean_config.detector.model_copy(update={"conf": 0.01, **detector})})
+    return lean_config.model_copy(
+        update={"detector": lean_config.detector.model_copy(update={"conf": 0.01, **detector})}
+    )
 
 
 def same_results(a, b) -> int:
@@ -46,8 +49,11 @@ def same_results(a, b) -> int:
     return n
 
 
-@pytest.mark.parametrize("detector,road", [({"tiling": "off"}, False), ({"tiling": "on", "imgsz": 320}, False),
-                                           ({"tiling": "on", "imgsz": 320}, True)], ids=["whole", "tiled", "tiled+road"])
+@pytest.mark.parametrize(
+    "detector,road",
+    [({"tiling": "off"}, False), ({"tiling": "on", "imgsz": 320}, False), ({"tiling": "on", "imgsz": 320}, True)],
+    ids=["whole", "tiled", "tiled+road"],
+)
 def test_batch_step_equals_frame_by_frame(lean_config, frames, detector, road, tmp_path):
     cfg = sensitive(lean_config, **detector)
     if road:  # a fixed road mask over the left half: off-road tiles are skipped, as the road layer makes them
@@ -55,7 +61,9 @@ def test_batch_step_equals_frame_by_frame(lean_config, frames, detector, road, t
         mask = np.zeros((h, w), np.uint8)
         mask[:, : w // 2] = 255
         cv2.imwrite(str(tmp_path / "road.png"), mask)
-        cfg = cfg.model_copy(update={"road": cfg.road.model_copy(update={"enabled": True, "mask_file": str(tmp_path / "road.png")})})
+        cfg = cfg.model_copy(
+            update={"road": cfg.road.model_copy(update={"enabled": True, "mask_file": str(tmp_path / "road.png")})}
+        )
     pipe = Pipeline(cfg)
     h, w = frames[0].image.shape[:2]
     pipe.reset(w, h, 10.0)

@@ -1,5 +1,6 @@
 """The decode thread: every frame of the file in order, a damaged file decoded as far as it goes with its losses
 reported, the hardware decoder used only where it works (software otherwise, with the reason logged)."""
+
 from __future__ import annotations
 
 import logging
@@ -12,9 +13,30 @@ from vision.source import VideoFileSource
 
 
 def _clip(path, frames=60, fps=25):
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size=320x240:rate={fps}",
-                    "-frames:v", str(frames), "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p",
-                    "-movflags", "+faststart", str(path)], check=True)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc2=size=320x240:rate={fps}",
+            "-frames:v",
+            str(frames),
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-pix_fmt",
+            "yuv420p",
+            "-movflags",
+            "+faststart",
+            str(path),
+        ],
+        check=True,
+    )
     return path
 
 

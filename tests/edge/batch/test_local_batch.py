@@ -1,4 +1,5 @@
 """`airpatrol batch` on this machine: a spawned process pool over generated flights, skips, failures, retries."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,24 @@ def library(clip_library, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def first_run(library, lean_config, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    args = ["batch", str(library), "--out", str(out), "--workers", "2", "--weights", lean_config.detector.weights,
-            "--device", "cpu", "--no-road", "--detector-runtime", "torch", "--retries", "1", "--quiet"]
+    args = [
+        "batch",
+        str(library),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--weights",
+        lean_config.detector.weights,
+        "--device",
+        "cpu",
+        "--no-road",
+        "--detector-runtime",
+        "torch",
+        "--retries",
+        "1",
+        "--quiet",
+    ]
     result = CliRunner().invoke(app, args)
     return result, out
 
@@ -72,8 +89,11 @@ def test_rerun_skips_flights_by_content(first_run, library, lean_config, tmp_pat
 
 def test_transient_failures_are_retried_then_reported(tmp_path, clip_library, lean_config):
     """A database that is down is not the file's fault: retried, then failed with the error."""
-    job = BatchJob(config=lean_config.model_dump(mode="json"), out_root=str(tmp_path),
-                   database_url="mysql+pymysql://nobody:x@127.0.0.1:9/none")  # port 9: nothing listens
+    job = BatchJob(
+        config=lean_config.model_dump(mode="json"),
+        out_root=str(tmp_path),
+        database_url="mysql+pymysql://nobody:x@127.0.0.1:9/none",
+    )  # port 9: nothing listens
     [r] = run_local([BatchItem(clip_library / "east.mp4")], job, workers=1, retries=2, progress=False)
     assert r.status == "failed" and r.attempts == 3 and r.retryable, r
     assert "OperationalError" in r.error
@@ -92,7 +112,6 @@ def test_a_dying_worker_is_replaced_and_its_file_retried(tmp_path, monkeypatch):
     assert [(r.status, r.attempts) for r in results] == [("failed", 2), ("failed", 2)]  # needed 3 tries, had 2
 
 
-
 def test_a_truncated_flight_is_done_but_reported_incomplete(clip_library, lean_config, tmp_path):
     """Half a flight (file cut, index intact): processed as far as it goes, flagged INCOMPLETE, exit code 3."""
     import subprocess
@@ -100,13 +119,41 @@ def test_a_truncated_flight_is_done_but_reported_incomplete(clip_library, lean_c
     folder = tmp_path / "cut"
     folder.mkdir()
     whole = tmp_path / "whole.mp4"
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(clip_library / "east.mp4"), "-c", "copy",
-                    "-movflags", "+faststart", str(whole)], check=True)  # the index first, as cameras write it
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-i",
+            str(clip_library / "east.mp4"),
+            "-c",
+            "copy",
+            "-movflags",
+            "+faststart",
+            str(whole),
+        ],
+        check=True,
+    )  # the index first, as cameras write it
     data = whole.read_bytes()
     (folder / "east.mp4").write_bytes(data[: len(data) // 2])
     shutil.copy(clip_library / "east.SRT", folder / "east.SRT")
-    args = ["batch", str(folder), "--out", str(tmp_path / "runs"), "--workers", "1", "--weights",
-            lean_config.detector.weights, "--device", "cpu", "--no-road", "--detector-runtime", "torch", "--quiet"]
+    args = [
+        "batch",
+        str(folder),
+        "--out",
+        str(tmp_path / "runs"),
+        "--workers",
+        "1",
+        "--weights",
+        lean_config.detector.weights,
+        "--device",
+        "cpu",
+        "--no-road",
+        "--detector-runtime",
+        "torch",
+        "--quiet",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 3, result.output
     row = next(line for line in result.output.splitlines() if "east.mp4" in line)

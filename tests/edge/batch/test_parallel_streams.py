@@ -3,6 +3,7 @@
 The full dual layer: road U-Net on, native-resolution detection (the pass the old prefetch could not foresee), the
 detector every frame so every step has a pass to share.
 """
+
 from __future__ import annotations
 
 import threading
@@ -32,10 +33,12 @@ def feeds(detector_video) -> list[list[Frame]]:
 
 @pytest.fixture(scope="module")
 def dual_config(lean_config) -> PipelineConfig:
-    return lean_config.model_copy(update={
-        "road": lean_config.road.model_copy(update={"enabled": True, "every_n_frames": 2}),
-        "detector": lean_config.detector.model_copy(update={"conf": 0.01, "tiling": "on", "every_n_frames": 1}),
-    })
+    return lean_config.model_copy(
+        update={
+            "road": lean_config.road.model_copy(update={"enabled": True, "every_n_frames": 2}),
+            "detector": lean_config.detector.model_copy(update={"conf": 0.01, "tiling": "on", "every_n_frames": 1}),
+        }
+    )
 
 
 def count_passes(pipeline: Pipeline) -> list[tuple[int, int | None]]:
@@ -111,8 +114,9 @@ def test_batched_video_prefetches_native_passes(lean_config, feeds):
     not one by one as cache misses, and the tracks equal stepping frame by frame."""
     from edge.batch.batched import BatchedPipeline
 
-    cfg = lean_config.model_copy(update={"detector": lean_config.detector.model_copy(
-        update={"conf": 0.01, "tiling": "on", "every_n_frames": 1})})
+    cfg = lean_config.model_copy(
+        update={"detector": lean_config.detector.model_copy(update={"conf": 0.01, "tiling": "on", "every_n_frames": 1})}
+    )
     alone = Pipeline(cfg)
     expected = [alone.step(f) for f in feeds[0]]
     pipe = Pipeline(cfg)

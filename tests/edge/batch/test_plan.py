@@ -1,4 +1,5 @@
 """Finding the files of a batch, content checksums, run folder names, the final table."""
+
 from __future__ import annotations
 
 import hashlib
@@ -45,11 +46,13 @@ def test_checksum_and_cache(tmp_path):
 
 
 def test_table_counts_every_status():
-    text = format_table([
-        ItemResult("/v/a.mp4", "done", 1, out_dir="/o/a", frames=20, tracks=3, fps=4.5, run_id=7),
-        ItemResult("/v/b.mp4", "skipped", 0, note="already done: /o/b"),
-        ItemResult("/v/c.mp4", "failed", 3, error="/v/c.mp4: not a readable video"),
-    ])
+    text = format_table(
+        [
+            ItemResult("/v/a.mp4", "done", 1, out_dir="/o/a", frames=20, tracks=3, fps=4.5, run_id=7),
+            ItemResult("/v/b.mp4", "skipped", 0, note="already done: /o/b"),
+            ItemResult("/v/c.mp4", "failed", 3, error="/v/c.mp4: not a readable video"),
+        ]
+    )
     assert "run 7: /o/a" in text and "already done: /o/b" in text and "/v/c.mp4: not a readable video" in text
     assert text.splitlines()[-1] == "3 files: 1 done, 1 skipped, 1 failed"
 

@@ -1,4 +1,5 @@
 """`airpatrol batch --ray`: a local Ray instance processes generated flights into a real MariaDB server."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,15 @@ def mariadb_url(mariadb_server):  # the server fixture skips, with its reason, w
 
 def test_ray_tasks_store_every_flight_in_mariadb(ray_local, mariadb_url, clip_library, lean_config, tmp_path):
     out = tmp_path / "runs"
-    results = run_batch([clip_library], lean_config, out, database_url=mariadb_url, ray_address="local",
-                        aircraft="SYNTH-DRONE-1", progress=False)
+    results = run_batch(
+        [clip_library],
+        lean_config,
+        out,
+        database_url=mariadb_url,
+        ray_address="local",
+        aircraft="SYNTH-DRONE-1",
+        progress=False,
+    )
     assert [r.status for r in results] == ["done"] * 3, [(r.video, r.error) for r in results]
     videos = discover([clip_library])
     with session_scope(mariadb_url) as s:
@@ -60,8 +68,16 @@ def test_ray_tasks_store_every_flight_in_mariadb(ray_local, mariadb_url, clip_li
 def test_ray_segments_a_long_flight_and_stitches_it(ray_local, mariadb_url, clip_library, lean_config, tmp_path):
     """Segments of 0.8 s (8 frames) with 0.5 s warm-up: three Ray tasks for one 20-frame flight, one run back."""
     flight = clip_library / "east.mp4"
-    [r] = run_batch([flight], lean_config, tmp_path / "runs", database_url=mariadb_url, ray_address="local",
-                    segment_s=0.8, overlap_s=0.5, progress=False)
+    [r] = run_batch(
+        [flight],
+        lean_config,
+        tmp_path / "runs",
+        database_url=mariadb_url,
+        ray_address="local",
+        segment_s=0.8,
+        overlap_s=0.5,
+        progress=False,
+    )
     assert r.status == "done" and r.note.startswith("3 segments"), r
     summary = json.loads((Path(r.out_dir) / "summary.json").read_text())
     assert summary["counts"]["frames"] == 2 * CLIP_FPS

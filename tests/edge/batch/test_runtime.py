@@ -1,6 +1,6 @@
 """The detector runtime: the rule, the cached ONNX export, and ONNX Runtime finding what PyTorch finds."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pytest

@@ -1,11 +1,18 @@
 """Long flights in segments: seeking, planning, and stitching track ids back together."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from edge.batch.segments import (
-    Segment, SegmentOutput, SeekingVideoSource, match_tracks, plan_segments, run_segment, stitch,
+    SeekingVideoSource,
+    Segment,
+    SegmentOutput,
+    match_tracks,
+    plan_segments,
+    run_segment,
+    stitch,
 )
 from tracking.pipeline import Pipeline
 from tracking.types import FrameResult, TrackState
@@ -43,8 +50,10 @@ def _result(index: int, boxes: dict[int, tuple]) -> FrameResult:
 
 def test_match_tracks_by_overlap():
     earlier = [_result(i, {5: (10 + i, 10, 30 + i, 20), 6: (100, 100, 120, 110)}) for i in range(10)]
-    later = [_result(i, {1: (11 + i, 10, 31 + i, 20), 2: (300, 300, 320, 310), 3: (100, 100, 120, 110)})
-             for i in range(6, 14)]
+    later = [
+        _result(i, {1: (11 + i, 10, 31 + i, 20), 2: (300, 300, 320, 310), 3: (100, 100, 120, 110)})
+        for i in range(6, 14)
+    ]
     assert match_tracks(earlier, later) == {1: 5, 3: 6}  # 2 is a new vehicle
     shifted = [_result(i, {1: (16 + i, 10, 36 + i, 20)}) for i in range(6, 14)]  # IoU 0.6 over 4 frames: same
     assert match_tracks(earlier, shifted) == {1: 5}

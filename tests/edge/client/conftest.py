@@ -1,4 +1,5 @@
 """Client tests run against a real `airpatrol serve` process on 127.0.0.1 (fake-detector pipeline, fresh database)."""
+
 from __future__ import annotations
 
 import os

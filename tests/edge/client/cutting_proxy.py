@@ -1,4 +1,5 @@
 """A TCP proxy on 127.0.0.1 that can cut its connections: a dropped link between a ground station and the server."""
+
 from __future__ import annotations
 
 import socket
@@ -67,7 +68,7 @@ class CuttingProxy:
                     with self.lock:
                         if self.budget is not None:
                             if len(data) >= self.budget:
-                                data, self.budget, cut = data[:self.budget], None, True
+                                data, self.budget, cut = data[: self.budget], None, True
                             else:
                                 self.budget -= len(data)
                 dst.sendall(data)

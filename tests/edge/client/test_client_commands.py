@@ -1,5 +1,6 @@
 """`airpatrol upload` and `airpatrol stream` as a ground station runs them, against a real `airpatrol serve` process,
 through a proxy that drops the connection part-way."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +13,6 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
-
 from conftest import client_env
 from cutting_proxy import CuttingProxy
 
@@ -22,8 +22,9 @@ def airpatrol(*args, token: str | None, data_dir, timeout: float = 120, **kw) ->
     env.pop("AIRPATROL_DEVICE_TOKEN", None)
     if token:
         env["AIRPATROL_DEVICE_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "edge.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "edge.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 @pytest.fixture
@@ -44,8 +45,18 @@ def test_upload_resumes_after_a_dropped_connection_and_follows_the_job(served, f
     # The SRT (~20 KB) goes first; the cut falls in the video, part-way through its first 64 KiB chunk.
     proxy.cut_after(flight.with_suffix(".SRT").stat().st_size + 40_000)
     try:
-        r = airpatrol("upload", str(flight), "--server", f"http://127.0.0.1:{proxy.port}", "--chunk-mb", "0.0625",
-                      "--speed-limit", "40", token=token, data_dir=tmp_path / "client")
+        r = airpatrol(
+            "upload",
+            str(flight),
+            "--server",
+            f"http://127.0.0.1:{proxy.port}",
+            "--chunk-mb",
+            "0.0625",
+            "--speed-limit",
+            "40",
+            token=token,
+            data_dir=tmp_path / "client",
+        )
     finally:
         proxy.close()
     assert r.returncode == 0, r.stderr
@@ -77,10 +88,23 @@ def test_client_errors_are_one_line(served, flight, tmp_path):
 def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(served, flight, tmp_path):
     base, token, _ = served
     proxy = CuttingProxy(int(base.rsplit(":", 1)[1]))
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "stream", str(flight), "--server",
-                             f"http://127.0.0.1:{proxy.port}", "--speed-limit", "40"],
-                            env=client_env(AIRPATROL_DEVICE_TOKEN=token), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli",
+            "stream",
+            str(flight),
+            "--server",
+            f"http://127.0.0.1:{proxy.port}",
+            "--speed-limit",
+            "40",
+        ],
+        env=client_env(AIRPATROL_DEVICE_TOKEN=token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def pushing() -> bool:  # the client's WebSocket is up and frames flow (its start-up time varies with the load)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
@@ -117,28 +141,40 @@ def _one_run(tmp_path, sid: int, run_id: int) -> None:
 
     engine = create_engine(f"sqlite:///{tmp_path / 'airpatrol.db'}")
     with engine.connect() as c:
-        runs = c.execute(select(ProcessingRun.id, ProcessingRun.status).join(Video, Video.id == ProcessingRun.video_id)
-                         .where(Video.file_path.like(f"live:stream-{sid}:%"))).all()
+        runs = c.execute(
+            select(ProcessingRun.id, ProcessingRun.status)
+            .join(Video, Video.id == ProcessingRun.video_id)
+            .where(Video.file_path.like(f"live:stream-{sid}:%"))
+        ).all()
     engine.dispose()
     assert [tuple(r) for r in runs] == [(run_id, "complete")]
 
 
 def airdata_csv(path, seconds: float, lat: float = 40.1, lon: float = -7.5, height_ft: float = 200.0):
     """A DJI flight log as Airdata exports it (CSV, feet and mph, every 100 ms): hovering, camera straight down."""
-    rows = ["time(millisecond),datetime(utc),latitude,longitude,height_above_takeoff(feet),"
-            "altitude_above_seaLevel(feet),speed(mph), zSpeed(mph), compass_heading(degrees),gimbal_heading(degrees),"
-            "gimbal_pitch(degrees),battery_percent"]
+    rows = [
+        "time(millisecond),datetime(utc),latitude,longitude,height_above_takeoff(feet),"
+        "altitude_above_seaLevel(feet),speed(mph), zSpeed(mph), compass_heading(degrees),gimbal_heading(degrees),"
+        "gimbal_pitch(degrees),battery_percent"
+    ]
     t0 = datetime(2022, 5, 4, 17, 21, 57)
     for i in range(int(seconds * 10) + 1):
-        rows.append(f"{i * 100},{t0 + timedelta(milliseconds=100 * i):%Y-%m-%d %H:%M:%S},{lat},{lon},{height_ft},"
-                    f"{height_ft + 1300},0,0,90,90,-90,87")
+        rows.append(
+            f"{i * 100},{t0 + timedelta(milliseconds=100 * i):%Y-%m-%d %H:%M:%S},{lat},{lon},{height_ft},"
+            f"{height_ft + 1300},0,0,90,90,-90,87"
+        )
     path.write_text("\n".join(rows) + "\n")
     return path
 
 
 def _stream_and_check(base: str, token: str, args: list[str], lat: float, timeout: float = 90) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "edge.cli", "stream", *args, "--server", base],
-                          env=client_env(AIRPATROL_DEVICE_TOKEN=token), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "edge.cli", "stream", *args, "--server", base],
+        env=client_env(AIRPATROL_DEVICE_TOKEN=token),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr
     sid = int(proc.stdout.split("stream ")[1].split(":")[0])
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
@@ -164,8 +200,10 @@ def test_stream_publishes_an_rtsp_camera_joined_mid_gop_with_a_flight_log(served
     from live_sources import RtspCamera, long_gop_files, rtsp_camera_missing
 
     if rtsp_camera_missing():
-        pytest.skip(f"RTSP camera: {rtsp_camera_missing()} (Debian: apt-get install python3-gi "
-                    "gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
+        pytest.skip(
+            f"RTSP camera: {rtsp_camera_missing()} (Debian: apt-get install python3-gi "
+            "gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)"
+        )
     base, token, _ = served
     camera = RtspCamera(long_gop_files(clip, tmp_path, loops=6), "h264").start()
     try:

@@ -1,5 +1,6 @@
 """Fixtures of the service tests: a settings object on a temporary SQLite database, users and a device with
 credentials, the app with a fake-detector pipeline (TestClient or real uvicorn on 127.0.0.1), and test clips."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,9 +20,15 @@ from service_helpers import FAST, Credentials, live_server, running_app  # noqa:
 def make_settings(folder: Path, **service):
     from edge.config import load_settings
 
-    return load_settings(None, {"data_dir": str(folder / "data"), "database_url": f"sqlite:///{folder / 'airpatrol.db'}",
-                                "pipeline": {"calibration": {"metres_per_pixel": service_fakes.METRES_PER_PIXEL}},
-                                "service": {**FAST, **service}})
+    return load_settings(
+        None,
+        {
+            "data_dir": str(folder / "data"),
+            "database_url": f"sqlite:///{folder / 'airpatrol.db'}",
+            "pipeline": {"calibration": {"metres_per_pixel": service_fakes.METRES_PER_PIXEL}},
+            "service": {**FAST, **service},
+        },
+    )
 
 
 @pytest.fixture(scope="session")

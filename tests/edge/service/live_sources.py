@@ -1,5 +1,6 @@
 """Live sources for the ingest tests: the test clip as a long-GOP live encoder (FFmpeg, H.264/H.265, a keyframe
 every GOP_S seconds, sent at its real rate as MPEG-TS), and a live RTSP camera serving it (GStreamer's RTSP server)."""
+
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,12 @@ from service_helpers import free_port
 GOP_S = 3
 ENCODERS = {
     "h264": ["-c:v", "libx264", "-x264-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0"],
-    "hevc": ["-c:v", "libx265", "-x265-params", f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0:log-level=error"],
+    "hevc": [
+        "-c:v",
+        "libx265",
+        "-x265-params",
+        f"keyint={25 * GOP_S}:min-keyint={25 * GOP_S}:scenecut=0:log-level=error",
+    ],
 }
 
 
@@ -22,17 +28,50 @@ def long_gop_files(clip, folder, loops: int = 14) -> dict:
     out = {}
     for codec in ENCODERS:
         out[codec] = folder / f"long_{codec}.ts"
-        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-stream_loop", str(loops), "-i", str(clip),
-                        *ENCODERS[codec], "-preset", "ultrafast", "-f", "mpegts", str(out[codec])], check=True,
-                       stdin=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                "ffmpeg",
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-stream_loop",
+                str(loops),
+                "-i",
+                str(clip),
+                *ENCODERS[codec],
+                "-preset",
+                "ultrafast",
+                "-f",
+                "mpegts",
+                str(out[codec]),
+            ],
+            check=True,
+            stdin=subprocess.DEVNULL,
+        )
     return out
 
 
 def live_encoder(long_gop: dict, codec: str, url: str) -> subprocess.Popen:
     """A long-GOP live source: the encoded stream sent at its real rate (``-re``) as MPEG-TS to ``url``."""
     return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-i", str(long_gop[codec]), "-c", "copy",
-         "-f", "mpegts", url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-i",
+            str(long_gop[codec]),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            url,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def ffmpeg_has_srt() -> bool:
@@ -51,10 +90,12 @@ def rtsp_camera_missing() -> str | None:
     """Why the GStreamer RTSP camera cannot run here (None: it can)."""
     if not Path(GST_PYTHON).is_file():
         return f"{GST_PYTHON} not found"
-    probe = ("import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); "
-             "from gi.repository import Gst; Gst.init(None); "
-             "missing = [e for e in ('udpsrc', 'tsdemux', 'h264parse', 'rtph264pay', 'h265parse', 'rtph265pay') "
-             "if Gst.ElementFactory.find(e) is None]; print(' '.join(missing))")
+    probe = (
+        "import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); "
+        "from gi.repository import Gst; Gst.init(None); "
+        "missing = [e for e in ('udpsrc', 'tsdemux', 'h264parse', 'rtph264pay', 'h265parse', 'rtph265pay') "
+        "if Gst.ElementFactory.find(e) is None]; print(' '.join(missing))"
+    )
     r = subprocess.run([GST_PYTHON, "-c", probe], capture_output=True, text=True)
     if r.returncode != 0:
         return "PyGObject or the GStreamer RTSP server missing"
@@ -73,17 +114,47 @@ class RtspCamera:
         self.server: subprocess.Popen | None = None
 
     def start(self) -> "RtspCamera":
-        self.server = server = subprocess.Popen([GST_PYTHON, str(RTSP_CAMERA), "--port", str(self.port), "--udp-port",
-                                        str(self.udp_port), "--codec", self.codec],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.server = server = subprocess.Popen(
+            [
+                GST_PYTHON,
+                str(RTSP_CAMERA),
+                "--port",
+                str(self.port),
+                "--udp-port",
+                str(self.udp_port),
+                "--codec",
+                self.codec,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert server.stdout.readline().strip() == "ready", server.stderr.read()
         self.procs = [server, live_encoder(self.long_gop, self.codec, f"udp://127.0.0.1:{self.udp_port}?pkt_size=1316")]
         return self
 
     def watcher(self) -> None:
-        self.procs.append(subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-rtsp_transport", "tcp",
-                                            "-i", self.url, "-f", "null", "-"], stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen(
+                [
+                    "ffmpeg",
+                    "-hide_banner",
+                    "-loglevel",
+                    "error",
+                    "-rtsp_transport",
+                    "tcp",
+                    "-i",
+                    self.url,
+                    "-f",
+                    "null",
+                    "-",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
 
     def stop(self) -> None:
         for p in self.procs:

@@ -10,6 +10,7 @@ The encoder (ffmpeg -re ... -f mpegts udp://127.0.0.1:5000) runs on its own; an 
 the stream is being sent (mid-GOP, as with a real camera). The media is shared: every client sees the same live
 stream. Prints "ready" when it listens. Stops on SIGTERM.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,15 @@ def main() -> int:
     server.set_address("127.0.0.1")
     server.set_service(str(args.port))
     factory = GstRtspServer.RTSPMediaFactory()
-    source = (f'udpsrc address=127.0.0.1 port={args.udp_port} buffer-size=4194304 do-timestamp=true '
-              f'caps="video/mpegts,systemstream=(boolean)true"' if args.udp_port else f'filesrc location={args.file}')
-    factory.set_launch(f'( {source} ! tsdemux ignore-pcr=true ! '
-                       f'{PAYLOADERS[args.codec]} name=pay0 pt=96 config-interval=-1 )')
+    source = (
+        f"udpsrc address=127.0.0.1 port={args.udp_port} buffer-size=4194304 do-timestamp=true "
+        f'caps="video/mpegts,systemstream=(boolean)true"'
+        if args.udp_port
+        else f"filesrc location={args.file}"
+    )
+    factory.set_launch(
+        f"( {source} ! tsdemux ignore-pcr=true ! {PAYLOADERS[args.codec]} name=pay0 pt=96 config-interval=-1 )"
+    )
     factory.set_shared(True)  # one live stream for every client
     server.get_mount_points().add_factory(args.path, factory)
     if server.attach(None) == 0:

@@ -4,6 +4,7 @@
 detector is a bright-box finder, so tests run anywhere without weights. The clips have a textured ground and
 bright rectangles ("vehicles") moving at known speeds.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,9 @@ class BrightBoxDetector:
         n, _, stats, _ = cv2.connectedComponentsWithStats((grey > 230).astype(np.uint8))
         boxes = [(x, y, x + w, y + h) for x, y, w, h, area in stats[1:] if area >= 40]
         k = len(boxes)
-        return Detections(np.array(boxes, np.float32).reshape(-1, 4), np.full(k, 0.9, np.float32), np.zeros(k, np.int32))
+        return Detections(
+            np.array(boxes, np.float32).reshape(-1, 4), np.full(k, 0.9, np.float32), np.zeros(k, np.int32)
+        )
 
 
 def make_pipeline(config: PipelineConfig) -> Pipeline:
@@ -95,9 +98,11 @@ def jpeg(i: int, w: int = W, h: int = H) -> bytes:
     return buf.tobytes()
 
 
-def write_dji_srt(path: Path, frames: int, fps: int = FPS, lat: float = 47.3769, lon: float = 8.5417,
-                  rel_alt_m: float = 60.0) -> Path:
+def write_dji_srt(
+    path: Path, frames: int, fps: int = FPS, lat: float = 47.3769, lon: float = 8.5417, rel_alt_m: float = 60.0
+) -> Path:
     """A DJI-style per-frame subtitle flight log (Mavic 3 layout) for a hovering drone over the test clip."""
+
     def tc(s: float) -> str:
         ms = int(round(s * 1000))
         return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
@@ -106,8 +111,9 @@ def write_dji_srt(path: Path, frames: int, fps: int = FPS, lat: float = 47.3769,
     for i in range(frames):
         entries.append(
             f"{i + 1}\n{tc(i / fps)} --> {tc((i + 1) / fps)}\n"
-            f"<font size=\"28\">FrameCnt: {i + 1}, DiffTime: {1000 // fps}ms\n2024-05-01 10:00:{i / fps:06.3f}\n"
+            f'<font size="28">FrameCnt: {i + 1}, DiffTime: {1000 // fps}ms\n2024-05-01 10:00:{i / fps:06.3f}\n'
             f"[iso: 100] [shutter: 1/1000.0] [fnum: 2.8] [ev: 0] [focal_len: 24.00] [latitude: {lat:.6f}] "
-            f"[longitude: {lon:.6f}] [rel_alt: {rel_alt_m:.3f} abs_alt: {rel_alt_m + 400:.3f}] </font>\n")
+            f"[longitude: {lon:.6f}] [rel_alt: {rel_alt_m:.3f} abs_alt: {rel_alt_m + 400:.3f}] </font>\n"
+        )
     path.write_text("\n".join(entries))
     return path

@@ -1,4 +1,5 @@
 """Helpers of the service tests (imported by conftest and the test modules)."""
+
 from __future__ import annotations
 
 import socket
@@ -9,8 +10,16 @@ from contextlib import contextmanager
 import service_fakes
 
 FAST = {  # short timings so the suite stays quick; behaviour is the same
-    "queue_frames": 4, "reconnect_initial_s": 0.2, "reconnect_max_s": 1.0, "open_timeout_s": 5.0, "read_timeout_s": 2.0,
-    "job_poll_s": 0.2, "job_heartbeat_s": 0.3, "job_lease_s": 3.0, "db_flush_s": 0.5, "min_over_limit_s": 0.2,
+    "queue_frames": 4,
+    "reconnect_initial_s": 0.2,
+    "reconnect_max_s": 1.0,
+    "open_timeout_s": 5.0,
+    "read_timeout_s": 2.0,
+    "job_poll_s": 0.2,
+    "job_heartbeat_s": 0.3,
+    "job_lease_s": 3.0,
+    "db_flush_s": 0.5,
+    "min_over_limit_s": 0.2,
     "secret_key": "test-secret-key-0123456789",
 }
 
@@ -79,8 +88,11 @@ def live_server(app):
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                                           ws_max_size=2 * 1024 * 1024))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws_max_size=2 * 1024 * 1024
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -120,16 +132,45 @@ def serve_process(settings, folder, env: dict | None = None, **service):
     here = Path(__file__).resolve().parent
     port = free_port()
     config = Path(folder) / "airpatrol-serve.yaml"
-    config.write_text(yaml.safe_dump({
-        "database_url": settings.database_url, "data_dir": settings.data_dir,
-        "pipeline": settings.pipeline.model_dump(mode="json", include={"calibration"}),
-        "service": {**settings.service.model_dump(mode="json", exclude_none=True),
-                    "pipeline_factory": "service_fakes:make_pipeline", **service}}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[2]), str(here)]), "YOLO_OFFLINE": "1",
-           **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port", str(port),
-                             "--log-level", "warning"], env=env, cwd=folder, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "database_url": settings.database_url,
+                "data_dir": settings.data_dir,
+                "pipeline": settings.pipeline.model_dump(mode="json", include={"calibration"}),
+                "service": {
+                    **settings.service.model_dump(mode="json", exclude_none=True),
+                    "pipeline_factory": "service_fakes:make_pipeline",
+                    **service,
+                },
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(here.parents[2]), str(here)]),
+        "YOLO_OFFLINE": "1",
+        **(env or {}),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def up():
@@ -138,6 +179,7 @@ def serve_process(settings, folder, env: dict | None = None, **service):
             return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
         except httpx.TransportError:
             return False
+
     try:
         wait_for(up, 90, "`airpatrol serve` to start", every=0.3)
         yield base

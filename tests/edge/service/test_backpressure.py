@@ -1,14 +1,16 @@
 """When processing falls behind, the OLDEST frames are dropped and counted: memory and latency stay bounded."""
+
 from __future__ import annotations
 
 import threading
 import time
 
+from service_fakes import make_pipeline, render
+from service_helpers import wait_for
+
 from edge.service.ingest import DropOldestQueue, IncomingFrame
 from edge.service.metrics import ServiceMetrics
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
-from service_fakes import make_pipeline, render
-from service_helpers import wait_for
 
 
 def test_queue_drops_oldest_first():
@@ -33,12 +35,14 @@ def test_slow_pipeline_drops_oldest_frames_and_processes_the_newest(settings):
         def gated_step(frame):
             gate.wait(10)  # the "model" is stuck until the producer is done
             return step(frame)
+
         pipe.step = gated_step
         return pipe
 
     metrics = ServiceMetrics()
-    worker = StreamWorker(StreamSpec(1, "slow", "push", None, None, None, None),
-                          WorkerDeps(cfg, slow_pipeline, None, metrics))
+    worker = StreamWorker(
+        StreamSpec(1, "slow", "push", None, None, None, None), WorkerDeps(cfg, slow_pipeline, None, metrics)
+    )
     worker.start()
     assert worker.attach_pusher(object())
     image = render(0)
@@ -65,11 +69,14 @@ def test_a_frame_that_breaks_the_pipeline_is_skipped_not_fatal(settings):
             if frame.index == 2:
                 raise RuntimeError("corrupt frame")
             return step(frame)
+
         pipe.step = maybe_fail
         return pipe
 
-    worker = StreamWorker(StreamSpec(2, "flaky", "push", None, None, None, None),
-                          WorkerDeps(settings.service, flaky_pipeline, None, ServiceMetrics()))
+    worker = StreamWorker(
+        StreamSpec(2, "flaky", "push", None, None, None, None),
+        WorkerDeps(settings.service, flaky_pipeline, None, ServiceMetrics()),
+    )
     worker.start()
     worker.attach_pusher(object())
     for i in range(5):

@@ -1,5 +1,6 @@
 """The persistent job queue: exclusive claims, leases that expire, zombies that cannot complete, retries that give up;
 and a real restart: `airpatrol serve` is killed (SIGKILL) mid-job and a new instance completes the job exactly once."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,12 +13,12 @@ from datetime import timedelta
 import httpx
 import pytest
 import yaml
+from service_helpers import DEVICE_TOKENS, free_port, running_app, wait_for
 from sqlalchemy import delete, select, update
 
 from db.models import ProcessingRun, utcnow
 from edge.service.jobs import JobQueue
 from edge.service.models import JobRow
-from service_helpers import DEVICE_TOKENS, free_port, running_app, wait_for
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -44,7 +45,10 @@ def queue(request, settings):
     q = JobQueue(ctx.sessions, lease_s=30, max_attempts=2)
     with ctx.sessions() as s, s.begin():
         s.execute(delete(JobRow))
-        ids = [q.enqueue(s, video_upload_id="a" * 32, log_upload_id=None, params={}, created_by="test").id for _ in range(2)]
+        ids = [
+            q.enqueue(s, video_upload_id="a" * 32, log_upload_id=None, params={}, created_by="test").id
+            for _ in range(2)
+        ]
     yield q, ctx.sessions, ids
     ctx.close()
 
@@ -97,8 +101,11 @@ def test_graceful_release_does_not_count_an_attempt(queue):
 
 def _upload_video(base: str, clip, headers: dict) -> dict:
     data = clip.read_bytes()
-    r = httpx.post(f"{base}/api/uploads", headers=headers, json={
-        "kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    r = httpx.post(
+        f"{base}/api/uploads",
+        headers=headers,
+        json={"kind": "video", "filename": "flight.mp4", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
+    )
     assert r.status_code == 201, r.text
     up = r.json()
     r = httpx.patch(f"{base}{up['upload_url']}", headers={**headers, "Upload-Offset": "0"}, content=data)
@@ -113,29 +120,50 @@ def test_job_survives_a_killed_service(settings_factory, clip, tmp_path):
     settings = settings_factory(instance_id="node-a")
     port = free_port()
     config = tmp_path / "airpatrol.yaml"
-    config.write_text(yaml.safe_dump({
-        "database_url": settings.database_url, "data_dir": settings.data_dir,
-        "pipeline": settings.pipeline.model_dump(mode="json", include={"calibration"}),
-        "service": {**settings.service.model_dump(mode="json", exclude_none=True),
-                    "pipeline_factory": "service_fakes:make_pipeline"}}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.dirname(__file__)]),
-           "AIRPATROL_TEST_DETECT_DELAY_S": "0.05", "YOLO_OFFLINE": "1"}  # slow "model": the job takes seconds
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port", str(port)],
-                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "database_url": settings.database_url,
+                "data_dir": settings.data_dir,
+                "pipeline": settings.pipeline.model_dump(mode="json", include={"calibration"}),
+                "service": {
+                    **settings.service.model_dump(mode="json", exclude_none=True),
+                    "pipeline_factory": "service_fakes:make_pipeline",
+                },
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([REPO, os.path.dirname(__file__)]),
+        "AIRPATROL_TEST_DETECT_DELAY_S": "0.05",
+        "YOLO_OFFLINE": "1",
+    }  # slow "model": the job takes seconds
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge.cli", "serve", "--config", str(config), "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base, device = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {DEVICE_TOKENS['DRONE-1']}"}
     try:
+
         def up():
             assert proc.poll() is None, proc.stderr.read()
             try:
                 return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
             except httpx.TransportError:
                 return False
+
         wait_for(up, 90, "`airpatrol serve` to start", every=0.3)
         job = _upload_video(base, clip, device)
 
         def progress():
             j = httpx.get(f"{base}/api/jobs/{job['id']}", headers=device).json()
             return j["status"] == "running" and j["frames_done"] >= 10 and j["run_id"] and j
+
         first = wait_for(progress, 60, "the job to be part-way")
         proc.send_signal(signal.SIGKILL)  # crash: no shutdown handler runs
         proc.wait(10)
@@ -146,8 +174,15 @@ def test_job_survives_a_killed_service(settings_factory, clip, tmp_path):
     assert f"http://127.0.0.1:{port}" in out  # `airpatrol serve` printed its URL
 
     with running_app(settings) as client:  # a new instance with the same instance id (re-queues its jobs at start)
-        final = wait_for(lambda: (j := client.get(f"/api/jobs/{job['id']}", headers=client.creds.device).json())
-                         ["status"] in ("complete", "failed") and j, 60, "the restarted service to finish the job")
+        final = wait_for(
+            lambda: (
+                (j := client.get(f"/api/jobs/{job['id']}", headers=client.creds.device).json())["status"]
+                in ("complete", "failed")
+                and j
+            ),
+            60,
+            "the restarted service to finish the job",
+        )
         ctx = client.app.state.ctx
     assert final["status"] == "complete", final["error"]
     assert final["attempts"] == 2 and final["frames_done"] == 100
@@ -166,8 +201,9 @@ def test_graceful_shutdown_requeues_a_running_job_and_cancel_stops_it(settings, 
 
     with running_app(settings) as client:
         data = clip.read_bytes()
-        up = client.post("/api/uploads", headers=client.creds.device,
-                         json={"kind": "video", "filename": "f.mp4", "size": len(data)}).json()
+        up = client.post(
+            "/api/uploads", headers=client.creds.device, json={"kind": "video", "filename": "f.mp4", "size": len(data)}
+        ).json()
         client.patch(up["upload_url"], headers={**client.creds.device, "Upload-Offset": "0"}, content=data)
         job_id = client.post(f"{up['upload_url']}/complete", headers=client.creds.device, json={}).json()["job"]["id"]
         first = wait_for(lambda: running(client, job_id), 30, "the job to be part-way")
@@ -180,7 +216,13 @@ def test_graceful_shutdown_requeues_a_running_job_and_cancel_stops_it(settings, 
         wait_for(lambda: running(client, job_id, 1), 30, "the job to run again")
         r = client.post(f"/api/jobs/{job_id}/cancel", headers=client.creds["operator"])
         assert r.status_code == 200 and r.json()["cancel_requested"]
-        final = wait_for(lambda: (j := client.get(f"/api/jobs/{job_id}", headers=client.creds.device).json())
-                         ["status"] != "running" and j, 30, "the cancel to take effect")
+        final = wait_for(
+            lambda: (
+                (j := client.get(f"/api/jobs/{job_id}", headers=client.creds.device).json())["status"] != "running"
+                and j
+            ),
+            30,
+            "the cancel to take effect",
+        )
         assert final["status"] == "cancelled" and final["attempts"] == 1
         assert client.post(f"/api/jobs/{job_id}/cancel", headers=client.creds["operator"]).status_code == 409

@@ -1,5 +1,6 @@
 """Live outputs: the violation rule (time above the limit, trusted speeds only, once per track) and the fan-out to
 clients (a slow client loses its own oldest messages)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,15 +14,22 @@ from vision.types import Frame
 
 def _result(t: float, *tracks: tuple[int, float, str | None]) -> FrameResult:
     frame = Frame(int(t * 25), t, np.zeros((4, 4, 3), np.uint8))
-    return FrameResult(frame, [TrackState(tid, np.array([0, 0, 2, 2], np.float32), 0.9, 0, speed_kmh=v, speed_flag=flag)
-                               for tid, v, flag in tracks])
+    return FrameResult(
+        frame,
+        [
+            TrackState(tid, np.array([0, 0, 2, 2], np.float32), 0.9, 0, speed_kmh=v, speed_flag=flag)
+            for tid, v, flag in tracks
+        ],
+    )
 
 
 def test_violation_needs_time_above_the_limit_and_a_trusted_speed():
     rule = LiveViolations(limit_kmh=50, min_over_s=1.0)
     events = []
     for i in range(30):  # 1.2 s of frames at 25 fps
-        events += rule.update(_result(i / 25, (1, 60.0, None), (2, 45.0, None), (3, 90.0, "low_confidence_scale")), 0.04)
+        events += rule.update(
+            _result(i / 25, (1, 60.0, None), (2, 45.0, None), (3, 90.0, "low_confidence_scale")), 0.04
+        )
     assert [(e["track_id"], e["frame"]) for e in events] == [(1, 24)]  # after 25 frames = 1.0 s, and only once
 
 

@@ -1,5 +1,6 @@
 """A real stream end to end: ffmpeg serves MPEG-TS over TCP on 127.0.0.1, the service pulls it, the live feed carries
 tracks and speeds; ffmpeg is killed and restarted mid-test and processing resumes in the same run."""
+
 from __future__ import annotations
 
 import json
@@ -10,21 +11,40 @@ import cv2
 import httpx
 import numpy as np
 import pytest
+from service_helpers import free_port, wait_for
 from sqlalchemy import func, select
 from websockets.sync.client import connect
 
 from db.models import ProcessingRun, TrackRow, Violation
-from service_helpers import free_port, wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)"
+)
 
 
 def serve_clip(clip, port: int) -> subprocess.Popen:
     """ffmpeg as a live source: the clip looped at its real rate, MPEG-TS over TCP, waiting for one client."""
     return subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(clip), "-c", "copy",
-         "-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            "-1",
+            "-i",
+            str(clip),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            f"tcp://127.0.0.1:{port}?listen=1",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def read_results(ws, n: int, timeout: float = 30.0, after_frame: int = -1) -> list[dict]:
@@ -43,8 +63,11 @@ def test_pull_stream_reconnects_and_continues_the_same_run(server, clip):
     feed_url = None
     ffmpeg = serve_clip(clip, port)
     try:
-        r = httpx.post(f"{base}/api/streams", headers=creds["operator"],
-                       json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}", "name": "cam", "speed_limit_kmh": 40})
+        r = httpx.post(
+            f"{base}/api/streams",
+            headers=creds["operator"],
+            json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}", "name": "cam", "speed_limit_kmh": 40},
+        )
         assert r.status_code == 201, r.text
         stream = r.json()
         sid, feed_url = stream["id"], f"ws://{addr}{stream['feed_url']}"
@@ -103,18 +126,24 @@ def _first_mjpeg_part(url: str, headers: dict) -> np.ndarray:
             start = buf.find(b"\r\n\r\n")
             if start < 0:
                 continue
-            length = int(next(line.split(b":")[1] for line in buf[:start].split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))
+            length = int(
+                next(
+                    line.split(b":")[1]
+                    for line in buf[:start].split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+            )
             if len(buf) >= start + 4 + length:
-                return cv2.imdecode(np.frombuffer(buf[start + 4:start + 4 + length], np.uint8), cv2.IMREAD_COLOR)
+                return cv2.imdecode(np.frombuffer(buf[start + 4 : start + 4 + length], np.uint8), cv2.IMREAD_COLOR)
     raise AssertionError("MJPEG stream ended before one frame")
 
 
 def test_file_stream_inside_the_allowed_folder_plays_to_the_end(settings_factory, clip, tmp_path):
     import os
 
-    from edge.service.models import StreamRow
     from service_helpers import running_app
+
+    from edge.service.models import StreamRow
 
     root = tmp_path / "recordings"
     root.mkdir()
@@ -127,8 +156,11 @@ def test_file_stream_inside_the_allowed_folder_plays_to_the_end(settings_factory
         r = client.post("/api/streams", headers=op, json={"kind": "pull", "url": "flight.mp4"})
         assert r.status_code == 201 and r.json()["source"] == "flight.mp4"
         sid = r.json()["id"]
-        final = wait_for(lambda: (s := client.get(f"/api/streams/{sid}", headers=op).json())["state"] == "finished" and s,
-                         30, "the file to play to its end")  # played at its own rate: 4 s
+        final = wait_for(
+            lambda: (s := client.get(f"/api/streams/{sid}", headers=op).json())["state"] == "finished" and s,
+            30,
+            "the file to play to its end",
+        )  # played at its own rate: 4 s
         ctx = client.app.state.ctx
         with ctx.sessions() as s:
             assert s.get(ProcessingRun, final["run_id"]).status == "complete"

@@ -2,6 +2,7 @@
 at its real rate as MPEG-TS over UDP or SRT, or served by an RTSP camera (what drone encoders do); the receiver joins mid-GOP, meets damaged data, loses the
 source. It must wait for keyframes instead of reconnecting, skip damage to the next keyframe, count the loss, and
 reconnect only when the source is gone."""
+
 from __future__ import annotations
 
 import shutil
@@ -10,12 +11,14 @@ import threading
 import time
 
 import pytest
-
-from edge.service.ingest import PullReader, check_source
 from live_sources import GOP_S, RtspCamera, ffmpeg_has_srt, live_encoder, long_gop_files, rtsp_camera_missing
 from service_helpers import free_port, wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
+from edge.service.ingest import PullReader, check_source
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +51,16 @@ class Recorder:
 
 
 def reader(url: str, rec: Recorder) -> PullReader:
-    return PullReader(check_source(url, None), rec.on_frame, rec.on_event, open_timeout_s=5, read_timeout_s=2,
-                      backoff_initial_s=0.2, backoff_max_s=1, name="test-pull")
+    return PullReader(
+        check_source(url, None),
+        rec.on_frame,
+        rec.on_event,
+        open_timeout_s=5,
+        read_timeout_s=2,
+        backoff_initial_s=0.2,
+        backoff_max_s=1,
+        name="test-pull",
+    )
 
 
 class UdpRelay(threading.Thread):
@@ -114,9 +125,8 @@ def test_joining_a_long_gop_udp_stream_mid_gop_waits_for_the_keyframe(long_gop, 
 
 def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnects(server, long_gop):
     import httpx
-    from websockets.sync.client import connect
-
     from test_live_stream import read_results
+    from websockets.sync.client import connect
 
     app, addr, creds = server
     base, relay_port, port = f"http://{addr}", free_port(), free_port()
@@ -124,8 +134,11 @@ def test_damaged_data_skips_to_the_next_keyframe_and_only_a_lost_source_reconnec
     relay.start()
     encoder = live_encoder(long_gop, "h264", f"udp://127.0.0.1:{relay_port}?pkt_size=1316")
     try:
-        r = httpx.post(f"{base}/api/streams", headers=creds["operator"],
-                       json={"kind": "pull", "url": f"udp://127.0.0.1:{port}", "name": "udp-long-gop"})
+        r = httpx.post(
+            f"{base}/api/streams",
+            headers=creds["operator"],
+            json={"kind": "pull", "url": f"udp://127.0.0.1:{port}", "name": "udp-long-gop"},
+        )
         assert r.status_code == 201, r.text
         sid, feed_url = r.json()["id"], f"ws://{addr}{r.json()['feed_url']}"
 
@@ -189,8 +202,11 @@ def test_srt_long_gop_stream_locks_on_and_reconnects_only_when_the_source_is_gon
     assert pull.connects >= 2 and pull.corruptions == 0
 
 
-@pytest.mark.skipif(rtsp_camera_missing() is not None, reason=f"RTSP camera: {rtsp_camera_missing()} (Debian: "
-                    "apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)")
+@pytest.mark.skipif(
+    rtsp_camera_missing() is not None,
+    reason=f"RTSP camera: {rtsp_camera_missing()} (Debian: "
+    "apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)",
+)
 @pytest.mark.parametrize("codec", ["h264", "hevc"])
 def test_rtsp_long_gop_stream_joined_mid_gop_waits_for_the_keyframe(long_gop, codec):
     """An RTSP camera that is already streaming (another client watches it): the reader's first packets are the

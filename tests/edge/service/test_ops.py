@@ -1,15 +1,16 @@
 """Operations: health, readiness, Prometheus metrics, OpenAPI docs, JSON logs, config from file + environment."""
+
 from __future__ import annotations
 
 import json
 import logging
 
 import pytest
+from service_fakes import jpeg
+from service_helpers import wait_for
 from starlette.websockets import WebSocketDisconnect
 
 from edge.service.logconf import JSONFormatter
-from service_fakes import jpeg
-from service_helpers import wait_for
 
 
 def test_health_readiness_docs(client):
@@ -35,9 +36,11 @@ def test_metrics_count_frames_latency_and_jobs(client):
         with pytest.raises(WebSocketDisconnect):  # wait for the server's close: it has read every frame
             while True:
                 ws.receive_text()
+
     def settled():  # frames sent faster than processed may be dropped (queue of 4): every frame accounted for
         st = client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()
         return st["processed"] + st["dropped"] == 5 and st["processed"] > 0 and st
+
     st = wait_for(settled, 20, "the 5 frames to be processed or dropped")
     n, dropped = st["processed"], st["dropped"]
     text = client.get("/metrics").text
@@ -47,14 +50,21 @@ def test_metrics_count_frames_latency_and_jobs(client):
     assert f'airpatrol_stream_queue_depth{{stream="{sid}"}} 0.0' in text
     assert f"airpatrol_frame_latency_seconds_count {float(n)}" in text
     assert f'airpatrol_stage_latency_seconds_count{{stage="detect"}} {float(n)}' in text
-    assert 'airpatrol_stream_fps{stream=' in text
+    assert "airpatrol_stream_fps{stream=" in text
 
 
 def test_json_logs_carry_extra_fields():
-    record = logging.LogRecord("airpatrol.service.stream", logging.WARNING, __file__, 1, "stream %s %s", (3, "down"), None)
+    record = logging.LogRecord(
+        "airpatrol.service.stream", logging.WARNING, __file__, 1, "stream %s %s", (3, "down"), None
+    )
     record.stream = 3
     out = json.loads(JSONFormatter().format(record))
-    assert out["msg"] == "stream 3 down" and out["level"] == "warning" and out["stream"] == 3 and out["ts"].endswith("+00:00")
+    assert (
+        out["msg"] == "stream 3 down"
+        and out["level"] == "warning"
+        and out["stream"] == 3
+        and out["ts"].endswith("+00:00")
+    )
 
 
 def test_service_config_from_file_and_environment(tmp_path, monkeypatch):

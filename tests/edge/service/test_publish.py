@@ -1,6 +1,7 @@
 """RTMP publishers (what DJI/Autel controllers do): ffmpeg publishes the test clip to `airpatrol serve` with a
 device's stream key, the link is cut, the device publishes again: one run, the gap recorded, track ids continuing.
 A wrong key is refused before any video is relayed."""
+
 from __future__ import annotations
 
 import json
@@ -13,19 +14,31 @@ from pathlib import Path
 
 import httpx
 import pytest
+from live_sources import ffmpeg_has_srt
+from service_helpers import DEVICE_TOKENS, free_port, serve_process, wait_for
 from websockets.sync.client import connect
 
-from service_helpers import DEVICE_TOKENS, free_port, serve_process, wait_for
-from live_sources import ffmpeg_has_srt
-
 MODULE = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)")
-needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None or not Path(MODULE).is_file(),
-                                 reason="nginx RTMP relay not installed (Debian: apt-get install nginx-light libnginx-mod-rtmp)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None, reason="ffmpeg not installed (Debian: apt-get install ffmpeg)"
+)
+needs_nginx = pytest.mark.skipif(
+    shutil.which("nginx") is None or not Path(MODULE).is_file(),
+    reason="nginx RTMP relay not installed (Debian: apt-get install nginx-light libnginx-mod-rtmp)",
+)
 CUT_S = float(os.environ.get("AIRPATROL_TEST_PUBLISH_CUT_S", "3"))  # the CI cut; the issue's 30 s is the soak variant
 SOAK = os.environ.get("AIRPATROL_SOAK") == "1"
-CUTS = [CUT_S, pytest.param(30.0, marks=[pytest.mark.slow, pytest.mark.skipif(
-    not SOAK, reason="30 s soak variant of the cut (about 1 min): set AIRPATROL_SOAK=1")], id="soak30")]
+CUTS = [
+    CUT_S,
+    pytest.param(
+        30.0,
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(not SOAK, reason="30 s soak variant of the cut (about 1 min): set AIRPATROL_SOAK=1"),
+        ],
+        id="soak30",
+    ),
+]
 
 
 def _libsrt_missing() -> bool:
@@ -38,16 +51,37 @@ def _libsrt_missing() -> bool:
     return False
 
 
-needs_libsrt = pytest.mark.skipif(_libsrt_missing() or not ffmpeg_has_srt(),
-                                  reason="libsrt or ffmpeg with SRT missing (Debian: apt-get install ffmpeg)")
+needs_libsrt = pytest.mark.skipif(
+    _libsrt_missing() or not ffmpeg_has_srt(),
+    reason="libsrt or ffmpeg with SRT missing (Debian: apt-get install ffmpeg)",
+)
 
 
 def publish(clip, url: str, loops: int = 3) -> subprocess.Popen:
     """ffmpeg publishing the clip at its real rate, without re-encoding: FLV for rtmp://, MPEG-TS for srt://."""
     fmt = "mpegts" if url.startswith("srt://") else "flv"
-    return subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", str(loops), "-i",
-                             str(clip), "-c", "copy", "-f", fmt, url],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-stream_loop",
+            str(loops),
+            "-i",
+            str(clip),
+            "-c",
+            "copy",
+            "-f",
+            fmt,
+            url,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 class Feed(threading.Thread):
@@ -83,8 +117,9 @@ def test_rtmp_publisher_cut_and_back_continues_one_run(settings_factory, clip, t
         wrong = publish(clip, f"rtmp://127.0.0.1:{port}/live/apt_not-a-valid-key", loops=0)
         assert wrong.wait(20) != 0, "a publisher with a wrong key must be refused"
         assert httpx.get(f"{base}/api/streams", headers=device).json() == []
-        results, status, stopped = cut_and_back(base, device, lambda: publish(clip, f"rtmp://127.0.0.1:{port}/live/{key}"),
-                                                "DRONE-1 (RTMP)", key, cut_s)
+        results, status, stopped = cut_and_back(
+            base, device, lambda: publish(clip, f"rtmp://127.0.0.1:{port}/live/{key}"), "DRONE-1 (RTMP)", key, cut_s
+        )
     check_one_run_with_the_gap(results, status, stopped, cut_s, tmp_path)
 
 
@@ -118,10 +153,16 @@ def test_srt_passphrase_is_required_as_well_as_the_key(settings_factory, clip, t
         assert httpx.get(f"{base}/api/streams", headers=device).json() == []
         good = publish(clip, f"srt://127.0.0.1:{port}?streamid={key}&passphrase=field-link-secret")
         try:
-            stream = wait_for(lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0], 20,
-                              "the encrypted publish stream to appear")
-            wait_for(lambda: httpx.get(f"{base}/api/streams/{stream['id']}", headers=device).json()["processed"] >= 10,
-                     20, "frames of the encrypted stream")
+            stream = wait_for(
+                lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0],
+                20,
+                "the encrypted publish stream to appear",
+            )
+            wait_for(
+                lambda: httpx.get(f"{base}/api/streams/{stream['id']}", headers=device).json()["processed"] >= 10,
+                20,
+                "frames of the encrypted stream",
+            )
         finally:
             good.kill()
             good.wait()
@@ -133,12 +174,15 @@ def cut_and_back(base: str, device: dict, start_publisher, name: str, key: str, 
     first = start_publisher()
     feed = None
     try:
-        stream = wait_for(lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0], 20,
-                          "the publish stream to appear")
+        stream = wait_for(
+            lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0],
+            20,
+            "the publish stream to appear",
+        )
         assert stream["kind"] == "publish" and stream["name"] == name and stream["device_id"]
         assert key not in json.dumps(stream)  # the stream key is never shown
         sid = stream["id"]
-        feed = Feed(f"ws://{base[len('http://'):]}{stream['feed_url']}", device)
+        feed = Feed(f"ws://{base[len('http://') :]}{stream['feed_url']}", device)
         feed.start()
         wait_for(lambda: len(feed.results) >= 40, 30, "results of the first publish")
         first.kill()  # the controller's link drops
@@ -183,8 +227,9 @@ def _run_summary_has_the_gap(folder, run_id: int, cut_s: float) -> None:
 
     engine = create_engine(f"sqlite:///{folder / 'airpatrol.db'}")
     with engine.connect() as c:
-        status, summary = c.execute(select(ProcessingRun.status, ProcessingRun.summary_json)
-                                    .where(ProcessingRun.id == run_id)).one()
+        status, summary = c.execute(
+            select(ProcessingRun.status, ProcessingRun.summary_json).where(ProcessingRun.id == run_id)
+        ).one()
     engine.dispose()
     summary = json.loads(summary) if isinstance(summary, str) else summary
     assert status == "complete" and any(g["seconds"] >= cut_s for g in summary["gaps"])

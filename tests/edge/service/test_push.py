@@ -1,5 +1,6 @@
 """Push ingest: a device streams JPEG frames + per-frame telemetry over a WebSocket; bad messages close that
 connection with a reason and never take the stream worker down."""
+
 from __future__ import annotations
 
 import json
@@ -7,16 +8,23 @@ import time
 
 import httpx
 import pytest
+from service_fakes import jpeg
+from service_helpers import wait_for
 from sqlalchemy import func, select
 from starlette.websockets import WebSocketDisconnect
 from websockets.sync.client import connect
 
 from db.models import ProcessingRun, TrackRow
-from service_fakes import jpeg
-from service_helpers import wait_for
 
 LAT, LON = 47.3769, 8.5417
-TELEMETRY = {"lat": LAT, "lon": LON, "rel_alt_m": 60.0, "gimbal_pitch_deg": -90.0, "heading_deg": 0.0, "focal_len_mm": 24.0}
+TELEMETRY = {
+    "lat": LAT,
+    "lon": LON,
+    "rel_alt_m": 60.0,
+    "gimbal_pitch_deg": -90.0,
+    "heading_deg": 0.0,
+    "focal_len_mm": 24.0,
+}
 
 
 def frame_header(i: int, fps: float = 25.0) -> str:
@@ -31,8 +39,10 @@ def test_push_client_streams_frames_with_telemetry(server):
     assert stream["state"] == "waiting" and stream["device_id"] is not None
     results: list[dict] = []
     acks: list[dict] = []
-    with connect(f"ws://{addr}{stream['feed_url']}", additional_headers=creds["viewer"]) as feed, \
-            connect(f"ws://{addr}{stream['push_url']}", additional_headers=creds.device) as push:
+    with (
+        connect(f"ws://{addr}{stream['feed_url']}", additional_headers=creds["viewer"]) as feed,
+        connect(f"ws://{addr}{stream['push_url']}", additional_headers=creds.device) as push,
+    ):
         push.send(json.dumps({"type": "hello", "fps": 25}))
         t0 = time.monotonic()
         for i in range(50):
@@ -79,16 +89,19 @@ def _closed_with(ws) -> WebSocketDisconnect:
     return info.value
 
 
-@pytest.mark.parametrize("messages, code, reason", [
-    (["{not json"], 1003, "malformed JSON"),
-    ([b"\xff\xd8 binary first"], 1003, "without a preceding frame header"),
-    (['{"type": "frame", "t": 0}', b"this is not a jpeg"], 1003, "not a JPEG"),
-    (['{"type": "selfdestruct"}'], 1003, "unknown message type"),
-    (['{"type": "frame", "t": 0, "telemetry": {"lat": 123}}'], 1003, "telemetry.lat"),
-    (['{"type": "frame", "t": 1}', "JPEG", '{"type": "frame", "t": 0.5}', "JPEG"], 1003, "not after the previous"),
-    (['{"type": "frame", "t": 0}', '{"type": "frame", "t": 1}'], 1003, "expected the JPEG"),
-    (['[1, 2, 3]'], 1003, "unknown message type"),
-])
+@pytest.mark.parametrize(
+    "messages, code, reason",
+    [
+        (["{not json"], 1003, "malformed JSON"),
+        ([b"\xff\xd8 binary first"], 1003, "without a preceding frame header"),
+        (['{"type": "frame", "t": 0}', b"this is not a jpeg"], 1003, "not a JPEG"),
+        (['{"type": "selfdestruct"}'], 1003, "unknown message type"),
+        (['{"type": "frame", "t": 0, "telemetry": {"lat": 123}}'], 1003, "telemetry.lat"),
+        (['{"type": "frame", "t": 1}', "JPEG", '{"type": "frame", "t": 0.5}', "JPEG"], 1003, "not after the previous"),
+        (['{"type": "frame", "t": 0}', '{"type": "frame", "t": 1}'], 1003, "expected the JPEG"),
+        (["[1, 2, 3]"], 1003, "unknown message type"),
+    ],
+)
 def test_malformed_messages_close_with_a_reason_and_the_worker_survives(client, messages, code, reason):
     sid = _push_stream(client)
     url = f"/api/streams/{sid}/push"
@@ -109,22 +122,33 @@ def test_malformed_messages_close_with_a_reason_and_the_worker_survives(client, 
             ws.send_bytes(jpeg(i))
         ws.send_text('{"type": "end"}')
         assert _closed_with(ws).code == 1000
-    status = wait_for(lambda: (s := client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json())
-                      ["state"] == "finished" and s, 20, "the run to finish")
+    status = wait_for(
+        lambda: (
+            (s := client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json())["state"] == "finished" and s
+        ),
+        20,
+        "the run to finish",
+    )
     assert status["processed"] >= 1 and status["errors"] == 0, status["last_error"]
 
 
 def test_push_is_refused_to_strangers(client):
     sid = _push_stream(client)
     url = f"/api/streams/{sid}/push"
-    cases = [({}, "authentication required"), ({"Authorization": "Bearer apt_forged"}, "invalid or revoked"),
-             (client.creds["viewer"], "may not push"), (client.creds["DRONE-2"], "belongs to another device")]
+    cases = [
+        ({}, "authentication required"),
+        ({"Authorization": "Bearer apt_forged"}, "invalid or revoked"),
+        (client.creds["viewer"], "may not push"),
+        (client.creds["DRONE-2"], "belongs to another device"),
+    ]
     for headers, reason in cases:
         with client.websocket_connect(url, headers=headers) as ws:
             closed = _closed_with(ws)
         assert closed.code == 1008 and reason in closed.reason, (headers, closed.reason)
-    with client.websocket_connect(url, headers=client.creds.device) as first, \
-            client.websocket_connect(url, headers=client.creds["operator"]) as second:
+    with (
+        client.websocket_connect(url, headers=client.creds.device) as first,
+        client.websocket_connect(url, headers=client.creds["operator"]) as second,
+    ):
         closed = _closed_with(second)
         assert closed.code == 1008 and "already pushing" in closed.reason
         first.send_text('{"type": "end"}')
@@ -174,8 +198,13 @@ def test_corrupt_jpeg_data_is_a_frame_error_not_a_disconnect(client):
             wait_for(lambda: not len(client.app.state.ctx.stream(sid).queue), 10, "the frame to be taken")
         ws.send_text('{"type": "end"}')
         assert _closed_with(ws).code == 1000
-    status = wait_for(lambda: (s := client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json())
-                      ["state"] == "finished" and s, 20, "the run to finish")
+    status = wait_for(
+        lambda: (
+            (s := client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json())["state"] == "finished" and s
+        ),
+        20,
+        "the run to finish",
+    )
     assert status["errors"] == 1 and status["processed"] == 2 and "corrupt or truncated" in status["last_error"]
 
 

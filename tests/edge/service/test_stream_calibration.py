@@ -1,5 +1,6 @@
 """A stream's own calibration: given when it is added or later (a new run with the new scale), kept in the data
 folder for a resumed stream, refused with the reason when it is not one."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,11 @@ def _recording_factory():
 def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
     make, seen = _recording_factory()
     with running_app(settings, pipeline_factory=make) as client:
-        r = client.post("/api/streams", headers=client.creds["operator"],
-                        json={"kind": "push", "name": "gate", "calibration": {"metres_per_pixel": 0.2}})
+        r = client.post(
+            "/api/streams",
+            headers=client.creds["operator"],
+            json={"kind": "push", "name": "gate", "calibration": {"metres_per_pixel": 0.2}},
+        )
         assert r.status_code == 201, r.text
         sid = r.json()["id"]
         assert r.json()["calibration"] == "0.2 m per pixel"
@@ -35,20 +39,39 @@ def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
         stored = json.loads((Path(settings.data_dir) / "stream_calibrations.json").read_text())
         assert stored[str(sid)] == {"metres_per_pixel": 0.2}
 
-        r = client.post(f"/api/streams/{sid}/calibration", headers=client.creds["operator"],
-                        json={"corners_lonlat": [[8.54, 47.38], [8.541, 47.38], [8.541, 47.379], [8.54, 47.379]]})
+        r = client.post(
+            f"/api/streams/{sid}/calibration",
+            headers=client.creds["operator"],
+            json={"corners_lonlat": [[8.54, 47.38], [8.541, 47.38], [8.541, 47.379], [8.54, 47.379]]},
+        )
         assert r.status_code == 200, r.text
         assert r.json()["calibration"] == "4 georeferenced points" and r.json()["state"] not in ("finished", "failed")
         wait_for(lambda: seen.count(None) >= 1 and len(seen) >= 2, timeout=30, what="a new pipeline with the corners")
-        assert client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()["calibration"] == \
-            "4 georeferenced points"
+        assert (
+            client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()["calibration"]
+            == "4 georeferenced points"
+        )
 
-        for body, code in (({"metres_per_pixel": 0.2, "corners_lonlat": [[0, 0]] * 4}, 422), ({}, 422),
-                           ({"metres_per_pixel": -1}, 422), ({"corners_lonlat": [[200, 0]] * 4}, 422)):
-            assert client.post(f"/api/streams/{sid}/calibration", headers=client.creds["operator"],
-                               json=body).status_code == code, body
-        assert client.post(f"/api/streams/{sid}/calibration", headers=client.creds["viewer"],
-                           json={"metres_per_pixel": 0.1}).status_code == 403
-        assert client.post("/api/streams/9999/calibration", headers=client.creds["operator"],
-                           json={"metres_per_pixel": 0.1}).status_code == 404
+        for body, code in (
+            ({"metres_per_pixel": 0.2, "corners_lonlat": [[0, 0]] * 4}, 422),
+            ({}, 422),
+            ({"metres_per_pixel": -1}, 422),
+            ({"corners_lonlat": [[200, 0]] * 4}, 422),
+        ):
+            assert (
+                client.post(f"/api/streams/{sid}/calibration", headers=client.creds["operator"], json=body).status_code
+                == code
+            ), body
+        assert (
+            client.post(
+                f"/api/streams/{sid}/calibration", headers=client.creds["viewer"], json={"metres_per_pixel": 0.1}
+            ).status_code
+            == 403
+        )
+        assert (
+            client.post(
+                "/api/streams/9999/calibration", headers=client.creds["operator"], json={"metres_per_pixel": 0.1}
+            ).status_code
+            == 404
+        )
         assert client.delete(f"/api/streams/{sid}", headers=client.creds["operator"]).status_code == 200

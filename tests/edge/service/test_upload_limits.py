@@ -2,20 +2,22 @@
 window. Beyond a limit: 429 with a Retry-After that says when the next one is accepted; other devices are not
 affected; the counts live in the database (a second app on it refuses too) and deleting uploads does not reset
 them."""
+
 from __future__ import annotations
 
 from datetime import timedelta
 
+from service_helpers import running_app
 from sqlalchemy import update
 
 from db.models import utcnow
 from edge.service.models import UploadRow
-from service_helpers import running_app
 
 
 def _new(client, who: str, size: int = 2048, name: str = "f.mp4"):
-    return client.post("/api/uploads", headers=client.creds[who],
-                       json={"kind": "video", "filename": name, "size": size})
+    return client.post(
+        "/api/uploads", headers=client.creds[who], json={"kind": "video", "filename": name, "size": size}
+    )
 
 
 def test_unfinished_uploads_per_device(settings_factory):
@@ -46,13 +48,19 @@ def test_uploads_per_window_with_retry_after(settings_factory):
         assert _new(c, "DRONE-2").status_code == 201
         # the oldest upload is now 9 minutes old: it leaves the window in about a minute
         with c.app.state.ctx.sessions() as s, s.begin():
-            s.execute(update(UploadRow).where(UploadRow.id == made[0].json()["id"])
-                      .values(created_at=utcnow() - timedelta(minutes=9)))
+            s.execute(
+                update(UploadRow)
+                .where(UploadRow.id == made[0].json()["id"])
+                .values(created_at=utcnow() - timedelta(minutes=9))
+            )
         again = _new(c, "DRONE-1")
         assert again.status_code == 429 and 50 <= int(again.headers["Retry-After"]) <= 61
         with c.app.state.ctx.sessions() as s, s.begin():
-            s.execute(update(UploadRow).where(UploadRow.id == made[0].json()["id"])
-                      .values(created_at=utcnow() - timedelta(minutes=11)))
+            s.execute(
+                update(UploadRow)
+                .where(UploadRow.id == made[0].json()["id"])
+                .values(created_at=utcnow() - timedelta(minutes=11))
+            )
         assert _new(c, "DRONE-1").status_code == 201  # out of the window: accepted again
 
     # the count is in the database: a restarted (or second) service refuses as well

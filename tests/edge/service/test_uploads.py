@@ -1,5 +1,6 @@
 """Resumable uploads: an upload cut off mid-chunk resumes from the offset the server reports and becomes a batch job
 that runs to completion; sizes, offsets, names and contents are checked."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,17 +10,22 @@ import cv2
 import httpx
 import numpy as np
 import pytest
+from service_helpers import wait_for
 from sqlalchemy import func, select
 
 from db.models import ProcessingRun, TrackRow
-from service_helpers import wait_for
 
 
 def _start_raw_patch(addr: str, path: str, headers: dict, body: bytes, send: int) -> socket.socket:
     """A PATCH that announces the whole body but sends only ``send`` bytes of it (the caller then cuts the line)."""
     host, port = addr.split(":")
-    head = [f"PATCH {path} HTTP/1.1", f"Host: {addr}", "Upload-Offset: 0", f"Content-Length: {len(body)}",
-            "Content-Type: application/offset+octet-stream"] + [f"{k}: {v}" for k, v in headers.items()]
+    head = [
+        f"PATCH {path} HTTP/1.1",
+        f"Host: {addr}",
+        "Upload-Offset: 0",
+        f"Content-Length: {len(body)}",
+        "Content-Type: application/offset+octet-stream",
+    ] + [f"{k}: {v}" for k, v in headers.items()]
     sock = socket.create_connection((host, int(port)), timeout=10)
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body[:send])
     return sock
@@ -28,8 +34,16 @@ def _start_raw_patch(addr: str, path: str, headers: dict, body: bytes, send: int
 def test_interrupted_upload_resumes_and_becomes_a_completed_job(server, clip):
     app, addr, creds = server
     base, data = f"http://{addr}", clip.read_bytes()
-    r = httpx.post(f"{base}/api/uploads", headers=creds.device, json={
-        "kind": "video", "filename": "DJI_0001.MP4", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    r = httpx.post(
+        f"{base}/api/uploads",
+        headers=creds.device,
+        json={
+            "kind": "video",
+            "filename": "DJI_0001.MP4",
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        },
+    )
     assert r.status_code == 201, r.text
     up = r.json()
     assert r.headers["Location"] == up["upload_url"] and up["offset"] == 0
@@ -48,8 +62,11 @@ def test_interrupted_upload_resumes_and_becomes_a_completed_job(server, clip):
     wrong = httpx.patch(f"{base}{up['upload_url']}", headers={**creds.device, "Upload-Offset": "0"}, content=data)
     assert wrong.status_code == 409 and f"{offset} bytes" in wrong.text  # resuming from the wrong place is refused
 
-    r = httpx.patch(f"{base}{up['upload_url']}", content=data[offset:],
-                    headers={**creds.device, "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream"})
+    r = httpx.patch(
+        f"{base}{up['upload_url']}",
+        content=data[offset:],
+        headers={**creds.device, "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream"},
+    )
     assert r.status_code == 204 and int(r.headers["Upload-Offset"]) == len(data)
     r = httpx.post(f"{base}{up['upload_url']}/complete", headers=creds.device, json={"speed_limit_kmh": 40})
     assert r.status_code == 200, r.text
@@ -58,8 +75,15 @@ def test_interrupted_upload_resumes_and_becomes_a_completed_job(server, clip):
     job = done["job"]
     assert job["status"] == "queued" and job["params"]["speed_limit_kmh"] == 40
 
-    final = wait_for(lambda: (j := httpx.get(f"{base}/api/jobs/{job['id']}", headers=creds["viewer"]).json())
-                     ["status"] in ("complete", "failed") and j, 60, "the batch job")
+    final = wait_for(
+        lambda: (
+            (j := httpx.get(f"{base}/api/jobs/{job['id']}", headers=creds["viewer"]).json())["status"]
+            in ("complete", "failed")
+            and j
+        ),
+        60,
+        "the batch job",
+    )
     assert final["status"] == "complete", final["error"]
     assert final["attempts"] == 1 and final["progress"] == 1.0 and final["frames_done"] == 100
     with app.state.ctx.sessions() as s:
@@ -72,8 +96,10 @@ def test_interrupted_upload_resumes_and_becomes_a_completed_job(server, clip):
 @pytest.fixture
 def upload(client):
     def create(filename="flight.mp4", size=1000, who="DRONE-1", kind="video", **extra):
-        return client.post("/api/uploads", headers=client.creds[who],
-                           json={"kind": kind, "filename": filename, "size": size, **extra})
+        return client.post(
+            "/api/uploads", headers=client.creds[who], json={"kind": kind, "filename": filename, "size": size, **extra}
+        )
+
     return create
 
 
@@ -101,10 +127,14 @@ def test_limits_names_and_ownership(client, upload, settings_factory):
         assert client.head(f"/api/uploads/{bad_id}", headers=client.creds.device).status_code == 404
 
 
-@pytest.mark.parametrize("content, why", [
-    (b"this is a text file renamed to .mp4\n" * 200, "not a readable video"),
-    (cv2.imencode(".jpg", np.full((64, 64, 3), 128, np.uint8))[1].tobytes(), "still image"),
-], ids=["text_file", "jpeg_image"])
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"this is a text file renamed to .mp4\n" * 200, "not a readable video"),
+        (cv2.imencode(".jpg", np.full((64, 64, 3), 128, np.uint8))[1].tobytes(), "still image"),
+    ],
+    ids=["text_file", "jpeg_image"],
+)
 def test_renamed_non_video_is_refused(client, upload, content, why):
     up = upload(size=len(content)).json()
     assert _send(client, up, content).status_code == 204
@@ -139,14 +169,22 @@ def test_video_with_flight_log_becomes_a_georeferenced_job(client, upload, clip,
     assert client.post(f"{bad_log['upload_url']}/complete", headers=client.creds.device, json={}).status_code == 422
 
     video = send_all("video", "DJI_0001.MP4", clip.read_bytes())
-    r = client.post(f"{video['upload_url']}/complete", headers=client.creds.device,
-                    json={"log_upload_id": bad_log["id"]})
+    r = client.post(
+        f"{video['upload_url']}/complete", headers=client.creds.device, json={"log_upload_id": bad_log["id"]}
+    )
     assert r.status_code == 409 and "rejected" in r.text  # a refused log cannot be used
     r = client.post(f"{video['upload_url']}/complete", headers=client.creds.device, json={"log_upload_id": log["id"]})
     assert r.status_code == 200, r.text
     job_id = r.json()["job"]["id"]
-    final = wait_for(lambda: (j := client.get(f"/api/jobs/{job_id}", headers=client.creds["viewer"]).json())
-                     ["status"] in ("complete", "failed") and j, 60, "the batch job")
+    final = wait_for(
+        lambda: (
+            (j := client.get(f"/api/jobs/{job_id}", headers=client.creds["viewer"]).json())["status"]
+            in ("complete", "failed")
+            and j
+        ),
+        60,
+        "the batch job",
+    )
     assert final["status"] == "complete", final["error"]
     with client.app.state.ctx.sessions() as s:
         run = s.get(ProcessingRun, final["run_id"])

@@ -1,5 +1,6 @@
 """The annotated video is readable: speed colours of the map legend, labels sized to the vehicles and off them,
 violators marked, trails, one clean status line, no "parked" before a speed is measured."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,9 +35,16 @@ def test_labels_say_only_what_is_measured():
     assert label_text(_car(5, 0, 0, 91.4), speed_limit_kmh=80, compact=True) == "#5 91 !"
 
 
-@pytest.mark.parametrize("speed,colour", [(15, sc.SPEED_COLOURS[0]), (50, sc.SPEED_COLOURS[2]),
-                                          (130, sc.SPEED_COLOURS[6]), (None, sc.UNKNOWN_COLOUR),
-                                          (95, sc.VIOLATION_COLOUR)])
+@pytest.mark.parametrize(
+    "speed,colour",
+    [
+        (15, sc.SPEED_COLOURS[0]),
+        (50, sc.SPEED_COLOURS[2]),
+        (130, sc.SPEED_COLOURS[6]),
+        (None, sc.UNKNOWN_COLOUR),
+        (95, sc.VIOLATION_COLOUR),
+    ],
+)
 def test_boxes_have_the_map_legend_colours(speed, colour):
     car = _car(1, 900, 500, speed, w=80, h=40)
     limit = 90 if colour == sc.VIOLATION_COLOUR else None
@@ -59,13 +67,16 @@ def _changed(img):
 
 def test_labels_fit_the_vehicles_and_stay_off_them():
     # a 1080p nadir view: 40x20 px cars in four close lanes, 12 per lane
-    cars = [_car(10 * lane + k, 100 + 150 * k + 37 * lane, 400 + 45 * lane, 40 + 15 * lane)
-            for lane in range(4) for k in range(12)]
+    cars = [
+        _car(10 * lane + k, 100 + 150 * k + 37 * lane, 400 + 45 * lane, 40 + 15 * lane)
+        for lane in range(4)
+        for k in range(12)
+    ]
     img = FrameAnnotator(trails=False)(FrameResult(Frame(0, 0.0, _frame()), cars))
     changed = _changed(img)
     for c in cars:
         x1, y1, x2, y2 = (int(v) for v in c.xyxy)
-        inside = changed[y1 + 3:y2 - 3, x1 + 3:x2 - 3]
+        inside = changed[y1 + 3 : y2 - 3, x1 + 3 : x2 - 3]
         assert inside.mean() < 0.05, f"car #{c.track_id} is covered by a label ({inside.mean():.0%})"
     # label height: the changed rows right above an isolated car
     lone = _car(123, 900, 800, 91)
@@ -78,8 +89,9 @@ def test_labels_fit_the_vehicles_and_stay_off_them():
 
 
 def test_status_line_is_drawn_once():
-    img = FrameAnnotator(speed_limit_kmh=80)(FrameResult(Frame(0, 1.5, _frame()), [_car(1, 900, 500, 60)],
-                                                         metres_per_pixel=0.05, scale_source="telemetry"))
+    img = FrameAnnotator(speed_limit_kmh=80)(
+        FrameResult(Frame(0, 1.5, _frame()), [_car(1, 900, 500, 60)], metres_per_pixel=0.05, scale_source="telemetry")
+    )
     band = img[0:12, 0:300]
     darkened = GREY * 35 // 100
     # white text anti-aliased onto the darkened band: nothing darker than the band (no black outline copy)

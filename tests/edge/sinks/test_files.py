@@ -13,10 +13,25 @@ INFO = RunInfo("clip.mp4", 100, 80, 10.0, 30, {}, "w.pt", "dual_layer", "cpu")
 def _results(n=30):
     img = np.zeros((80, 100, 3), np.uint8)
     for k in range(n):
-        tracks = [TrackState(1, np.array([k, 10, k + 10, 20], np.float32), 0.9, 0, True, 36.0 + k * 0.1, 1.0, None,
-                             (k * 1.0, 0.0), 50.0 + k * 1e-5, 36.0)]
+        tracks = [
+            TrackState(
+                1,
+                np.array([k, 10, k + 10, 20], np.float32),
+                0.9,
+                0,
+                True,
+                36.0 + k * 0.1,
+                1.0,
+                None,
+                (k * 1.0, 0.0),
+                50.0 + k * 1e-5,
+                36.0,
+            )
+        ]
         if k < 20:
-            tracks.append(TrackState(2, np.array([50, 50, 60, 60], np.float32), 0.8, 1, False, 0.0, 0.5, None, (5, 5), 50.0, 36.0))
+            tracks.append(
+                TrackState(2, np.array([50, 50, 60, 60], np.float32), 0.8, 1, False, 0.0, 0.5, None, (5, 5), 50.0, 36.0)
+            )
         yield FrameResult(Frame(k, k / 10, img), tracks, None, 0.1, "telemetry")
 
 

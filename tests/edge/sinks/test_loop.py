@@ -1,4 +1,5 @@
 """The one sink loop (edge.sinks.loop): the order sinks are opened, fed, closed and aborted in, for every kind of run."""
+
 from __future__ import annotations
 
 import errno
@@ -67,10 +68,16 @@ def test_sinks_open_in_order_get_every_frame_and_files_close_before_the_summary(
         summary = sinks.finish(summarize, tmp_path / "summary.json")
     assert (bar.n, bar.closed) == (3, True)
     assert json.loads((tmp_path / "summary.json").read_text()) == summary == {"frames": 3}
-    assert journal == [("csv", "open", "clip.mp4"), ("mot", "open", "clip.mp4"), ("db", "open", "clip.mp4"),
-                       *[(s, "write", i) for i in range(3) for s in ("csv", "mot", "db")],
-                       ("csv", "close", "dual_layer"), ("mot", "close", "dual_layer"),  # files first ...
-                       ("summary", "made", None), ("db", "close", 3)]  # ... then the others with the summary
+    assert journal == [
+        ("csv", "open", "clip.mp4"),
+        ("mot", "open", "clip.mp4"),
+        ("db", "open", "clip.mp4"),
+        *[(s, "write", i) for i in range(3) for s in ("csv", "mot", "db")],
+        ("csv", "close", "dual_layer"),
+        ("mot", "close", "dual_layer"),  # files first ...
+        ("summary", "made", None),
+        ("db", "close", 3),
+    ]  # ... then the others with the summary
     assert sinks.opened == []
 
 
@@ -100,8 +107,9 @@ def test_an_interruption_aborts_the_sinks_too():
 def test_a_sink_that_cannot_open_aborts_only_those_already_open():
     journal: list = []
     with pytest.raises(RuntimeError, match="mot broke"):
-        with RunSinks(RUN, [Recording("csv", journal), Recording("mot", journal, fail_on="open"),
-                            Recording("db", journal)]):
+        with RunSinks(
+            RUN, [Recording("csv", journal), Recording("mot", journal, fail_on="open"), Recording("db", journal)]
+        ):
             pass
     assert journal == [("csv", "open", "clip.mp4"), ("mot", "open", "clip.mp4"), ("csv", "abort", "mot broke")]
 
@@ -112,8 +120,9 @@ def test_a_full_disk_becomes_one_clear_line_for_every_sink(tmp_path):
     full = OSError(errno.ENOSPC, "No space left on device")
     with rundir:
         with pytest.raises(OutputWriteError, match="no space left on device") as caught:
-            with RunSinks(RUN, [Recording("csv", journal, fail_on="write", error=full)], [Recording("db", journal)],
-                          rundir) as sinks:
+            with RunSinks(
+                RUN, [Recording("csv", journal, fail_on="write", error=full)], [Recording("db", journal)], rundir
+            ) as sinks:
                 sinks.feed(results())
     assert caught.value.__cause__ is full
     aborts = [j for j in journal if j[1] == "abort"]
@@ -128,6 +137,10 @@ def test_a_live_run_feeds_frame_by_frame_and_can_hear_that_an_abort_failed():
         sinks.write(r)
     with pytest.raises(RuntimeError, match="db broke"):
         sinks.abort(ValueError("stream lost"), quiet=False)
-    assert journal == [("db", "open", "clip.mp4"), ("db", "write", 0), ("db", "write", 1),
-                       ("db", "abort", "stream lost")]
+    assert journal == [
+        ("db", "open", "clip.mp4"),
+        ("db", "write", 0),
+        ("db", "write", 1),
+        ("db", "abort", "stream lost"),
+    ]
     assert sinks.opened == []

@@ -1,4 +1,5 @@
 """The annotated video is encoded in its own thread: every frame, in order; an encoder error reaches the caller."""
+
 from __future__ import annotations
 
 import time
@@ -32,7 +33,7 @@ def test_every_frame_encoded_in_order(tmp_path):
     assert sink._thread is None  # joined
     with av.open(str(sink.path)) as c:
         # the middle band of the frame (the annotator's status line is at the top)
-        levels = [float(f.to_ndarray(format="gray")[H // 2:, :].mean()) for f in c.decode(video=0)]
+        levels = [float(f.to_ndarray(format="gray")[H // 2 :, :].mean()) for f in c.decode(video=0)]
     assert len(levels) == N
     assert all(b > a for a, b in zip(levels, levels[1:])), levels
 

@@ -1,4 +1,5 @@
 """`airpatrol eval`: metric values on hand-computed cases, input errors, and a round trip on a generated clip."""
+
 from __future__ import annotations
 
 import json
@@ -142,9 +143,9 @@ def test_uavdt_layout_with_ignore_file(tmp_path):
 def test_parked_vehicles_of_a_scene_are_distractors_unless_counted(tmp_path):
     scene = tmp_path / "scene"
     (scene / "gt").mkdir(parents=True)
-    (scene / "scene.json").write_text(json.dumps({"fps": 10, "vehicles": {"1": {"kind": "moving"},
-                                                                          "2": {"kind": "parked"},
-                                                                          "3": {"kind": "parked"}}}))
+    (scene / "scene.json").write_text(
+        json.dumps({"fps": 10, "vehicles": {"1": {"kind": "moving"}, "2": {"kind": "parked"}, "3": {"kind": "parked"}}})
+    )
     (scene / "gt" / "gt.txt").write_text("1,1,0,0,10,10,1,1,1\n1,2,100,100,10,10,1,1,1\n1,3,200,200,10,10,1,1,1\n")
     run = tmp_path / "run"
     run.mkdir()
@@ -163,22 +164,37 @@ def test_parked_vehicles_of_a_scene_are_distractors_unless_counted(tmp_path):
 def clip(tmp_path_factory):
     from vision.synth import SceneConfig, generate_scene
 
-    cfg = SceneConfig(scene="highway", seed=11, width=320, height=180, fps=15.0, duration_s=3.0, altitude_m=45.0,
-                      use_shared_data="off", write_video=False, road_mask_every=5)
+    cfg = SceneConfig(
+        scene="highway",
+        seed=11,
+        width=320,
+        height=180,
+        fps=15.0,
+        duration_s=3.0,
+        altitude_m=45.0,
+        use_shared_data="off",
+        write_video=False,
+        road_mask_every=5,
+    )
     out = tmp_path_factory.mktemp("clip")
     generate_scene(cfg, out, progress=False)
     return out
 
 
-def make_run(clip: Path, run: Path, drop_every: int = 0, swap_at: int | None = None, speed_offset: float = 0.0,
-             mask_shift: int = 0) -> None:
+def make_run(
+    clip: Path,
+    run: Path,
+    drop_every: int = 0,
+    swap_at: int | None = None,
+    speed_offset: float = 0.0,
+    mask_shift: int = 0,
+) -> None:
     """A fake `airpatrol process` run made from the ground truth (optionally damaged)."""
     import cv2
 
     run.mkdir()
     gt = np.loadtxt(clip / "gt/gt.txt", delimiter=",", ndmin=2)
-    sp = {(int(f), int(i)): v for f, i, v, *_ in np.loadtxt(clip / "gt/speeds.csv", delimiter=",", skiprows=1,
-                                                            ndmin=2)}
+    sp = {(int(f), int(i)): v for f, i, v, *_ in np.loadtxt(clip / "gt/speeds.csv", delimiter=",", skiprows=1, ndmin=2)}
     mot, csv_rows = [], ["frame,t,track_id,class,speed_kmh"]
     for k, (f, i, l, t, w, h, *_rest) in enumerate(gt):
         f, i = int(f), int(i)

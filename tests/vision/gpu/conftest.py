@@ -2,6 +2,7 @@
 
 On a loaded two-core machine torch's intra-op threads spin against each other and its CPU kernels slow down ten-fold;
 one thread keeps these tests fast and does not change what they check."""
+
 from __future__ import annotations
 
 import cv2
@@ -11,8 +12,10 @@ import torch
 
 from tests.conftest import shared_path
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                reason="no CUDA GPU on this machine"))]
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")),
+]
 
 
 @pytest.fixture(autouse=True)

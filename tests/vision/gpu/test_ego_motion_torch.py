@@ -1,5 +1,6 @@
 """The torch ego-motion backend against the OpenCV one (tolerance: frame-corner error of the homographies, full
 resolution px) and against known motion; batched registration against frame-by-frame."""
+
 import cv2
 import numpy as np
 import pytest

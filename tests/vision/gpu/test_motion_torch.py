@@ -1,5 +1,6 @@
 """The torch motion layer against the OpenCV one: foreground masks (IoU) and moving blobs (count, box IoU) on
 synthetic and real frames, given the same grey frames and homographies; streams batched against one by one."""
+
 import cv2
 import numpy as np
 import pytest
@@ -9,8 +10,8 @@ from tests.vision.gpu.conftest import DEVICES, nadir_frames
 from tests.vision.test_motion import _frames
 from vision.config import MotionConfig
 from vision.ego_motion import EgoMotionEstimator
-from vision.motion import MotionDetector
 from vision.gpu.motion import TorchMotionDetector, connected_components, update_streams
+from vision.motion import MotionDetector
 
 # Stated tolerances between the backends on real footage (same grey frames and homographies; they differ in OpenCV's
 # fixed-point warp interpolation): foreground mask IoU and blob-count difference.

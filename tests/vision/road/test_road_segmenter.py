@@ -1,4 +1,5 @@
 """RoadSegmenter: U-Net scheduling and ego-motion warping, fixed masks, track fusion, tiles, errors."""
+
 from pathlib import Path
 
 import cv2
@@ -72,7 +73,7 @@ def test_warped_in_border_counts_as_road_until_next_run(tiny_weights, square_une
     seg = RoadSegmenter(cfg, device="cpu", work_long_side=640)
     seg.update(frame(0), None)
     mask = seg.update(frame(1), translation(-50, 0))  # camera pans right: new ground enters on the right edge
-    assert mask[:, W - 40:].min() == 255 and mask[:, : W - 60][:, :150].max() == 0
+    assert mask[:, W - 40 :].min() == 255 and mask[:, : W - 60][:, :150].max() == 0
 
 
 def test_dilation_grows_the_mask(tiny_weights, square_unet):

@@ -1,4 +1,5 @@
 """Shapes, checkpoint round trip and error messages of the road U-Net."""
+
 from pathlib import Path
 
 import numpy as np

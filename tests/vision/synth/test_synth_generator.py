@@ -2,6 +2,7 @@
 
 Everything runs procedurally (use_shared_data="off") so the tests pass without ../shared, on small frames.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,16 @@ def test_same_seed_same_truth_and_frames(tmp_path):
 @pytest.fixture(scope="module")
 def still_highway(tmp_path_factory):
     """A nadir highway clip from a perfectly still camera, 2 s at 30 fps."""
-    cfg = SceneConfig(scene="highway", seed=3, **{**BASE, "fps": 30.0, "duration_s": 2.0, "width": 640, "height": 360},
-                      **STILL, parked_vehicles=0, clutter_objects=0, write_video=False, road_mask_every=0)
+    cfg = SceneConfig(
+        scene="highway",
+        seed=3,
+        **{**BASE, "fps": 30.0, "duration_s": 2.0, "width": 640, "height": 360},
+        **STILL,
+        parked_vehicles=0,
+        clutter_objects=0,
+        write_video=False,
+        road_mask_every=0,
+    )
     out = tmp_path_factory.mktemp("still")
     res = generate_scene(cfg, out, progress=False)
     return res, read_gt(out / "gt/gt.txt"), read_speeds(out / "gt/speeds.csv")
@@ -100,9 +109,18 @@ def test_speeds_match_boxes_with_true_scale(still_highway):
 
 def test_boxes_enclose_rendered_vehicles(tmp_path):
     """Pixels changed by drawing the vehicles lie inside the ground-truth boxes (no blur, shadows, noise, clutter)."""
-    cfg = SceneConfig(scene="intersection", seed=2, **{**BASE, "width": 480, "height": 270}, **STILL,
-                      clutter_objects=0, motion_blur=False, shadows=False, noise_sigma=0.0, jpeg_quality=None,
-                      lighting_changes=False)
+    cfg = SceneConfig(
+        scene="intersection",
+        seed=2,
+        **{**BASE, "width": 480, "height": 270},
+        **STILL,
+        clutter_objects=0,
+        motion_blur=False,
+        shadows=False,
+        noise_sigma=0.0,
+        jpeg_quality=None,
+        lighting_changes=False,
+    )
     scene = build_scene(cfg)
     img, _, boxes = scene.render(0)
     empty, _, _ = scene.renderer.render(0, [])
@@ -130,8 +148,14 @@ def parse_srt(text: str) -> list[dict[str, float]]:
 
 
 def test_srt_parses_back_to_altitude_and_pitch(tmp_path):
-    cfg = SceneConfig(scene="rural", seed=4, gimbal_pitch_deg=-60.0, write_video=False, road_mask_every=0,
-                      **{**BASE, "altitude_m": 95.0})
+    cfg = SceneConfig(
+        scene="rural",
+        seed=4,
+        gimbal_pitch_deg=-60.0,
+        write_video=False,
+        road_mask_every=0,
+        **{**BASE, "altitude_m": 95.0},
+    )
     res = generate_scene(cfg, tmp_path, progress=False)
     entries = parse_srt((tmp_path / "video.SRT").read_text())
     cam = np.loadtxt(tmp_path / "gt/camera.csv", delimiter=",", skiprows=1, ndmin=2)
@@ -215,8 +239,9 @@ def test_bad_config_is_one_clear_error(tmp_path):
 @pytest.mark.shared
 @pytest.mark.skipif(not (SHARED / "data" / "road_seg" / "epfl_aerial").is_dir(), reason="../shared data not present")
 def test_real_imagery_used_when_shared_is_there():
-    cfg = SceneConfig(scene="highway", seed=0, **{**BASE, "use_shared_data": "on", "duration_s": 0.2},
-                      shared_dir=str(SHARED))
+    cfg = SceneConfig(
+        scene="highway", seed=0, **{**BASE, "use_shared_data": "on", "duration_s": 0.2}, shared_dir=str(SHARED)
+    )
     sc = build_scene(cfg)
     assert "epfl_aerial" in sc.assets_source and "madison_drone_view" in sc.assets_source
     img, _, boxes = sc.render(0)

@@ -2,6 +2,7 @@
 
 Expected values below were read by eye from the files, not produced by the parser.
 """
+
 from __future__ import annotations
 
 import os
@@ -134,8 +135,11 @@ def test_legacy_home_lon_first_decided_by_values(tmp_path):
 
 
 def test_legacy_home_swapped_order_also_decided_by_values(tmp_path):
-    swapped = LEGACY_HOME.replace("149.0251,-20.2532", "-20.2532,149.0251").replace(
-        "149.0251,-20.2533", "-20.2533,149.0251").replace("149.0252,-20.2534", "-20.2534,149.0252")
+    swapped = (
+        LEGACY_HOME.replace("149.0251,-20.2532", "-20.2532,149.0251")
+        .replace("149.0251,-20.2533", "-20.2533,149.0251")
+        .replace("149.0252,-20.2534", "-20.2534,149.0252")
+    )
     a = load_flight_log(write(tmp_path, swapped)).samples[0]
     assert (a.lat, a.lon) == (-20.2533, 149.0251)
 
@@ -259,9 +263,13 @@ def test_shared_details_read_by_eye():
 
 def test_word_for_a_speed_component_leaves_the_speed_unset(tmp_path):
     # found by mypy: "drone_speedx : NA" used to end in a TypeError (None ** 2)
-    text = BRACKETED_SPACED.replace("[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : NA] [drone_speedy : 1.0]")
+    text = BRACKETED_SPACED.replace(
+        "[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : NA] [drone_speedy : 1.0]"
+    )
     assert "drone_speedx : NA" in text
     log = load_flight_log(write(tmp_path, text))
     assert log.samples[0].ground_speed_ms is None
-    both = BRACKETED_SPACED.replace("[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : 3.0] [drone_speedy : 4.0]")
+    both = BRACKETED_SPACED.replace(
+        "[altitude: 312.500000]", "[altitude: 312.500000] [drone_speedx : 3.0] [drone_speedy : 4.0]"
+    )
     assert load_flight_log(write(tmp_path, both)).samples[0].ground_speed_ms == 5.0

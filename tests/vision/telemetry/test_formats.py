@@ -1,4 +1,5 @@
 """CSV / ULog / tlog / DataFlash / GPX parsing, content-based detection, damaged and garbage files."""
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,11 @@ def test_airdata_csv_units(tmp_path):
 
 def test_csv_bad_row_stops_there(tmp_path):
     p = tmp_path / "flight.csv"
-    p.write_text(AIRDATA + "200,2022-05-04 17:21:58,40.1002,not-a-number,102,2002,20,0,91,92,-89.9,87\n"
-                 + "300,2022-05-04 17:21:58,40.1003,-7.5003,103,2003,20,0,91,92,-89.9,87\n")
+    p.write_text(
+        AIRDATA
+        + "200,2022-05-04 17:21:58,40.1002,not-a-number,102,2002,20,0,91,92,-89.9,87\n"
+        + "300,2022-05-04 17:21:58,40.1003,-7.5003,103,2003,20,0,91,92,-89.9,87\n"
+    )
     log = load_flight_log(p)
     assert len(log.samples) == 2 and not log.complete and log.stopped_at.startswith("line 4:")
 
@@ -85,7 +89,10 @@ def test_ulog_without_gps_has_heights_and_says_so():
 @pytest.mark.shared
 def test_tlog_and_bin_positions_and_altitude():
     # SITL home at CMAC (-35.3632621, 149.1652374, 584.09 m), as printed in HOME_POSITION / ORGN of both logs.
-    for name, fmt in (("mavlink_tlog/sitl_copter_mav.tlog", "mavlink_tlog"), ("ardupilot_bin/00000001.BIN", "ardupilot_bin")):
+    for name, fmt in (
+        ("mavlink_tlog/sitl_copter_mav.tlog", "mavlink_tlog"),
+        ("ardupilot_bin/00000001.BIN", "ardupilot_bin"),
+    ):
         log = load_flight_log(TELEMETRY / name)
         assert log.format == fmt and log.complete
         pos = [s for s in log.samples if s.has_position]
@@ -130,15 +137,17 @@ def test_gpx_and_truncated_gpx(tmp_path):
     assert log.format == "gpx" and log.complete and [s.t_s for s in log.samples] == [0.0, 2.0, 4.0]
     assert log.samples[1].abs_alt_m == 430.0 and log.samples[1].rel_alt_m == 30.0
     cut = tmp_path / "cut.gpx"
-    cut.write_text(GPX[: GPX.index("<trkpt lat=\"46.5002\"") + 30])
+    cut.write_text(GPX[: GPX.index('<trkpt lat="46.5002"') + 30])
     part = load_flight_log(cut)
     assert len(part.samples) == 2 and not part.complete and part.stopped_at.startswith("line ")
 
 
 def test_detection_is_by_content(tmp_path):
     srt_as_txt = tmp_path / "notes.txt"
-    srt_as_txt.write_text("1\n00:00:01,000 --> 00:00:02,000\nHOME(149.0251,-20.2532) 2017.08.05 14:11:51\n"
-                          "GPS(149.0251,-20.2533,16) BAROMETER:1.9\nISO:100 Shutter:60 EV: Fnum:2.2\n")
+    srt_as_txt.write_text(
+        "1\n00:00:01,000 --> 00:00:02,000\nHOME(149.0251,-20.2532) 2017.08.05 14:11:51\n"
+        "GPS(149.0251,-20.2533,16) BAROMETER:1.9\nISO:100 Shutter:60 EV: Fnum:2.2\n"
+    )
     assert load_flight_log(srt_as_txt).format == "dji_srt"
     gpx_as_csv = tmp_path / "track.csv"
     gpx_as_csv.write_text(GPX)
@@ -151,16 +160,29 @@ def test_detection_is_by_content(tmp_path):
 @needs_shared
 @pytest.mark.shared
 def test_detection_of_renamed_binary_logs(tmp_path):
-    for name, fmt in (("px4_ulog/sample_log_small.ulg", "px4_ulog"), ("mavlink_tlog/sitl_copter_mav.tlog", "mavlink_tlog"),
-                      ("ardupilot_bin/00000001.BIN", "ardupilot_bin"), ("dji_srt/p4p_sample.SRT", "dji_srt")):
+    for name, fmt in (
+        ("px4_ulog/sample_log_small.ulg", "px4_ulog"),
+        ("mavlink_tlog/sitl_copter_mav.tlog", "mavlink_tlog"),
+        ("ardupilot_bin/00000001.BIN", "ardupilot_bin"),
+        ("dji_srt/p4p_sample.SRT", "dji_srt"),
+    ):
         renamed = tmp_path / f"renamed_{fmt}.txt"
         shutil.copyfile(TELEMETRY / name, renamed)
         assert detect_format(renamed.read_bytes()) == fmt
         assert load_flight_log(renamed).format == fmt
 
 
-@pytest.mark.parametrize("content", [b"", b"   \n\n", b"hello world\nthis is not a flight log\n", bytes(range(256)) * 40,
-                                     b"a,b,c\n1,2,3\n", b"<?xml version='1.0'?><gpx></gpx>"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"   \n\n",
+        b"hello world\nthis is not a flight log\n",
+        bytes(range(256)) * 40,
+        b"a,b,c\n1,2,3\n",
+        b"<?xml version='1.0'?><gpx></gpx>",
+    ],
+)
 def test_garbage_is_a_one_line_error_naming_the_file(tmp_path, content):
     p = tmp_path / "junk.SRT"
     p.write_bytes(content)

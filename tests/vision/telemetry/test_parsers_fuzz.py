@@ -1,6 +1,7 @@
 """Property tests: every flight-log parser, fed random bytes or a real log mutated at random (bytes flipped, cut,
 inserted, deleted), either returns samples or raises the one-line FlightLogError - never another exception, never
 a hang. Bounded: few examples and a per-example deadline, so the suite stays fast."""
+
 from __future__ import annotations
 
 import math
@@ -28,18 +29,26 @@ SRT = """1
 2024-05-17 10:11:12.378
 [iso: 100] [shutter: 1/1000.0] [fnum: 2.8] [ev: 0] [focal_len: 24.00] [latitude: 47.123466] [longitude: 8.123466] [rel_alt: 80.100 abs_alt: 520.100] [gb_yaw: 90.0 gb_pitch: -90.0 gb_roll: 0.0] </font>
 """
-CSV = ("time(millisecond),datetime(utc),latitude,longitude,height_above_takeoff(feet),compass_heading(degrees)\n"
-       "0,2022-05-04 17:21:57,40.1,-7.5,100,90.5\n100,2022-05-04 17:21:57,40.1001,-7.5001,101,91\n")
-GPX = ('<?xml version="1.0"?><gpx version="1.1" creator="t"><trk><trkseg>'
-       '<trkpt lat="47.1" lon="8.1"><ele>500</ele><time>2024-05-17T10:11:12Z</time></trkpt>'
-       '<trkpt lat="47.2" lon="8.2"><ele>501</ele><time>2024-05-17T10:11:13Z</time></trkpt></trkseg></trk></gpx>')
+CSV = (
+    "time(millisecond),datetime(utc),latitude,longitude,height_above_takeoff(feet),compass_heading(degrees)\n"
+    "0,2022-05-04 17:21:57,40.1,-7.5,100,90.5\n100,2022-05-04 17:21:57,40.1001,-7.5001,101,91\n"
+)
+GPX = (
+    '<?xml version="1.0"?><gpx version="1.1" creator="t"><trk><trkseg>'
+    '<trkpt lat="47.1" lon="8.1"><ele>500</ele><time>2024-05-17T10:11:12Z</time></trkpt>'
+    '<trkpt lat="47.2" lon="8.2"><ele>501</ele><time>2024-05-17T10:11:13Z</time></trkpt></trkseg></trk></gpx>'
+)
 
 
 def _seeds() -> dict[str, bytes]:
     """Small text logs written here; the binary formats from the shared real logs (their first 64 kB) if present."""
     seeds = {"dji_srt": SRT.encode(), "dji_csv": CSV.encode(), "gpx": GPX.encode()}
-    for name, rel in [("px4_ulog", "px4_ulog/sample_log_small.ulg"), ("mavlink_tlog", "mavlink_tlog/sitl_copter_mav.tlog"),
-                      ("ardupilot_bin", "ardupilot_bin/00000001.BIN"), ("dji_srt_real", "dji_srt/p4p_sample.SRT")]:
+    for name, rel in [
+        ("px4_ulog", "px4_ulog/sample_log_small.ulg"),
+        ("mavlink_tlog", "mavlink_tlog/sitl_copter_mav.tlog"),
+        ("ardupilot_bin", "ardupilot_bin/00000001.BIN"),
+        ("dji_srt_real", "dji_srt/p4p_sample.SRT"),
+    ]:
         p = TELEMETRY / rel
         if p.is_file():
             with p.open("rb") as f:
@@ -65,7 +74,9 @@ def _check(data: bytes, suffix: str) -> None:
     assert log.complete or log.stopped_at  # a damaged log says where it stopped
 
 
-mutation = st.tuples(st.sampled_from(["flip", "cut", "insert", "delete", "dup"]), st.floats(0, 1), st.binary(max_size=64))
+mutation = st.tuples(
+    st.sampled_from(["flip", "cut", "insert", "delete", "dup"]), st.floats(0, 1), st.binary(max_size=64)
+)
 
 
 def _mutate(data: bytes, ops) -> bytes:
@@ -81,9 +92,9 @@ def _mutate(data: bytes, ops) -> bytes:
         elif op == "insert":
             b[i:i] = junk
         elif op == "delete":
-            del b[i:i + 1 + len(junk) * 16]
+            del b[i : i + 1 + len(junk) * 16]
         elif op == "dup":
-            b[i:i] = b[max(0, i - 256):i]
+            b[i:i] = b[max(0, i - 256) : i]
     return bytes(b)
 
 
@@ -98,8 +109,15 @@ def test_random_bytes(data, suffix):
 
 @pytest.mark.parametrize("fmt", sorted(SEEDS))
 def test_mutated_real_logs(fmt):
-    suffix = {"dji_srt": ".SRT", "dji_srt_real": ".SRT", "dji_csv": ".csv", "gpx": ".gpx", "px4_ulog": ".ulg",
-              "mavlink_tlog": ".tlog", "ardupilot_bin": ".BIN"}[fmt]
+    suffix = {
+        "dji_srt": ".SRT",
+        "dji_srt_real": ".SRT",
+        "dji_csv": ".csv",
+        "gpx": ".gpx",
+        "px4_ulog": ".ulg",
+        "mavlink_tlog": ".tlog",
+        "ardupilot_bin": ".BIN",
+    }[fmt]
 
     @FUZZ
     @given(ops=st.lists(mutation, min_size=1, max_size=4))

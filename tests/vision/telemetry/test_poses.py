@@ -1,4 +1,5 @@
 """PoseTrack interpolation, coverage errors, sidecar lookup, to_pose."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,26 @@ CAM = CameraModel("test 1-inch", sensor_width_mm=13.2, sensor_height_mm=8.8, foc
 
 def samples():
     return [
-        TelemetrySample(t_s=0.0, lat=45.0, lon=179.9, rel_alt_m=100.0, heading_deg=350.0, gimbal_pitch_deg=-90.0,
-                        gimbal_yaw_deg=-170.0, focal_len_mm=24.0),
-        TelemetrySample(t_s=2.0, lat=45.002, lon=-179.9, rel_alt_m=110.0, heading_deg=10.0, gimbal_pitch_deg=-80.0,
-                        gimbal_yaw_deg=170.0, focal_len_mm=24.0),
+        TelemetrySample(
+            t_s=0.0,
+            lat=45.0,
+            lon=179.9,
+            rel_alt_m=100.0,
+            heading_deg=350.0,
+            gimbal_pitch_deg=-90.0,
+            gimbal_yaw_deg=-170.0,
+            focal_len_mm=24.0,
+        ),
+        TelemetrySample(
+            t_s=2.0,
+            lat=45.002,
+            lon=-179.9,
+            rel_alt_m=110.0,
+            heading_deg=10.0,
+            gimbal_pitch_deg=-80.0,
+            gimbal_yaw_deg=170.0,
+            focal_len_mm=24.0,
+        ),
         TelemetrySample(t_s=4.0, lat=45.004, lon=-179.8, rel_alt_m=None, heading_deg=30.0),
     ]
 
@@ -34,7 +51,9 @@ def test_linear_and_circular_interpolation():
 
 def test_heading_wraps_through_north_when_no_gimbal_yaw():
     track = PoseTrack.from_samples([TelemetrySample(0.0, heading_deg=350.0), TelemetrySample(2.0, heading_deg=10.0)])
-    assert track.pose_at(1.0).heading_deg == pytest.approx(0.0, abs=1e-9) or track.pose_at(1.0).heading_deg == pytest.approx(360.0)
+    assert track.pose_at(1.0).heading_deg == pytest.approx(0.0, abs=1e-9) or track.pose_at(
+        1.0
+    ).heading_deg == pytest.approx(360.0)
     assert track.pose_at(0.5).heading_deg == pytest.approx(355.0)
 
 

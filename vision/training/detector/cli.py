@@ -1,4 +1,5 @@
 """``airpatrol train-detector``: the command only; training (and its torch import) is loaded when it runs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,16 +16,28 @@ def cli_train_detector(
     imgsz: Annotated[int, typer.Option("--imgsz", help="training image size (tiles are 640)")] = 640,
     batch: Annotated[int, typer.Option("--batch", help="images per batch")] = DEFAULT_BATCH,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="work folder for the built data set")] = None,
-    extra: Annotated[list[Path] | None, typer.Option("--extra", help="extra YOLO-format folder(s) for training")] = None,
+    extra: Annotated[
+        list[Path] | None, typer.Option("--extra", help="extra YOLO-format folder(s) for training")
+    ] = None,
     init: Annotated[str, typer.Option("--init", help="coco_int8 (fine-tune) or scratch")] = "coco_int8",
     seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
     freeze: Annotated[int, typer.Option("--freeze", help="first layers kept frozen (10 = backbone)")] = DEFAULT_FREEZE,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run with the same options")] = False,
-    wise_alpha: Annotated[float, typer.Option("--wise-alpha", help="share of the fine-tuned weights averaged with "
-                                              "the start point (1 = fine-tuned only)")] = DEFAULT_WISE_ALPHA,
-    low_light: Annotated[bool, typer.Option("--low-light", help="instead: continue training --start for night and "
-                                            "low light (low-light copies of day images + the night dev sequence's "
-                                            "training frames, docs/detector.md)")] = False,
+    wise_alpha: Annotated[
+        float,
+        typer.Option(
+            "--wise-alpha", help="share of the fine-tuned weights averaged with the start point (1 = fine-tuned only)"
+        ),
+    ] = DEFAULT_WISE_ALPHA,
+    low_light: Annotated[
+        bool,
+        typer.Option(
+            "--low-light",
+            help="instead: continue training --start for night and "
+            "low light (low-light copies of day images + the night dev sequence's "
+            "training frames, docs/detector.md)",
+        ),
+    ] = False,
     start: Annotated[Path, typer.Option("--start", help="--low-light: the weights to continue from")] = DEFAULT_WEIGHTS,
 ) -> None:
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
@@ -36,25 +49,43 @@ def cli_train_detector(
     from vision.training.detector.training import train_detector  # torch: only when the command runs
 
     try:
-        path = train_detector(out, data_dir=data_dir, epochs=epochs, imgsz=imgsz, batch=batch, init=init,  # type: ignore[arg-type]  # init: one of the two, checked above
-                              extra_dirs=extra or (), seed=seed, freeze=freeze,
-                              resume=resume, wise_alpha=wise_alpha)
+        path = train_detector(
+            out,
+            data_dir=data_dir,
+            epochs=epochs,
+            imgsz=imgsz,
+            batch=batch,
+            init=init,  # type: ignore[arg-type]  # init: one of the two, checked above
+            extra_dirs=extra or (),
+            seed=seed,
+            freeze=freeze,
+            resume=resume,
+            wise_alpha=wise_alpha,
+        )
     except ValueError as exc:  # TrainingError, OnnxWeightsError: bad options or data, one line, no traceback
         typer.echo(f"airpatrol: error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(str(path))
 
 
-def _train_low_light(out: Path, start: Path, data_dir: Path | None, epochs: int, batch: int, freeze: int,
-                     seed: int) -> None:
+def _train_low_light(
+    out: Path, start: Path, data_dir: Path | None, epochs: int, batch: int, freeze: int, seed: int
+) -> None:
     from vision.training.detector import NIGHT_DEV_TRAIN_FRAMES
     from vision.training.detector.training import finetune_for_low_light, shared_root
 
     night = shared_root() / "data" / "mot" / "uavdt_M1003_night_dev"
     try:
-        path = finetune_for_low_light(out, start, [(night / "video.mp4", night / "gt" / "M1003_gt_whole.txt",
-                                                    NIGHT_DEV_TRAIN_FRAMES)],
-                                      data_dir=data_dir, epochs=epochs, batch=batch, freeze=freeze, seed=seed)
+        path = finetune_for_low_light(
+            out,
+            start,
+            [(night / "video.mp4", night / "gt" / "M1003_gt_whole.txt", NIGHT_DEV_TRAIN_FRAMES)],
+            data_dir=data_dir,
+            epochs=epochs,
+            batch=batch,
+            freeze=freeze,
+            seed=seed,
+        )
     except ValueError as exc:
         typer.echo(f"airpatrol: error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -16,6 +16,7 @@ Train/val split is BY SCENE, so no place is in both (see ``SOURCES`` and docs/de
   - drift_obb: one site, three frames -> train only (the only 4K, ~250 m altitude data we have)
 The UAVDT sequence in data/mot is the held-out tracking test and is never read here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -122,14 +123,20 @@ def _au_air_scene(stem: str) -> str:
 SOURCES: tuple[Source, ...] = (
     Source("madison_drone_view", {0: 0}, _madison_scene, frozenset({"drone1"})),
     # aerial.names: car, truck, bus, minibus, cyclist
-    Source("aerial_cars_drone", {0: 0, 1: 1, 2: 2, 3: 3, 4: None}, _aerial_scene, frozenset({"DJI_0762"}),
-           incomplete=True),
+    Source(
+        "aerial_cars_drone", {0: 0, 1: 1, 2: 2, 3: 3, 4: None}, _aerial_scene, frozenset({"DJI_0762"}), incomplete=True
+    ),
     # AU-AIR: Human, Car, Truck, Van, Motorbike, Bicycle, Bus, Trailer
     # Flights 2019-09-05 11:19:47 and 14:21:19 have boxes far larger than / off their vehicles (median IoU with a
     # COCO detection 0.37 and 0.55, area ratio up to 1.7; the other train flights ~0.7 and ~1.1): left out.
-    Source("au_air", {0: None, 1: 0, 2: 1, 3: 3, 4: None, 5: None, 6: 2, 7: 1}, _au_air_scene,
-           frozenset({"20190829091111", "20190906150731"}), incomplete=True,
-           excluded_scenes=frozenset({"20190905111947", "20190905142119"})),
+    Source(
+        "au_air",
+        {0: None, 1: 0, 2: 1, 3: 3, 4: None, 5: None, 6: 2, 7: 1},
+        _au_air_scene,
+        frozenset({"20190829091111", "20190906150731"}),
+        incomplete=True,
+        excluded_scenes=frozenset({"20190905111947", "20190905142119"}),
+    ),
     # DRIFT data.yaml: bus, car, truck
     Source("drift_obb", {0: 2, 1: 0, 2: 1}, lambda stem: "drift_site_A", frozenset(), obb=True),
 )
@@ -178,8 +185,9 @@ def tile_origins(length: int, tile: int, min_overlap: int) -> list[int]:
     return [int(round(i * (length - tile) / (n - 1))) for i in range(n)]
 
 
-def tile_labels(labels: np.ndarray, width: int, height: int, x0: int, y0: int, tile: int,
-                min_visible: float) -> np.ndarray:
+def tile_labels(
+    labels: np.ndarray, width: int, height: int, x0: int, y0: int, tile: int, min_visible: float
+) -> np.ndarray:
     """Labels of one tile (normalised to the tile), boxes cut by the tile edge kept if ``min_visible`` is inside."""
     if len(labels) == 0:
         return labels
@@ -208,7 +216,7 @@ def _samples(image: np.ndarray, labels: np.ndarray, cfg: TilingConfig) -> Iterab
         return
     for y0 in tile_origins(height, cfg.tile, cfg.min_overlap):
         for x0 in tile_origins(width, cfg.tile, cfg.min_overlap):
-            crop = image[y0:y0 + cfg.tile, x0:x0 + cfg.tile]
+            crop = image[y0 : y0 + cfg.tile, x0 : x0 + cfg.tile]
             yield f"__x{x0}_y{y0}", crop, tile_labels(labels, width, height, x0, y0, cfg.tile, cfg.min_visible)
     scale = cfg.tile / max(width, height)  # normalised labels are unchanged by a uniform resize
     small = cv2.resize(image, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_AREA)
@@ -224,8 +232,11 @@ def _source_images(root: Path, source: Source) -> list[Path]:
     folder = root / source.name / "images"
     if not folder.is_dir():
         raise DatasetError(f"{folder}: missing image folder of source {source.name}")
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES
-                  and source.scene_of(p.stem) not in source.excluded_scenes)
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix.lower() in IMAGE_SUFFIXES and source.scene_of(p.stem) not in source.excluded_scenes
+    )
 
 
 def check_extra_dir(extra: Path) -> Path:
@@ -237,23 +248,33 @@ def check_extra_dir(extra: Path) -> Path:
         for line_no, line in enumerate(label_file.read_text().splitlines(), 1):
             parts = line.split()
             if parts and (len(parts) != 5 or not parts[0].isdigit() or int(parts[0]) >= len(CLASS_NAMES)):
-                raise DatasetError(f"{label_file}:{line_no}: want 'cls cx cy w h' with cls in 0..{len(CLASS_NAMES) - 1}")
+                raise DatasetError(
+                    f"{label_file}:{line_no}: want 'cls cx cy w h' with cls in 0..{len(CLASS_NAMES) - 1}"
+                )
     return images.resolve()
 
 
-def _fingerprint(shared_detection: Path, cfg: TilingConfig, sources: Sequence[Source],
-                 teacher: LabelTeacher | None) -> str:
+def _fingerprint(
+    shared_detection: Path, cfg: TilingConfig, sources: Sequence[Source], teacher: LabelTeacher | None
+) -> str:
     listing = [str(BUILD_VERSION), repr(cfg), teacher.identity() if teacher else "no teacher"]
     for source in sources:
-        listing.append(f"{source.name}:{sorted(source.val_scenes)}:{sorted(source.excluded_scenes)}:"
-                       f"{source.class_map}:{source.incomplete}")
+        listing.append(
+            f"{source.name}:{sorted(source.val_scenes)}:{sorted(source.excluded_scenes)}:"
+            f"{source.class_map}:{source.incomplete}"
+        )
         listing += [f"{p.name}:{p.stat().st_size}" for p in _source_images(shared_detection, source)]
     return hashlib.sha256("\n".join(listing).encode()).hexdigest()[:16]
 
 
-def build_dataset(shared_detection: Path, out_dir: Path | None = None, extra_dirs: Sequence[Path] = (),
-                  cfg: TilingConfig = TilingConfig(), sources: Sequence[Source] = SOURCES,
-                  teacher: LabelTeacher | None = None) -> Path:
+def build_dataset(
+    shared_detection: Path,
+    out_dir: Path | None = None,
+    extra_dirs: Sequence[Path] = (),
+    cfg: TilingConfig = TilingConfig(),
+    sources: Sequence[Source] = SOURCES,
+    teacher: LabelTeacher | None = None,
+) -> Path:
     """Write images/{train,val}, labels/{train,val} and data.yaml under ``out_dir``; returns the data.yaml path.
 
     With a ``teacher``, the train images of ``incomplete`` sources also get the vehicles it finds and the labels miss.
@@ -271,15 +292,20 @@ def build_dataset(shared_detection: Path, out_dir: Path | None = None, extra_dir
         manifest = _build(shared_detection, out_dir, cfg, sources, teacher)
         manifest["fingerprint"] = fingerprint
         manifest_path.write_text(json.dumps(manifest, indent=1))
-    data = {"path": str(out_dir), "train": ["images/train", *map(str, extras)], "val": "images/val",
-            "names": dict(enumerate(CLASS_NAMES))}
+    data = {
+        "path": str(out_dir),
+        "train": ["images/train", *map(str, extras)],
+        "val": "images/val",
+        "names": dict(enumerate(CLASS_NAMES)),
+    }
     yaml_path = out_dir / "data.yaml"
     yaml_path.write_text(yaml.safe_dump(data, sort_keys=False))
     return yaml_path
 
 
-def _build(shared_detection: Path, out_dir: Path, cfg: TilingConfig, sources: Sequence[Source],
-           teacher: LabelTeacher | None) -> dict:
+def _build(
+    shared_detection: Path, out_dir: Path, cfg: TilingConfig, sources: Sequence[Source], teacher: LabelTeacher | None
+) -> dict:
     for sub in ("images", "labels"):
         shutil.rmtree(out_dir / sub, ignore_errors=True)
         for split in ("train", "val"):
@@ -312,7 +338,15 @@ def _build(shared_detection: Path, out_dir: Path, cfg: TilingConfig, sources: Se
             _write(sample, sample_labels, out_dir, split, name)
             entry["images"] += 1
             entry["boxes"] += len(sample_labels)
-    scenes = {f"{s.name}/{split}": sorted({s.scene_of(p.stem) for p in _source_images(shared_detection, s)
-                                            if (s.scene_of(p.stem) in s.val_scenes) == (split == "val")})
-              for s in sources for split in ("train", "val")}
+    scenes = {
+        f"{s.name}/{split}": sorted(
+            {
+                s.scene_of(p.stem)
+                for p in _source_images(shared_detection, s)
+                if (s.scene_of(p.stem) in s.val_scenes) == (split == "val")
+            }
+        )
+        for s in sources
+        for split in ("train", "val")
+    }
     return {"stats": stats, "scenes": scenes}

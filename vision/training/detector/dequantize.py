@@ -8,6 +8,7 @@ float model is rebuilt by name: ``w = (q - zero_point) * scale`` goes into the c
 to an identity (weight 1, bias = fused bias, mean 0, var = 1 - eps, so ``(x - 0) / sqrt(1 - eps + eps) * 1 + b``).
 The result is a normal, trainable Ultralytics checkpoint: ``YOLO(path)`` loads it and ``.train()`` fine-tunes it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -80,7 +81,9 @@ def build_float_model(onnx_path: Path, cfg: str = "yolov8n.yaml"):
         src = weights.get(key)
         if src is None or tuple(src.shape) != tuple(like.shape):
             got = None if src is None else tuple(src.shape)
-            raise OnnxWeightsError(f"{onnx_path}: ONNX weight {key} missing or of shape {got}, want {tuple(like.shape)}")
+            raise OnnxWeightsError(
+                f"{onnx_path}: ONNX weight {key} missing or of shape {got}, want {tuple(like.shape)}"
+            )
         return torch.from_numpy(src.copy())
 
     for name, module in model.named_modules():
@@ -117,6 +120,7 @@ def calibrate_batchnorm(model, batches) -> None:
     hooks = []
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.BatchNorm2d):
+
             def accumulate(mod, inputs, output, name=name):
                 x = inputs[0].double()
                 total = sums.setdefault(name, [torch.zeros(x.shape[1], dtype=torch.float64)] * 2 + [0])

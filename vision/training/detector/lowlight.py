@@ -10,6 +10,7 @@ Two sources, both written as YOLO-format folders the trainer appends to the day 
   sensor noise, motion blur, blooming lights and headlight glare at vehicle fronts. Only darkening would teach a
   uniformly dark image; real night footage is dark road with bright saturated spots and noise.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -32,13 +33,16 @@ def _yolo_lines(labels: Iterable[tuple[int, float, float, float, float]], width:
         x2, y2 = min(x + w, width), min(y + h, height)
         if x2 - x1 < 2 or y2 - y1 < 2:
             continue
-        out.append(f"{c} {(x1 + x2) / 2 / width:.6f} {(y1 + y2) / 2 / height:.6f} "
-                   f"{(x2 - x1) / width:.6f} {(y2 - y1) / height:.6f}")
+        out.append(
+            f"{c} {(x1 + x2) / 2 / width:.6f} {(y1 + y2) / 2 / height:.6f} "
+            f"{(x2 - x1) / width:.6f} {(y2 - y1) / height:.6f}"
+        )
     return "\n".join(out) + ("\n" if out else "")
 
 
-def uavdt_frames(source: Path, gt_whole: Path, frames: tuple[int, int], out_dir: Path, step: int = 2,
-                 prefix: str | None = None) -> int:
+def uavdt_frames(
+    source: Path, gt_whole: Path, frames: tuple[int, int], out_dir: Path, step: int = 2, prefix: str | None = None
+) -> int:
     """Write every ``step``-th frame of ``frames`` (1-based, inclusive) of a UAVDT sequence with its boxes to
     ``out_dir/images`` and ``out_dir/labels``; returns the number of images."""
     from vision.source import open_source
@@ -48,8 +52,11 @@ def uavdt_frames(source: Path, gt_whole: Path, frames: tuple[int, int], out_dir:
         raise LowLightDataError(f"{gt_whole}: ground truth not found")
     gt = np.loadtxt(gt_whole, delimiter=",", ndmin=2)
     ignore_path = gt_whole.with_name(gt_whole.name.replace("_gt_whole.txt", "_gt_ignore.txt"))
-    ignore = np.loadtxt(ignore_path, delimiter=",", ndmin=2) if ignore_path.is_file() and ignore_path.stat().st_size \
+    ignore = (
+        np.loadtxt(ignore_path, delimiter=",", ndmin=2)
+        if ignore_path.is_file() and ignore_path.stat().st_size
         else np.zeros((0, 6))
+    )
     prefix = prefix or gt_whole.name.split("_")[0]
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
     (out_dir / "labels").mkdir(parents=True, exist_ok=True)
@@ -81,7 +88,7 @@ def low_light(image: np.ndarray, boxes_xyxy: np.ndarray, rng: np.random.Generato
     img: np.ndarray = image.astype(np.float32) / 255.0
     h, w = img.shape[:2]
     gamma = rng.uniform(2.2, 3.8)
-    img = img ** gamma * rng.uniform(0.35, 0.8)
+    img = img**gamma * rng.uniform(0.35, 0.8)
     tint = np.array([rng.uniform(0.7, 1.1), rng.uniform(0.8, 1.0), rng.uniform(0.9, 1.3)], np.float32)  # B, G, R
     if rng.random() < 0.4:
         tint = tint[::-1]  # cold LED light instead of sodium
@@ -113,8 +120,7 @@ def low_light(image: np.ndarray, boxes_xyxy: np.ndarray, rng: np.random.Generato
         kernel = cv2.warpAffine(kernel, M, (k, k))
         img = cv2.filter2D(img, -1, kernel / max(kernel.sum(), 1e-6))
     sigma = rng.uniform(0.01, 0.04)  # sensor noise grows when the camera pushes its gain
-    img += rng.normal(0.0, sigma, img.shape).astype(np.float32) + \
-        rng.normal(0.0, sigma, (h, w, 1)).astype(np.float32)
+    img += rng.normal(0.0, sigma, img.shape).astype(np.float32) + rng.normal(0.0, sigma, (h, w, 1)).astype(np.float32)
     return (np.clip(img, 0, 1) * 255).astype(np.uint8)
 
 
@@ -132,10 +138,18 @@ def low_light_copies(image_paths: list[Path], labels_dir: Path, out_dir: Path, s
         label_file = labels_dir / f"{path.stem}.txt"
         text = label_file.read_text() if label_file.is_file() else ""
         rows = np.array([[float(v) for v in line.split()] for line in text.splitlines() if line.strip()]).reshape(-1, 5)
-        boxes = np.column_stack([(rows[:, 1] - rows[:, 3] / 2) * w, (rows[:, 2] - rows[:, 4] / 2) * h,
-                                 (rows[:, 1] + rows[:, 3] / 2) * w, (rows[:, 2] + rows[:, 4] / 2) * h])
+        boxes = np.column_stack(
+            [
+                (rows[:, 1] - rows[:, 3] / 2) * w,
+                (rows[:, 2] - rows[:, 4] / 2) * h,
+                (rows[:, 1] + rows[:, 3] / 2) * w,
+                (rows[:, 2] + rows[:, 4] / 2) * h,
+            ]
+        )
         name = f"lowlight__{path.stem}"
-        cv2.imwrite(str(out_dir / "images" / f"{name}.jpg"), low_light(image, boxes, rng), [cv2.IMWRITE_JPEG_QUALITY, 92])
+        cv2.imwrite(
+            str(out_dir / "images" / f"{name}.jpg"), low_light(image, boxes, rng), [cv2.IMWRITE_JPEG_QUALITY, 92]
+        )
         (out_dir / "labels" / f"{name}.txt").write_text(text)
         written += 1
     return written

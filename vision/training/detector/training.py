@@ -5,6 +5,7 @@ its 80-class output rows cut down to ours: car <- COCO car, truck <- truck, bus 
 vans look like cars from above). So the network starts as the COCO vehicle detector, and fine-tuning only has to
 teach it the drone view. ``init="scratch"`` builds yolov8n.yaml with random weights (for comparison).
 """
+
 from __future__ import annotations
 
 import copy
@@ -94,8 +95,9 @@ def calibration_batches(image_dir: Path, count: int = 64, batch: int = 8, imgsz:
     return list(stacked.split(batch))
 
 
-def make_init_checkpoint(init: str, work_dir: Path, onnx_path: Path | None = None,
-                         calibration_dir: Path | None = None) -> Path:
+def make_init_checkpoint(
+    init: str, work_dir: Path, onnx_path: Path | None = None, calibration_dir: Path | None = None
+) -> Path:
     """Write the start-point checkpoint for ``init`` ("coco_int8" or "scratch") and return its path.
 
     With ``calibration_dir`` (images), the COCO model's BatchNorms get real statistics (``calibrate_batchnorm``):
@@ -122,11 +124,22 @@ def make_init_checkpoint(init: str, work_dir: Path, onnx_path: Path | None = Non
     return save_checkpoint(model, work_dir / f"{name}.pt", note=note)
 
 
-def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int = DEFAULT_EPOCHS, imgsz: int = 640,
-                   batch: int = DEFAULT_BATCH, init: Literal["coco_int8", "scratch"] = "coco_int8",
-                   extra_dirs: Sequence[Path] = (), seed: int = 0, shared: Path | None = None,
-                   fraction: float = 1.0, freeze: int = DEFAULT_FREEZE, label_teacher: bool = True,
-                   resume: bool = False, wise_alpha: float = DEFAULT_WISE_ALPHA) -> Path:
+def train_detector(
+    out_weights: Path,
+    data_dir: Path | None = None,
+    epochs: int = DEFAULT_EPOCHS,
+    imgsz: int = 640,
+    batch: int = DEFAULT_BATCH,
+    init: Literal["coco_int8", "scratch"] = "coco_int8",
+    extra_dirs: Sequence[Path] = (),
+    seed: int = 0,
+    shared: Path | None = None,
+    fraction: float = 1.0,
+    freeze: int = DEFAULT_FREEZE,
+    label_teacher: bool = True,
+    resume: bool = False,
+    wise_alpha: float = DEFAULT_WISE_ALPHA,
+) -> Path:
     """Build the data, fine-tune YOLOv8n on CPU and write the best weights (optimizer stripped, fp16) to ``out_weights``.
 
     ``freeze`` first layers stay as initialised (10 = the whole backbone: keeps COCO's features, which the small
@@ -176,8 +189,10 @@ def train_detector(out_weights: Path, data_dir: Path | None = None, epochs: int 
         interpolate_weights(init_ckpt, best, wise_alpha, out_weights)
     else:
         shutil.copyfile(best, out_weights)  # ultralytics already stripped the optimizer and halved it
-    print(f"trained {epochs} epochs in {(time.monotonic() - started) / 60:.1f} min -> {out_weights} "
-          f"({out_weights.stat().st_size / 1e6:.1f} MB)")
+    print(
+        f"trained {epochs} epochs in {(time.monotonic() - started) / 60:.1f} min -> {out_weights} "
+        f"({out_weights.stat().st_size / 1e6:.1f} MB)"
+    )
     return out_weights
 
 
@@ -201,25 +216,60 @@ def interpolate_weights(start: Path, tuned: Path, alpha: float, out: Path) -> Pa
     return out
 
 
-def _train(init_ckpt: Path, data_yaml: Path, epochs: int, imgsz: int, batch: int, seed: int, fraction: float,
-           freeze: int, run_dir: Path, name: str) -> None:
+def _train(
+    init_ckpt: Path,
+    data_yaml: Path,
+    epochs: int,
+    imgsz: int,
+    batch: int,
+    seed: int,
+    fraction: float,
+    freeze: int,
+    run_dir: Path,
+    name: str,
+) -> None:
     from ultralytics import YOLO
 
     YOLO(str(init_ckpt)).train(
         trainer=_vehicle_trainer(),
-        data=str(data_yaml), epochs=epochs, imgsz=imgsz, batch=batch, device="cpu", workers=2, seed=seed,
-        deterministic=True, amp=False, plots=False, val=False,  # validate once, after the last epoch
-        project=str(run_dir), name=name, exist_ok=True, pretrained=True, fraction=fraction,
-        warmup_epochs=min(3.0, epochs / 4), close_mosaic=max(1, epochs // 5), freeze=freeze or None,
+        data=str(data_yaml),
+        epochs=epochs,
+        imgsz=imgsz,
+        batch=batch,
+        device="cpu",
+        workers=2,
+        seed=seed,
+        deterministic=True,
+        amp=False,
+        plots=False,
+        val=False,  # validate once, after the last epoch
+        project=str(run_dir),
+        name=name,
+        exist_ok=True,
+        pretrained=True,
+        fraction=fraction,
+        warmup_epochs=min(3.0, epochs / 4),
+        close_mosaic=max(1, epochs // 5),
+        freeze=freeze or None,
         verbose=True,
     )
 
 
-def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple[Path, Path, tuple[int, int]]],
-                           data_dir: Path | None = None, shared: Path | None = None, epochs: int = 4,
-                           day_images: int = 700, low_light_images: int = 350, night_repeat: int = 2,
-                           night_step: int = 2, batch: int = DEFAULT_BATCH, freeze: int = DEFAULT_FREEZE,
-                           seed: int = 0) -> Path:
+def finetune_for_low_light(
+    out_weights: Path,
+    start: Path,
+    night: Sequence[tuple[Path, Path, tuple[int, int]]],
+    data_dir: Path | None = None,
+    shared: Path | None = None,
+    epochs: int = 4,
+    day_images: int = 700,
+    low_light_images: int = 350,
+    night_repeat: int = 2,
+    night_step: int = 2,
+    batch: int = DEFAULT_BATCH,
+    freeze: int = DEFAULT_FREEZE,
+    seed: int = 0,
+) -> Path:
     """Continue training ``start`` (the shipped day detector) for night and low light, keeping day accuracy.
 
     Training set: ``day_images`` of the day data set (as built for ``train_detector``), ``low_light_images`` other
@@ -248,7 +298,7 @@ def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(day))
     day_pick = [day[i] for i in sorted(order[:day_images])]
-    dark_pick = [day[i] for i in sorted(order[day_images:day_images + low_light_images])]
+    dark_pick = [day[i] for i in sorted(order[day_images : day_images + low_light_images])]
     work = data_dir / "low_light"
     shutil.rmtree(work, ignore_errors=True)
     low_light_copies(dark_pick, data_dir / "labels" / "train", work / "dark", seed=seed)
@@ -258,19 +308,44 @@ def finetune_for_low_light(out_weights: Path, start: Path, night: Sequence[tuple
         uavdt_frames(Path(source), Path(gt), frames, folder, step=night_step)
         night_images += sorted((folder / "images").glob("*.jpg"))
     train_list = work / "train.txt"
-    lines = [*map(str, day_pick), *map(str, sorted((work / "dark" / "images").glob("*.jpg"))),
-             *[str(p) for _ in range(night_repeat) for p in night_images]]
+    lines = [
+        *map(str, day_pick),
+        *map(str, sorted((work / "dark" / "images").glob("*.jpg"))),
+        *[str(p) for _ in range(night_repeat) for p in night_images],
+    ]
     train_list.write_text("\n".join(lines) + "\n")
     import yaml
 
     yaml_path = work / "data.yaml"
-    yaml_path.write_text(yaml.safe_dump({"path": str(data_dir), "train": str(train_list), "val": "images/val",
-                                         "names": dict(enumerate(CLASS_NAMES))}, sort_keys=False))
-    (work / "training_set.json").write_text(json.dumps({
-        "start": str(start), "day_images": len(day_pick), "low_light_copies": len(dark_pick),
-        "night": [{"source": str(s), "gt": str(g), "frames": list(f), "step": night_step, "repeat": night_repeat}
-                  for s, g, f in night],
-        "night_images": len(night_images), "epochs": epochs, "freeze": freeze, "seed": seed}, indent=1))
+    yaml_path.write_text(
+        yaml.safe_dump(
+            {
+                "path": str(data_dir),
+                "train": str(train_list),
+                "val": "images/val",
+                "names": dict(enumerate(CLASS_NAMES)),
+            },
+            sort_keys=False,
+        )
+    )
+    (work / "training_set.json").write_text(
+        json.dumps(
+            {
+                "start": str(start),
+                "day_images": len(day_pick),
+                "low_light_copies": len(dark_pick),
+                "night": [
+                    {"source": str(s), "gt": str(g), "frames": list(f), "step": night_step, "repeat": night_repeat}
+                    for s, g, f in night
+                ],
+                "night_images": len(night_images),
+                "epochs": epochs,
+                "freeze": freeze,
+                "seed": seed,
+            },
+            indent=1,
+        )
+    )
     run_dir = data_dir / "runs"
     name = f"lowlight_e{epochs}_f{freeze}_s{seed}"
     shutil.rmtree(run_dir / name, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Heavy augmentation for a small road data set: one affine warp cuts a scaled, rotated, flipped crop, then
 colour, blur, noise and JPEG artefacts imitate other cameras, light and video compression."""
+
 from __future__ import annotations
 
 import cv2
@@ -8,8 +9,13 @@ import numpy as np
 from vision.training.road.data import Sample
 
 
-def random_crop(sample: Sample, size: int, rng: np.random.Generator, scale_range: tuple[float, float] = (0.6, 1.6),
-                road_bias: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def random_crop(
+    sample: Sample,
+    size: int,
+    rng: np.random.Generator,
+    scale_range: tuple[float, float] = (0.6, 1.6),
+    road_bias: float = 0.5,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(image, road, valid) crops of ``size`` x ``size`` at the network's scale times a random zoom.
 
     With probability ``road_bias`` the crop is centred on a road pixel, so crops of sparse-road images still
@@ -65,4 +71,8 @@ def batch(samples: list[Sample], weights: np.ndarray, n: int, size: int, rng: np
     idx = rng.choice(len(samples), size=n, p=weights)
     crops = [random_crop(samples[i], size, rng) for i in idx]
     images = np.stack([photometric(c[0], rng) for c in crops])
-    return images, np.stack([c[1] for c in crops]).astype(np.float32), np.stack([c[2] for c in crops]).astype(np.float32)
+    return (
+        images,
+        np.stack([c[1] for c in crops]).astype(np.float32),
+        np.stack([c[2] for c in crops]).astype(np.float32),
+    )

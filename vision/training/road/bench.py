@@ -3,6 +3,7 @@
 Times (median of repeated runs, single torch thread unless told otherwise): one U-Net inference on a 960-px-wide
 frame, and ``RoadSegmenter.update`` on frames where the U-Net does not run (warp + compose).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,15 @@ def bench(image: np.ndarray, repeats: int = 20, threads: int = 1, weights: str |
     seg.update(Frame(0, 0.0, image), None)
     shift = np.array([[1, 0, 2.0], [0, 1, 1.0], [0, 0, 1]])
     between = _median_ms(lambda: seg.update(Frame(1, 0.04, image), shift), repeats)
-    return {"threads": threads, "unet_input_from": f"{frame960.shape[1]}x{frame960.shape[0]}",
-            "unet_ms_wall": unet[0], "unet_ms_cpu": unet[1], "frame_size": f"{image.shape[1]}x{image.shape[0]}",
-            "update_between_runs_ms_wall": between[0], "update_between_runs_ms_cpu": between[1]}
+    return {
+        "threads": threads,
+        "unet_input_from": f"{frame960.shape[1]}x{frame960.shape[0]}",
+        "unet_ms_wall": unet[0],
+        "unet_ms_cpu": unet[1],
+        "frame_size": f"{image.shape[1]}x{image.shape[0]}",
+        "update_between_runs_ms_wall": between[0],
+        "update_between_runs_ms_cpu": between[1],
+    }
 
 
 def main() -> None:
@@ -75,7 +82,13 @@ def main() -> None:
         seg = RoadSegmenter(RoadConfig(weights=args.weights), device="cpu")
         mask = seg.update(Frame(0, 0.0, image), None)
         cv2.imwrite(str(args.out / f"{path.stem}_road.png"), overlay(image, mask))
-        results.append({"image": str(path), "road_fraction": round(seg.road_fraction, 3), **bench(image, threads=args.threads, weights=args.weights)})
+        results.append(
+            {
+                "image": str(path),
+                "road_fraction": round(seg.road_fraction, 3),
+                **bench(image, threads=args.threads, weights=args.weights),
+            }
+        )
     print(json.dumps(results, indent=1))
 
 

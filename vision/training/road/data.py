@@ -4,6 +4,7 @@ Every sample carries ``scale``: the factor that brings its stored image to the p
 inference (the whole frame resized to a ``long_side`` of 512). Augmentation jitters around that scale, so the
 network learns roads at the sizes it will meet in drone video.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ def _pairs(folder: Path) -> list[tuple[Path, Path]]:
     if not images.is_dir() or not masks.is_dir():
         raise RoadLabelError(f"{folder}: expected sub-folders images/ and masks/ (white = road)")
     by_stem = {p.stem: p for p in masks.iterdir() if p.suffix.lower() in IMAGE_EXTS}
-    pairs = [(p, by_stem[p.stem]) for p in sorted(images.iterdir()) if p.suffix.lower() in IMAGE_EXTS and p.stem in by_stem]
+    pairs = [
+        (p, by_stem[p.stem]) for p in sorted(images.iterdir()) if p.suffix.lower() in IMAGE_EXTS and p.stem in by_stem
+    ]
     if not pairs:
         raise RoadLabelError(f"{folder}: no image/mask pairs with matching names")
     return pairs
@@ -65,7 +68,9 @@ def load_tiles(pairs: list[tuple[Path, Path]], source: str, long_side: int, view
     out = []
     for img_path, mask_path in pairs:
         image, road = _read_pair(img_path, mask_path)
-        out.append(Sample(img_path.stem, source, image, road, np.ones_like(road), long_side / max(image.shape[:2]), view))
+        out.append(
+            Sample(img_path.stem, source, image, road, np.ones_like(road), long_side / max(image.shape[:2]), view)
+        )
     return out
 
 
@@ -79,7 +84,10 @@ def load_extra(folder: Path, long_side: int, frames_per_video: int = 4) -> list[
     numbered = sorted((int(p.stem), p) for p in masks.glob("*.png") if p.stem.isdigit())
     if not numbered:
         raise RoadLabelError(f"{masks}: no NNNNNN.png road masks")
-    picks = {numbered[int(i)][0]: numbered[int(i)][1] for i in np.linspace(0, len(numbered) - 1, min(frames_per_video, len(numbered)))}
+    picks = {
+        numbered[int(i)][0]: numbered[int(i)][1]
+        for i in np.linspace(0, len(numbered) - 1, min(frames_per_video, len(numbered)))
+    }
     out, cap, n = [], cv2.VideoCapture(str(video)), 0
     while picks and n < max(picks):
         ok, image = cap.read()
@@ -92,7 +100,17 @@ def load_extra(folder: Path, long_side: int, frames_per_video: int = 4) -> list[
                 raise RoadLabelError(f"{picks[n]}: unreadable or not the size of {video}'s frames")
             road = (road > 127).astype(np.uint8)
             # Synthetic cameras may be oblique, so only small rotations are used.
-            out.append(Sample(f"{folder.name}_{n}", "extra", image, road, np.ones_like(road), long_side / max(image.shape[:2]), "oblique"))
+            out.append(
+                Sample(
+                    f"{folder.name}_{n}",
+                    "extra",
+                    image,
+                    road,
+                    np.ones_like(road),
+                    long_side / max(image.shape[:2]),
+                    "oblique",
+                )
+            )
     cap.release()
     return out
 
@@ -123,5 +141,9 @@ def load_drone(data_root: Path, split: str, long_side: int, labels_path: Path = 
             frame = cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
             road = cv2.resize(road, size, interpolation=cv2.INTER_NEAREST)
             valid = cv2.resize(valid, size, interpolation=cv2.INTER_NEAREST)
-        out.append(Sample(entry["id"], "drone", frame, road, valid, long_side / frame_long / store, entry.get("view", "oblique")))
+        out.append(
+            Sample(
+                entry["id"], "drone", frame, road, valid, long_side / frame_long / store, entry.get("view", "oblique")
+            )
+        )
     return out

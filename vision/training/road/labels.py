@@ -9,6 +9,7 @@ ground); they count neither in the training loss nor in the IoU. ``crop`` ([x0, 
 part of its frame, so one frame can give a training part and a disjoint validation part.
 Coordinates are pixels of the source frame at its native size.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Train the road U-Net (``airpatrol train-road``) and measure its IoU on held-out tiles and drone frames."""
+
 from __future__ import annotations
 
 import os
@@ -12,10 +13,10 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from vision.road.unet import DEFAULT_LONG_SIDE, DEFAULT_WEIGHTS, RoadUNet, predict_proba, save_checkpoint, to_tensor
 from vision.training.road.augment import batch as augmented_batch
 from vision.training.road.data import Sample, epfl_split, load_drone, load_extra, load_tiles
 from vision.training.road.labels import DRONE_LABELS
-from vision.road.unet import DEFAULT_LONG_SIDE, DEFAULT_WEIGHTS, RoadUNet, predict_proba, save_checkpoint, to_tensor
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -37,7 +38,9 @@ def masked_loss(logits: torch.Tensor, road: torch.Tensor, valid: torch.Tensor) -
     return bce + dice
 
 
-def evaluate(model: RoadUNet, samples: list[Sample], long_side: int, device: str = "cpu", threshold: float = 0.5) -> dict[str, float]:
+def evaluate(
+    model: RoadUNet, samples: list[Sample], long_side: int, device: str = "cpu", threshold: float = 0.5
+) -> dict[str, float]:
     """IoU of the thresholded road map, pooled over the valid pixels of each group ("epfl", "drone", "drone/<site>")."""
     model.eval()
     inter: defaultdict[str, int] = defaultdict(int)
@@ -53,10 +56,24 @@ def evaluate(model: RoadUNet, samples: list[Sample], long_side: int, device: str
     return {k: inter[k] / union[k] if union[k] else float("nan") for k in sorted(union)}
 
 
-def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None, labels: Path | None = DRONE_LABELS,
-               extra_dirs: Sequence[Path] = (), epochs: int = 40, steps_per_epoch: int = 100, batch_size: int = 8,
-               crop: int = 160, lr: float = 5e-3, width: int = 16, long_side: int = DEFAULT_LONG_SIDE, seed: int = 0,
-               threads: int = 1, device: str = "cpu", bf16: bool = True, epfl_share: float = 0.3) -> dict:
+def train_road(
+    out: Path = DEFAULT_WEIGHTS,
+    data_dirs: list[Path] | None = None,
+    labels: Path | None = DRONE_LABELS,
+    extra_dirs: Sequence[Path] = (),
+    epochs: int = 40,
+    steps_per_epoch: int = 100,
+    batch_size: int = 8,
+    crop: int = 160,
+    lr: float = 5e-3,
+    width: int = 16,
+    long_side: int = DEFAULT_LONG_SIDE,
+    seed: int = 0,
+    threads: int = 1,
+    device: str = "cpu",
+    bf16: bool = True,
+    epfl_share: float = 0.3,
+) -> dict:
     """Train on EPFL-style folders (``images/`` + ``masks/``; every 5th tile held out), the hand-labelled drone
     frames of ``labels`` (their "val" entries held out) and ``extra_dirs`` (all used for training: image/mask
     folders or ``airpatrol synth`` scene folders).
@@ -86,7 +103,9 @@ def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None,
         counts[s.source] += 1
     weights = np.array([share[s.source] / counts[s.source] for s in train])
     if not len(train) or weights.sum() <= 0:
-        raise ValueError(f"no training images with a non-zero share (images per source: {dict(counts)}, epfl_share={epfl_share})")
+        raise ValueError(
+            f"no training images with a non-zero share (images per source: {dict(counts)}, epfl_share={epfl_share})"
+        )
     weights /= weights.sum()
 
     model = RoadUNet(width).to(device).to(memory_format=torch.channels_last)
@@ -115,7 +134,10 @@ def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None,
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
         iou = evaluate(model, val, long_side, device)
         history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_iou": iou})
-        tqdm.write(f"epoch {epoch + 1}/{epochs} loss {np.mean(losses):.3f} val IoU " + " ".join(f"{k}={v:.3f}" for k, v in iou.items()))
+        tqdm.write(
+            f"epoch {epoch + 1}/{epochs} loss {np.mean(losses):.3f} val IoU "
+            + " ".join(f"{k}={v:.3f}" for k, v in iou.items())
+        )
     bar.close()
 
     meta = {
@@ -123,8 +145,19 @@ def train_road(out: Path = DEFAULT_WEIGHTS, data_dirs: list[Path] | None = None,
         "val_ids": [s.id for s in val],
         "train_counts": dict(counts),
         "train_seconds": round(time.time() - t0, 1),
-        "args": {"epochs": epochs, "steps_per_epoch": steps_per_epoch, "batch_size": batch_size, "crop": crop, "lr": lr,
-                 "width": width, "seed": seed, "bf16": bf16, "epfl_share": epfl_share, "extra_dirs": [str(d) for d in extra_dirs], "labels": str(labels) if labels else None},
+        "args": {
+            "epochs": epochs,
+            "steps_per_epoch": steps_per_epoch,
+            "batch_size": batch_size,
+            "crop": crop,
+            "lr": lr,
+            "width": width,
+            "seed": seed,
+            "bf16": bf16,
+            "epfl_share": epfl_share,
+            "extra_dirs": [str(d) for d in extra_dirs],
+            "labels": str(labels) if labels else None,
+        },
         "history": history,
     }
     save_checkpoint(Path(out), model.cpu(), long_side, meta)

@@ -1,4 +1,5 @@
 """Building the detector's YOLO data set: class mapping, OBB boxes, tiling, scene split, extra folders."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,7 @@ AERIAL = next(s for s in SOURCES if s.name == "aerial_cars_drone")
 
 def test_obb_corners_become_the_enclosing_axis_aligned_box():
     # a diamond centred at (0.5, 0.4), half-widths 0.1 x 0.05, and a box partly outside the image
-    corners = np.array([[0.5, 0.35, 0.6, 0.4, 0.5, 0.45, 0.4, 0.4],
-                        [0.9, 0.9, 1.1, 0.9, 1.1, 1.0, 0.9, 1.0]])
+    corners = np.array([[0.5, 0.35, 0.6, 0.4, 0.5, 0.45, 0.4, 0.4], [0.9, 0.9, 1.1, 0.9, 1.1, 1.0, 0.9, 1.0]])
     np.testing.assert_allclose(obb_to_aabb(corners), [[0.5, 0.4, 0.2, 0.1], [0.95, 0.95, 0.1, 0.1]], atol=1e-12)
 
 
@@ -71,17 +71,22 @@ def test_boxes_cut_by_a_tile_edge_are_kept_only_if_mostly_inside():
 def _fake_shared(root, big_size=(2000, 1100)):
     """Two tiny sources: 'fake_big' (one large frame per scene, tiled) and 'fake_small' (640 px frames)."""
     rng = np.random.default_rng(0)
-    for name, size, stems in (("fake_big", big_size, ["sceneA_1", "sceneB_1"]),
-                              ("fake_small", (640, 640), ["sceneA_1", "sceneA_2", "sceneB_1"])):
+    for name, size, stems in (
+        ("fake_big", big_size, ["sceneA_1", "sceneB_1"]),
+        ("fake_small", (640, 640), ["sceneA_1", "sceneA_2", "sceneB_1"]),
+    ):
         (root / name / "images").mkdir(parents=True)
         (root / name / "labels").mkdir()
         for stem in stems:
-            cv2.imwrite(str(root / name / "images" / f"{stem}.jpg"),
-                        rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8))
+            cv2.imwrite(
+                str(root / name / "images" / f"{stem}.jpg"), rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)
+            )
             (root / name / "labels" / f"{stem}.txt").write_text("0 0.1 0.1 0.02 0.03\n5 0.5 0.5 0.1 0.1\n")
     scene = lambda stem: stem.split("_")[0]  # noqa: E731
-    return [Source("fake_big", {0: 0, 5: None}, scene, frozenset({"sceneB"})),
-            Source("fake_small", {0: 0, 5: None}, scene, frozenset({"sceneB"}))]
+    return [
+        Source("fake_big", {0: 0, 5: None}, scene, frozenset({"sceneB"})),
+        Source("fake_small", {0: 0, 5: None}, scene, frozenset({"sceneB"})),
+    ]
 
 
 def test_build_tiles_large_frames_splits_by_scene_and_appends_extra_sets(tmp_path):
@@ -106,8 +111,7 @@ def test_build_tiles_large_frames_splits_by_scene_and_appends_extra_sets(tmp_pat
     assert max(full.shape[:2]) == 640
     tile_label = (tmp_path / "out" / "labels" / "train" / "fake_big__sceneA_1__x0_y0.txt").read_text().split()
     # the car at (200, 110) px, 40x33 px, lands in tile (0, 0) unscaled; class 5 (a person) is dropped
-    np.testing.assert_allclose([float(v) for v in tile_label], [0, 200 / 640, 110 / 640, 40 / 640, 33 / 640],
-                               atol=1e-5)
+    np.testing.assert_allclose([float(v) for v in tile_label], [0, 200 / 640, 110 / 640, 40 / 640, 33 / 640], atol=1e-5)
 
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["scenes"]["fake_big/val"] == ["sceneB"]
@@ -180,16 +184,22 @@ def test_teacher_adds_only_detections_that_match_no_label(tmp_path):
 
     teacher = LabelTeacher(tmp_path / "unused.pt")
     labels = np.array([[1, 0.25, 0.25, 0.1, 0.1]])  # a truck at (0.2..0.3)
-    detector = _FakeDetector([[0.2, 0.2, 0.3, 0.3],  # the labelled truck again -> not added
-                              [0.6, 0.6, 0.7, 0.65]])  # a car the labels miss -> added
+    detector = _FakeDetector(
+        [
+            [0.2, 0.2, 0.3, 0.3],  # the labelled truck again -> not added
+            [0.6, 0.6, 0.7, 0.65],
+        ]
+    )  # a car the labels miss -> added
     extra = teacher.missing_labels(detector, np.zeros((64, 64, 3), np.uint8), labels)
     np.testing.assert_allclose(extra, [[0, 0.65, 0.625, 0.1, 0.05]])
     assert len(teacher.missing_labels(_FakeDetector([]), np.zeros((8, 8, 3), np.uint8), labels)) == 0
 
 
 def test_excluded_scenes_are_left_out(tmp_path):
-    sources = [Source(s.name, s.class_map, s.scene_of, s.val_scenes, excluded_scenes=frozenset({"sceneA"}))
-               for s in _fake_shared(tmp_path / "shared")]
+    sources = [
+        Source(s.name, s.class_map, s.scene_of, s.val_scenes, excluded_scenes=frozenset({"sceneA"}))
+        for s in _fake_shared(tmp_path / "shared")
+    ]
     build_dataset(tmp_path / "shared", tmp_path / "out", cfg=TilingConfig(background_keep=1.0), sources=sources)
     assert not list((tmp_path / "out" / "images" / "train").iterdir())
     assert all("sceneB" in p.name for p in (tmp_path / "out" / "images" / "val").iterdir())

@@ -1,4 +1,5 @@
 """The INT8 ONNX -> float Ultralytics model conversion."""
+
 from __future__ import annotations
 
 import copy
@@ -9,17 +10,29 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import shared_path
-from vision.training.detector.dequantize import OnnxWeightsError, build_float_model, dequantized_conv_weights, dequantize_onnx
+from vision.training.detector.dequantize import (
+    OnnxWeightsError,
+    build_float_model,
+    dequantize_onnx,
+    dequantized_conv_weights,
+)
 
 
 def _tiny_quantised_onnx(path, q, scale, zero_point, bias):
-    inits = [numpy_helper.from_array(q, "model.0.conv.weight_quantized"),
-             numpy_helper.from_array(np.array(scale, np.float32), "model.0.conv.weight_scale"),
-             numpy_helper.from_array(np.array(zero_point, np.uint8), "model.0.conv.weight_zero_point"),
-             numpy_helper.from_array(bias, "model.0.conv.bias")]
+    inits = [
+        numpy_helper.from_array(q, "model.0.conv.weight_quantized"),
+        numpy_helper.from_array(np.array(scale, np.float32), "model.0.conv.weight_scale"),
+        numpy_helper.from_array(np.array(zero_point, np.uint8), "model.0.conv.weight_zero_point"),
+        numpy_helper.from_array(bias, "model.0.conv.bias"),
+    ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=inits)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [x],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=inits,
+    )
     onnx.save(helper.make_model(graph), str(path))
 
 

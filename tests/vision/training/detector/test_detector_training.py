@@ -1,4 +1,5 @@
 """Training set-up: the COCO -> vehicle head surgery, argument checks, and a tiny end-to-end smoke run (slow)."""
+
 from __future__ import annotations
 
 import cv2
@@ -66,10 +67,12 @@ def test_weight_averaging_mixes_every_float_tensor(tmp_path):
 def _fake_shared(root):
     """The four source folders with a few small random frames, one scene of each in val."""
     rng = np.random.default_rng(0)
-    stems = {"madison_drone_view": ["0_1", "Drone2_(1)", "Drone2_(2)"],
-             "aerial_cars_drone": ["DJI_0762-00001", "DJI_0005-0001"],
-             "au_air": ["frame_20190829091111_x_1", "frame_20190905091750_x_1"],
-             "drift_obb": ["A_frame_0000"]}
+    stems = {
+        "madison_drone_view": ["0_1", "Drone2_(1)", "Drone2_(2)"],
+        "aerial_cars_drone": ["DJI_0762-00001", "DJI_0005-0001"],
+        "au_air": ["frame_20190829091111_x_1", "frame_20190905091750_x_1"],
+        "drift_obb": ["A_frame_0000"],
+    }
     for name, names in stems.items():
         (root / "data" / "detection" / name / "images").mkdir(parents=True)
         (root / "data" / "detection" / name / "labels").mkdir()
@@ -79,7 +82,8 @@ def _fake_shared(root):
             cv2.imwrite(str(root / "data" / "detection" / name / "images" / f"{stem}.jpg"), image)
             line = "1 0.25 0.375 0.5 0.375 0.5 0.5 0.25 0.5\n" if name == "drift_obb" else "1 0.375 0.4375 0.25 0.125\n"
             (root / "data" / "detection" / name / "labels" / f"{stem}.txt").write_text(
-                line if name != "madison_drone_view" else line.replace("1 ", "0 ", 1))
+                line if name != "madison_drone_view" else line.replace("1 ", "0 ", 1)
+            )
     return root
 
 
@@ -88,8 +92,16 @@ def test_one_epoch_smoke_run_writes_loadable_vehicle_weights(tmp_path):
     from ultralytics import YOLO
 
     shared = _fake_shared(tmp_path / "shared")
-    out = train_detector(tmp_path / "w.pt", data_dir=tmp_path / "data", epochs=1, imgsz=64, batch=4,
-                         init="scratch", shared=shared, label_teacher=False)
+    out = train_detector(
+        tmp_path / "w.pt",
+        data_dir=tmp_path / "data",
+        epochs=1,
+        imgsz=64,
+        batch=4,
+        init="scratch",
+        shared=shared,
+        label_teacher=False,
+    )
     assert out.exists() and out.stat().st_size < 10e6
     model = YOLO(str(out))
     assert model.names == dict(enumerate(CLASS_NAMES))

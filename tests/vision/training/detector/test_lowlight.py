@@ -1,4 +1,5 @@
 """Night training data: UAVDT frames with boxes (ignore regions blanked) and night-like copies of day images."""
+
 from __future__ import annotations
 
 import cv2
@@ -16,7 +17,9 @@ def _sequence(tmp_path, frames: int = 6):
         cv2.imwrite(str(img / f"img{n:06d}.jpg"), rng.integers(0, 255, (60, 100, 3), np.uint8))
     gt = tmp_path / "seq" / "X_gt_whole.txt"
     gt.write_text("".join(f"{n},1,{10 + n},20,12,8,1,0,1\n{n},2,60,5,20,10,1,0,2\n" for n in range(1, frames + 1)))
-    (tmp_path / "seq" / "X_gt_ignore.txt").write_text("".join(f"{n},-1,80,40,15,15,-1,-1,-1\n" for n in range(1, frames + 1)))
+    (tmp_path / "seq" / "X_gt_ignore.txt").write_text(
+        "".join(f"{n},-1,80,40,15,15,-1,-1,-1\n" for n in range(1, frames + 1))
+    )
     return tmp_path / "seq", gt
 
 

@@ -1,14 +1,15 @@
 """Training plumbing on a tiny synthetic set, the hand-made drone labels, and (with ../shared) the shipped weights' IoU."""
+
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from vision.road.unet import DEFAULT_WEIGHTS, load_checkpoint
 from vision.training.road.data import epfl_split, load_drone, load_tiles
 from vision.training.road.labels import load_labelled, load_labels, rasterise
 from vision.training.road.training import evaluate, shared_root, train_road
-from vision.road.unet import DEFAULT_WEIGHTS, load_checkpoint
 
 SHARED = shared_root()
 EPFL = SHARED / "data" / "road_seg" / "epfl_aerial"
@@ -32,7 +33,9 @@ def make_tiles(folder: Path, n: int = 5, size: int = 96) -> None:
 def test_train_road_writes_a_loadable_checkpoint_with_metrics(tmp_path: Path):
     make_tiles(tmp_path / "tiles")
     out = tmp_path / "road.pt"
-    meta = train_road(out, [tmp_path / "tiles"], labels=None, epochs=1, steps_per_epoch=2, batch_size=2, crop=64, width=4)
+    meta = train_road(
+        out, [tmp_path / "tiles"], labels=None, epochs=1, steps_per_epoch=2, batch_size=2, crop=64, width=4
+    )
     model, long_side, saved = load_checkpoint(out)
     assert long_side == 512 and set(saved["val_iou"]) == {"epfl"} and saved["train_counts"] == {"epfl": 4}
     assert 0.0 <= meta["val_iou"]["epfl"] <= 1.0
