@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -81,6 +82,19 @@ def _column(header: str) -> tuple[str, str]:
     return m.group(1).strip().lower(), (m.group(2) or "").strip().lower()
 
 
+def _rows(reader: Iterator[list[str]]) -> Iterator[list[str] | csv.Error]:
+    """The reader's rows, then the csv.Error that stopped it, if one did (csv raises it from inside the iteration)."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield exc
+            return
+        yield row
+
+
 def looks_like_flight_csv(head: str) -> bool:
     first = head.lstrip("\ufeff").splitlines()[0] if head.strip() else ""
     names = {_column(h)[0] for h in first.split(",")}
@@ -89,11 +103,12 @@ def looks_like_flight_csv(head: str) -> bool:
 
 def parse_dji_csv(data: bytes, path: Path) -> FlightLog:
     text = data.decode("utf-8-sig", errors="replace")
-    rows = csv.reader(io.StringIO(text))
-    try:
-        header = next(rows)
-    except StopIteration:
-        raise FlightLogError(f"{path}: empty CSV") from None
+    rows = _rows(csv.reader(io.StringIO(text, newline="")))  # newline="": a \r inside a quoted field stays in it
+    header = next(rows, None)
+    if header is None:
+        raise FlightLogError(f"{path}: empty CSV")
+    if isinstance(header, csv.Error):
+        raise FlightLogError(f"{path}: unreadable CSV header ({header})")
     columns: list[tuple[int, str, float]] = []  # (index, field, factor)
     for i, h in enumerate(header):
         name, unit = _column(h)
@@ -112,6 +127,11 @@ def parse_dji_csv(data: bytes, path: Path) -> FlightLog:
     has_time = any(c[1] == "t_s" for c in columns)
     first_index = t0_utc = None
     for line_no, row in enumerate(rows, start=2):
+        if isinstance(
+            row, csv.Error
+        ):  # damaged CSV syntax (e.g. a stray quote or carriage return): keep what came before
+            log.complete, log.stopped_at = False, f"line {line_no}: unreadable CSV ({row})"
+            break
         if not row or all(not c.strip() for c in row):
             continue
         try:

@@ -47,6 +47,18 @@ def test_csv_bad_row_stops_there(tmp_path):
     assert len(log.samples) == 2 and not log.complete and log.stopped_at.startswith("line 4:")
 
 
+def test_csv_stray_carriage_return_is_damage_not_a_crash(tmp_path):
+    """A byte flipped into a carriage return inside a row (found by the fuzz tests: csv raised its own error from
+    inside the iteration, a traceback) ends the log there, with the rows before it kept."""
+    p = tmp_path / "flight.csv"
+    p.write_bytes(
+        (AIRDATA + "200,2022-05-04 17:\r21:58,40.1002,-7.5002,102,2002,20,0,91,92,-89.9,87\n").encode()
+        + b"300,2022-05-04 17:21:58,40.1003,-7.5003,103,2003,20,0,91,92,-89.9,87\n"
+    )
+    log = load_flight_log(p)
+    assert len(log.samples) == 2 and not log.complete and log.stopped_at.startswith("line 4:")
+
+
 @needs_shared
 @pytest.mark.shared
 def test_shared_airdata_csv_feet_to_metres():
