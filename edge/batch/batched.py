@@ -3,6 +3,8 @@
 Across streams (``step_streams``, and ``StreamBatcher`` for the service's stream threads) every stream steps in its
 own thread, in parallel, and the models' calls meet in shared forward passes (``edge.batch.shared_pass``): the
 detector (whole frames, native-resolution passes, tiles) and the road U-Net. That is exact - nothing is guessed.
+With the torch ego-motion backend the streams' ego-motion and motion-layer steps meet the same way: one
+``update_streams`` call per (stage, device, frame size, settings) group instead of one ``update`` per stream.
 
 Within one video the frames depend on each other, so the detector's work for a batch of frames is foreseen instead.
 The pipeline's stages after ego-motion depend on each other frame by frame (the tracker, the road mask, the speed
@@ -22,13 +24,14 @@ mask; they only decide what is worth prefetching, never what the result is.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -229,10 +232,57 @@ def _detector_pass(det: VehicleDetector, imgsz: int | None):
     return run
 
 
+def _ego_pass(items: list[tuple[Any, Any, np.ndarray | None]]) -> list:
+    """One shared ego-motion step: items are (estimator, grey, boxes to exclude), one per stream."""
+    from vision.gpu.ego_motion import update_streams
+
+    ests, greys, excludes = zip(*items)
+    return update_streams(list(ests), list(greys), list(excludes))
+
+
+def _motion_pass(items: list[tuple]) -> list:
+    """One shared motion-layer step: items are (detector, grey, H, scale, road mask, frames elapsed)."""
+    from vision.gpu.motion import update_streams
+
+    dets, greys, Hs, scales, roads, elapsed = zip(*items)
+    return update_streams(list(dets), list(greys), list(Hs), list(scales), list(roads), list(elapsed))
+
+
+def _route_motion_stages(pipeline: Pipeline, shared: SharedPasses) -> list[Any]:
+    """Shadow the torch ego-motion / motion stages' ``update`` on the instances so the call goes through ``shared``
+    (the OpenCV backend steps on its own); returns the shadowed objects, for the caller to restore."""
+    # modules not imported yet: no pipeline holds a torch stage (and torch need not be loaded to find that out)
+    ego_mod, motion_mod = sys.modules.get("vision.gpu.ego_motion"), sys.modules.get("vision.gpu.motion")
+    routed: list[Any] = []
+    ego, motion = pipeline.ego, pipeline.motion
+    if ego_mod is not None and type(ego) is ego_mod.TorchEgoMotionEstimator:
+        # register() of a group uses its first member's config and the scale it is given: both in the key
+        ego_settings = ego.config.model_dump_json()
+
+        def ego_update(grey_small, exclude_xyxy: np.ndarray | None = None):
+            key = ("ego-motion", str(grey_small.device), tuple(grey_small.shape), ego.scale, ego_settings)
+            return shared.run([(key, _ego_pass, (ego, grey_small, exclude_xyxy))])[0]
+
+        ego.update = ego_update  # shadows the class's method on this instance only
+        routed.append(ego)
+    if motion_mod is not None and type(motion) is motion_mod.TorchMotionDetector:
+        motion_settings = motion.config.model_dump_json()
+
+        def motion_update(grey_small, H_prev_to_cur_small, scale, road_mask_small=None, frames_elapsed=1):
+            shape = tuple(getattr(grey_small, "shape", ()))
+            key = ("motion", str(motion.device), shape, motion_settings)
+            item = (motion, grey_small, H_prev_to_cur_small, scale, road_mask_small, frames_elapsed)
+            return shared.run([(key, _motion_pass, item)])[0]
+
+        motion.update = motion_update
+        routed.append(motion)
+    return routed
+
+
 @contextmanager
 def routed_through(pipeline: Pipeline, shared: SharedPasses) -> Iterator[None]:
-    """While inside, ``pipeline``'s detector and road U-Net calls go through ``shared`` (instance attributes that
-    shadow the method / the model for this step only)."""
+    """While inside, ``pipeline``'s detector and road U-Net calls (and the torch backend's ego-motion and motion
+    steps) go through ``shared`` (instance attributes that shadow the method / the model for this step only)."""
     det = _model(pipeline)
     runners: dict[int | None, Callable[[list[np.ndarray]], list[Detections]]] = {}
 
@@ -247,10 +297,13 @@ def routed_through(pipeline: Pipeline, shared: SharedPasses) -> Iterator[None]:
         road._model = _RoutedUNet(
             unet, ("road-unet", str(road.config.weights), road.device, road._long_side), road.device, shared
         )  # type: ignore[assignment]  # a stand-in with its call
+    stages = _route_motion_stages(pipeline, shared)
     try:
         yield
     finally:
         det.__dict__.pop("_predict", None)
+        for stage in stages:
+            stage.__dict__.pop("update", None)
         if unet is not None and road is not None:
             road._model = unet
 
