@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -33,3 +34,13 @@ def textured_image(w: int = 640, h: int = 360, seed: int = 0) -> np.ndarray:
         img += cv2.resize(noise, (w, h), interpolation=cv2.INTER_CUBIC) * s
     img = (img - img.min()) / (img.max() - img.min()) * 200 + 20
     return cv2.cvtColor(img.astype(np.uint8), cv2.COLOR_GRAY2BGR)
+
+
+def make_test_clip(path: Path, frames: int = 100, fps: int = 25, size: str = "320x240", faststart: bool = True) -> Path:
+    """An H.264 MP4 of FFmpeg's moving test pattern (keyframe every 10 frames; with ``faststart`` the index comes
+    first, so a file cut short still declares every frame: what the damage tests need)."""
+    cmd = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size={size}:rate={fps}"]
+    cmd += ["-frames:v", str(frames), "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"]
+    cmd += ["-movflags", "+faststart"] if faststart else []
+    subprocess.run([*cmd, str(path)], check=True)
+    return path

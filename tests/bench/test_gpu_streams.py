@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import subprocess
 
 import pytest
 
 from bench.gpu_streams import main
+from tests.conftest import make_test_clip
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed (the test clip)")
 
@@ -17,27 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg n
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_streams") / "clip.mp4"
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x192:rate=25",
-            "-frames:v",
-            "30",
-            "-c:v",
-            "libx264",
-            "-pix_fmt",
-            "yuv420p",
-            str(path),
-        ],
-        check=True,
-    )
-    return path
+    return make_test_clip(path, frames=30, size="320x192", faststart=False)
 
 
 def test_step_mode_prints_a_row_per_stream_count(clip, capsys, tmp_path):

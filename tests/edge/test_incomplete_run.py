@@ -9,34 +9,12 @@ import sys
 
 from db.models import ProcessingRun
 from edge.commands.errors import EXIT_INCOMPLETE
+from tests.conftest import make_test_clip
 
 
 def test_truncated_video_run_is_incomplete_everywhere(tmp_path):
     clip = tmp_path / "clip.mp4"
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x240:rate=25",
-            "-frames:v",
-            "60",
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-pix_fmt",
-            "yuv420p",
-            "-movflags",
-            "+faststart",
-            str(clip),
-        ],
-        check=True,
-    )
+    make_test_clip(clip, frames=60)
     data = clip.read_bytes()
     cut = tmp_path / "flight.mp4"
     cut.write_bytes(data[: len(data) // 2])

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.conftest import shared_path
+from tests.conftest import make_test_clip, shared_path
 from vision.source import VideoFileSource
 
 
@@ -16,41 +14,13 @@ def _decode(path):
     return src, n
 
 
-def _make_clip(path, frames=100, fps=25):
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc2=size=320x240:rate={fps}",
-            "-frames:v",
-            str(frames),
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-pix_fmt",
-            "yuv420p",
-            "-movflags",
-            "+faststart",
-            str(path),
-        ],
-        check=True,
-    )
-    return path
-
-
 def test_intact_clip_has_no_losses(tmp_path):
-    src, n = _decode(_make_clip(tmp_path / "ok.mp4"))
+    src, n = _decode(make_test_clip(tmp_path / "ok.mp4"))
     assert n == 100 and src.info.frame_count == 100 and src.losses == []
 
 
 def test_truncated_clip_reports_the_lost_tail(tmp_path):
-    data = _make_clip(tmp_path / "ok.mp4").read_bytes()
+    data = make_test_clip(tmp_path / "ok.mp4").read_bytes()
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(data[: len(data) * 6 // 10])  # moov first (faststart): the index still declares 100 frames
     src, n = _decode(cut)

@@ -4,44 +4,16 @@ reported, the hardware decoder used only where it works (software otherwise, wit
 from __future__ import annotations
 
 import logging
-import subprocess
 
 import numpy as np
 
 from edge.batch.decode import DecodeThread, use_hardware_decode
+from tests.conftest import make_test_clip
 from vision.source import VideoFileSource
 
 
-def _clip(path, frames=60, fps=25):
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc2=size=320x240:rate={fps}",
-            "-frames:v",
-            str(frames),
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-pix_fmt",
-            "yuv420p",
-            "-movflags",
-            "+faststart",
-            str(path),
-        ],
-        check=True,
-    )
-    return path
-
-
 def test_every_frame_in_order(tmp_path):
-    clip = _clip(tmp_path / "ok.mp4")
+    clip = make_test_clip(tmp_path / "ok.mp4", frames=60)
     direct = [f.image for f in VideoFileSource(clip)]
     src = VideoFileSource(clip)
     with DecodeThread(src, maxsize=2) as frames:
@@ -52,7 +24,7 @@ def test_every_frame_in_order(tmp_path):
 
 
 def test_damaged_file_completes_what_it_can_and_says_what_was_lost(tmp_path):
-    data = bytearray(_clip(tmp_path / "ok.mp4", frames=100).read_bytes())
+    data = bytearray(make_test_clip(tmp_path / "ok.mp4", frames=100).read_bytes())
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(bytes(data[: len(data) * 6 // 10]))  # the index still declares 100 frames
     src = VideoFileSource(cut)
@@ -64,7 +36,7 @@ def test_damaged_file_completes_what_it_can_and_says_what_was_lost(tmp_path):
 
 
 def test_hardware_decode_only_where_it_works(tmp_path, caplog):
-    clip = _clip(tmp_path / "ok.mp4", frames=5)
+    clip = make_test_clip(tmp_path / "ok.mp4", frames=5)
     src = VideoFileSource(clip)
     assert use_hardware_decode(src, "cpu") is False  # a CPU pipeline decodes in software, nothing to say
     with caplog.at_level(logging.INFO, logger="airpatrol.decode"):
