@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from db.importer import SAMPLE_FIELDS
 from db.models import Flight, ProcessingRun, TelemetrySampleRow, TrackRow, TrackSpeed
 from db.vehicles import counted
 
@@ -40,23 +41,7 @@ MEDIA_TYPES = {
     "mot": "text/plain",
     "zip": "application/zip",
 }
-SAMPLE_COLUMNS = [
-    "t_s",
-    "time_utc",
-    "lat",
-    "lon",
-    "rel_alt_m",
-    "abs_alt_m",
-    "heading_deg",
-    "gimbal_pitch_deg",
-    "gimbal_yaw_deg",
-    "gimbal_roll_deg",
-    "ground_speed_ms",
-    "vertical_speed_ms",
-    "battery_pct",
-    "focal_len_mm",
-    "frame_cnt",
-]
+SAMPLE_COLUMNS = SAMPLE_FIELDS  # the flight-log columns stored by db.importer, in the same order
 
 
 class ExportUnavailable(ValueError):

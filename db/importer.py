@@ -23,7 +23,8 @@ from db.models import Device, Flight, TelemetrySampleRow, as_naive_utc
 from db.validation import DbValidationError, FlightMetaIn, Serial, validate, validate_samples
 from vision.telemetry import FlightLog, load_flight_log
 
-_SAMPLE_FIELDS = [
+# the telemetry_samples columns a flight log fills (also the columns of the dashboard's samples CSV export)
+SAMPLE_FIELDS = [
     "t_s",
     "time_utc",
     "lat",
@@ -60,7 +61,7 @@ class ImportResult:
 def _sample_rows(log: FlightLog) -> list[dict]:
     rows = []
     for s in log.samples:
-        row = {name: getattr(s, name) for name in _SAMPLE_FIELDS}
+        row = {name: getattr(s, name) for name in SAMPLE_FIELDS}
         row["time_utc"] = as_naive_utc(s.time_utc)
         rows.append(row)
     return rows
