@@ -67,7 +67,10 @@ def test_upgrade_imports_the_json_files_once(db_url, tmp_path):
     assert "imported 2 counting lines and zones into the database" in r.output
     assert "1 (task 999999 not in the database)" in r.output and "1 (not a line or zone)" in r.output
     assert "imported the calibrations of 1 streams" in r.output and "stream 999999 not in the database" in r.output
-    assert sorted(p.name for p in data.iterdir()) == ["counting_lines.json.imported", "stream_calibrations.json.imported"]
+    assert sorted(p.name for p in data.iterdir()) == [
+        "counting_lines.json.imported",
+        "stream_calibrations.json.imported",
+    ]
 
     with session_scope(db_url) as s:
         assert counting.site_lines(s, task_id, None) == [

@@ -168,9 +168,7 @@ def test_srt_passphrase_is_required_as_well_as_the_key(settings_factory, clip, t
             good.wait()
 
 
-@pytest.mark.parametrize(
-    "protocol", [pytest.param("rtmp", marks=needs_nginx), pytest.param("srt", marks=needs_libsrt)]
-)
+@pytest.mark.parametrize("protocol", [pytest.param("rtmp", marks=needs_nginx), pytest.param("srt", marks=needs_libsrt)])
 def test_calibrating_a_publish_stream_keeps_the_publisher_connected(settings_factory, clip, tmp_path, protocol):
     """The device calibrates its live publish stream: the run with the old scale is completed and the stream goes on
     in a new run with the new one, over the same connection (before, the worker was restarted: the SRT publisher's
