@@ -133,7 +133,7 @@ def cli_db_upgrade(
 
     with _connection_errors(database_url):
         rev = upgrade(database_url, revision)
-        moved = import_data_folder(database_url, data_dir or default_data_dir())
+        moved = import_data_folder(database_url, data_dir or default_data_dir(), log_messages=False)
     typer.echo(f"{make_url(resolve(database_url)).render_as_string(hide_password=True)}: schema at revision {rev}")
     for line in moved:
         typer.echo(line)

@@ -30,8 +30,9 @@ CALIBRATION_FILE = "stream_calibrations.json"
 IMPORTED_SUFFIX = ".imported"
 
 
-def import_data_folder(url: str | None, data_dir: Path | str | None) -> list[str]:
-    """Import whichever of the two files is in ``data_dir``; one message per file (empty: nothing to do)."""
+def import_data_folder(url: str | None, data_dir: Path | str | None, log_messages: bool = True) -> list[str]:
+    """Import whichever of the two files is in ``data_dir``; one message per file (empty: nothing to do), also
+    logged as a warning unless ``log_messages`` is False (a command that prints them itself)."""
     if data_dir is None:
         return []
     data_dir = Path(data_dir)
@@ -52,16 +53,16 @@ def import_data_folder(url: str | None, data_dir: Path | str | None) -> list[str
             if not isinstance(data, dict):
                 raise ValueError("expected a JSON object")
         except (OSError, ValueError) as exc:
-            msg = f"{path}: not imported, not a readable JSON file ({exc}); fix or remove it"
-            log.warning(msg)
-            messages.append(msg)
+            messages.append(f"{path}: not imported, not a readable JSON file ({exc}); fix or remove it")
+            if log_messages:
+                log.warning(messages[-1])
             continue
         with session_scope(url, write=True) as s:
             what = _counting_lines(s, data) if path.name == COUNTING_FILE else _calibrations(s, data)
         done = _rename(path)
-        msg = f"{path}: {what}; the file is now {done.name}"
-        log.warning(msg)  # an operator should see it once, at the default log level
-        messages.append(msg)
+        messages.append(f"{path}: {what}; the file is now {done.name}")
+        if log_messages:
+            log.warning(messages[-1])  # an operator should see it once, at the default log level
     return messages
 
 
