@@ -3,7 +3,9 @@ for a resumed stream, refused with the reason when it is not one."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import service_fakes
 from service_helpers import running_app, wait_for
@@ -82,3 +84,28 @@ def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
             == 404
         )
         assert client.delete(f"/api/streams/{sid}", headers=client.creds["operator"]).status_code == 200
+
+
+def test_a_calibration_from_the_old_json_file_is_imported_at_start_and_the_resumed_stream_uses_it(settings):
+    """An installation upgraded from before revision 0004: its ``stream_calibrations.json`` is moved into the
+    database when the service starts (the file renamed, never read again) and the resumed stream measures with it."""
+    from db.engine import session_scope
+    from db.service_models import StreamRow
+
+    with session_scope(settings.database_url) as s:
+        row = StreamRow(name="gate", kind="push", created_by="user:operator", active=True)
+        s.add(row)
+        s.flush()
+        sid = row.id
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "stream_calibrations.json").write_text(json.dumps({str(sid): {"metres_per_pixel": 0.2}}))
+    make, seen = _recording_factory()
+    with running_app(settings, pipeline_factory=make) as client:  # resume_streams is on by default
+        assert client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()["calibration"] == (
+            "0.2 m per pixel"
+        )
+        wait_for(lambda: 0.2 in seen, timeout=30, what="the resumed stream's pipeline with its calibration")
+        client.delete(f"/api/streams/{sid}", headers=client.creds["operator"])
+    assert _stored(settings, sid) == {"metres_per_pixel": 0.2}
+    assert sorted(p.name for p in data.glob("stream_calibrations*")) == ["stream_calibrations.json.imported"]
