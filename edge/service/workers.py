@@ -224,6 +224,7 @@ class StreamWorker:
             )
             self._end_run(None)
             self._run_size = None  # the next frame starts the new run
+            self.gaps = []  # the outages of the completed run are in its summary
         self._pipeline = make_pipeline()
 
     # -- ingest (reader thread or WebSocket handler) ---------------------------------------------------------
