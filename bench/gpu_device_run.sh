@@ -10,7 +10,8 @@
 # overall budget (GPU_RUN_BUDGET_S, default 420 s), each failing soft:
 #   a) airpatrol process --device cuda and plain Ultralytics track (same weights, ByteTrack, imgsz 640, FP16) on both
 #   b) bench.ego_motion_backends --device cuda;  p) torch.profiler + cProfile of the pipeline on the 1080p clip
-#   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams;  e) process --batch-size 8 if time is left
+#   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams;  t) tests/vision/gpu -k cuda
+#   r) the UAVDT clip through the CPU path, CUDA tracks scored against it;  e) process --batch-size 8
 # GPU utilisation/memory/power/SM clock sampled by nvidia-smi every 200 ms during each step.
 # Out ($OUT, default ./gpu_out): log.txt, results.jsonl, gpu_util.csv, gpu_streams.json, profile.txt.
 # On this machine (no GPU, no wheels): GPU_RUN_LOCAL=1 GPU_RUN_DEVICE=cpu OUT=/tmp/x bash bench/gpu_device_run.sh --quick
@@ -45,13 +46,13 @@ CFG=()
 [ -n "${GPU_RUN_CONFIG:-}" ] && CFG=(--config "$GPU_RUN_CONFIG")
 
 if [ $QUICK = 1 ]; then
-  NADIR_N=60 UAVDT_N=90 EGO_N=20 EGO_STREAMS=2 PROF_N=8 STREAM_N=10 STREAMS="1 4" MODE=quick
+  NADIR_N=60 UAVDT_N=90 EGO_N=20 EGO_STREAMS=2 PROF_N=8 STREAM_N=10 STREAMS="1 4" CPU_N=20 MODE=quick
 else
-  NADIR_N=177 UAVDT_N=300 EGO_N=60 EGO_STREAMS=8 PROF_N=30 STREAM_N=30 STREAMS="1 2 4 8 16" MODE=full
+  NADIR_N=177 UAVDT_N=300 EGO_N=60 EGO_STREAMS=8 PROF_N=30 STREAM_N=30 STREAMS="1 2 4 8 16" CPU_N=60 MODE=full
 fi
 # smaller still where asked (the CPU check): GPU_RUN_FRAMES caps every frame count
 if [ -n "${GPU_RUN_FRAMES:-}" ]; then
-  for v in NADIR_N UAVDT_N EGO_N PROF_N STREAM_N; do
+  for v in NADIR_N UAVDT_N EGO_N PROF_N STREAM_N CPU_N; do
     [ "${!v}" -gt "$GPU_RUN_FRAMES" ] && printf -v "$v" %s "$GPU_RUN_FRAMES"
   done
 fi
@@ -155,6 +156,17 @@ step profile_nadir 90 $STEPS profile "$FR/nadir" --label nadir --device "$DEVICE
 # shellcheck disable=SC2086
 step gpu_streams 180 $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams $STREAMS --modes step \
   --frames "$STREAM_N" --warmup 3 --json "$OUT/gpu_streams.json" "${CFG[@]}"
+
+# t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
+step cuda_tests 60 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
+
+# r) the same UAVDT frames through the CPU path (OpenCV ego-motion; the torch detector, so no ONNX export is needed
+#    offline): the CUDA run's tracks scored against these (CLEAR-MOT over the first CPU_N frames)
+if step cpu_reference_uavdt 60 $PY -m edge.cli process "$FR/uavdt" --device cpu --detector-runtime torch \
+  --out "$RUNS/uavdt_cpu" --no-video -q --max-frames "$CPU_N" && [ -f "$RUNS/uavdt/tracks_mot.txt" ]; then
+  $STEPS record cpu_reference_uavdt "$RUNS/uavdt_cpu/summary.json" --results "$RES"
+  $STEPS compare cuda_vs_cpu_uavdt "$RUNS/uavdt_cpu/tracks_mot.txt" "$RUNS/uavdt/tracks_mot.txt" --results "$RES" || true
+fi
 
 # e) the shipped GPU knob: frames per detector call
 if step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \

@@ -253,6 +253,35 @@ def cmd_profile(a) -> int:
     return 0
 
 
+def cmd_compare(a) -> int:
+    """CUDA tracks scored against the CPU path's tracks of the same frames (CLEAR-MOT, as the accuracy benches)."""
+    import numpy as np
+
+    from tracking.evaluation.io import read_mot
+    from tracking.evaluation.mot import mot_metrics
+
+    ref, _ = read_mot(a.reference)
+    got, _ = read_mot(a.candidate)
+    last = min(int(ref.frame.max(initial=0)), int(got.frame.max(initial=0)))
+    ref, got = ref.subset(ref.frame <= last), got.subset(got.frame <= last)
+    m, _ = mot_metrics(ref, got)
+    keys = ("mota", "idf1", "num_switches", "num_false_positives", "num_misses", "motp_iou")
+    append(
+        a.results,
+        {
+            "step": a.label,
+            "frames": last,
+            "reference": str(a.reference),
+            "boxes_reference": len(ref),
+            "boxes_candidate": len(got),
+            "tracks_reference": len(np.unique(ref.ids)),
+            "tracks_candidate": len(np.unique(got.ids)),
+            **{k: m.get(k) for k in keys},
+        },
+    )
+    return 0
+
+
 def cmd_summary(a) -> int:
     """The short table at the end of the log: one line per step, then dual / plain fps per clip."""
     rows = (
@@ -308,11 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--results", type=Path)
+    p = sub.add_parser("compare")
+    p.add_argument("label")
+    p.add_argument("reference", type=Path, help="tracks_mot.txt of the CPU run")
+    p.add_argument("candidate", type=Path, help="tracks_mot.txt of the CUDA run")
+    p.add_argument("--results", type=Path)
     p = sub.add_parser("summary")
     p.add_argument("results", type=Path)
     a = ap.parse_args(argv)
     commands = {"frames": cmd_frames, "plain": cmd_plain, "record": cmd_record, "profile": cmd_profile}
-    return {**commands, "summary": cmd_summary}[a.cmd](a)
+    return {**commands, "compare": cmd_compare, "summary": cmd_summary}[a.cmd](a)
 
 
 if __name__ == "__main__":
