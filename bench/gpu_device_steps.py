@@ -94,7 +94,7 @@ def cmd_plain(a) -> int:
     w0, c0 = time.perf_counter(), time.process_time()
     with open_source(a.folder, max_frames=a.frames) as src:
         for frame in src:
-            r = model.track(frame.image, tracker="bytetrack.yaml", persist=True, **kw)[0]
+            r = list(model.track(frame.image, tracker="bytetrack.yaml", persist=True, **kw))[0]
             for k, v in (r.speed or {}).items():
                 speed[k] = speed.get(k, 0.0) + float(v or 0.0)
             n += 1

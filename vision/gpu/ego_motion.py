@@ -194,7 +194,8 @@ class TorchEgoMotionEstimator:
             torch.as_tensor(pts, device=cur_small.device)[None],
             VELOCITY_WINDOW,
         )
-        back, ok = back_t[0].cpu().numpy().astype(np.float64), status[0].cpu().numpy()
+        host = torch.cat([back_t[0].to(torch.float64), status[0, :, None].to(torch.float64)], 1).cpu().numpy()
+        back, ok = host[:, :2], host[:, 2] > 0.5  # one transfer (one synchronisation), not two
         if H_prev_to_cur is not None:
             Hs = np.diag([s, s, 1.0]) @ H_prev_to_cur @ np.diag([1 / s, 1 / s, 1.0])
             p = np.column_stack([back, np.ones(len(back))]) @ Hs.T
