@@ -296,7 +296,13 @@ def cmd_summary(a) -> int:
         print(
             f"{name:24s} {str(r.get('rc', '')):>4s} {r.get('wall_s', ''):>7} {str(r.get('frames', '')):>6s} "
             f"{str(r.get('fps', '')):>8s} {str(gpu.get('util_mean', '')) + '/' + str(gpu.get('util_max', '')):>15s} "
-            f"{str(gpu.get('mem_max_mib', '')):>8s}" + (f"  skipped: {r['skipped']}" if r.get("skipped") else "")
+            f"{str(gpu.get('mem_max_mib', '')):>8s}"
+            + (f"  skipped: {r['skipped']}" if r.get("skipped") else "")
+            + (
+                f"  MOTA {r['mota']:.3f} IDF1 {r['idf1']:.3f} switches {r['num_switches']} vs the CPU path"
+                if r.get("mota") is not None
+                else ""
+            )
         )
     for clip in ("nadir", "uavdt"):
         dual, plain = by.get(f"process_{clip}", {}).get("fps"), by.get(f"plain_{clip}", {}).get("fps")
