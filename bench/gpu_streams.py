@@ -439,8 +439,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
-    if not args.video.is_file():
+    if not args.video.exists():
         raise SystemExit(f"{args.video}: no such video (set --video, or AIRPATROL_SHARED to the shared data)")
+    if "serve" in args.modes and not args.video.is_file():
+        raise SystemExit(f"{args.video}: serve mode needs a video file (the live sources send it)")
     from vision.detection import resolve_device
 
     device = resolve_device(args.device)
@@ -450,20 +452,27 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"video {args.video.name}, device {device}, GPU {gpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}")
     print("| mode   |   N | frames | fps/strm | fps tot. | p95 ms   | GPU util | GPU mem  |")
     print("|--------|----:|-------:|---------:|---------:|---------:|---------:|---------:|")
-    rows = []
+    rows: list[dict] = []
+
+    def emit(row: dict) -> None:  # the JSON is rewritten after every row: a run cut short keeps what it measured
+        rows.append(row)
+        print_row(row)
+        if args.json:
+            args.json.write_text(
+                json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2)
+            )
+
     cfg = pipeline_config(device, args.config)
     if {"step", "serial"} & set(args.modes):
         frames = load_frames(args.video, args.frames + args.warmup)
         warmup = min(args.warmup, len(frames) - 1)
         for n in args.streams:
             for mode in [m for m in ("step", "serial") if m in args.modes]:  # alternately: a loaded machine drifts
-                rows.append(run_step(n, frames, cfg, warmup, serial=mode == "serial"))
-                print_row(rows[-1])
+                emit(run_step(n, frames, cfg, warmup, serial=mode == "serial"))
         del frames
     if "procs" in args.modes:
         for n in args.streams:
-            rows.append(run_processes(n, args.video, args.frames + args.warmup, cfg, args.warmup))
-            print_row(rows[-1])
+            emit(run_processes(n, args.video, args.frames + args.warmup, cfg, args.warmup))
     if "serve" in args.modes:
         if shutil.which("ffmpeg") is None:
             raise SystemExit("serve mode needs ffmpeg (the live sources)")
@@ -477,12 +486,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             serve(Path(tmp), device, args.config) as (base, auth),
         ):
             for n in args.streams:
-                rows.append(run_serve(n, args.video, base, auth, seconds, warmup_s=2.0))
-                print_row(rows[-1])
-    if args.json:
-        args.json.write_text(
-            json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2)
-        )
+                emit(run_serve(n, args.video, base, auth, seconds, warmup_s=2.0))
     return rows
 
 

@@ -13,8 +13,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import av
-
 from edge.sinks.annotate import FrameAnnotator
 from tracking.types import FrameResult, RunInfo
 
@@ -37,6 +35,8 @@ class AnnotatedVideoSink:
         self._thread: threading.Thread | None = None
 
     def open(self, info: RunInfo) -> None:
+        import av  # here, not at the top: a run without the annotated video (--no-video) needs no PyAV
+
         self._annotate = FrameAnnotator(self.speed_limit_kmh, fps=info.fps or 25.0)
         scale = min(1.0, self.max_width / info.width)
         # yuv420p needs even dimensions
@@ -116,6 +116,7 @@ class AnnotatedVideoSink:
                 return
 
     def _encode(self, result: FrameResult) -> None:
+        import av
         import cv2
 
         img = self._annotate(result)

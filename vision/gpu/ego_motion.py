@@ -138,13 +138,11 @@ class TorchEgoMotionEstimator:
         proj = _apply(H_small, pts.to(H_small.dtype))
         dist = torch.linalg.norm(proj - nxt.to(H_small.dtype), dim=-1)
         residual = torch.nanquantile(torch.where(inl, dist, torch.full_like(dist, float("nan"))), 0.9, dim=1)
-        # one transfer to the host for the whole batch
-        H_np, n_inl, n_good, res_np = (
-            H_small.cpu().numpy(),
-            inl.sum(1).cpu().numpy(),
-            good.sum(1).cpu().numpy(),
-            residual.cpu().numpy(),
-        )
+        # one transfer to the host for the whole batch (one synchronisation, not four); float64 holds the float32
+        # homographies and residuals and the counts exactly
+        parts = (H_small.reshape(b, 9), inl.sum(1, keepdim=True), good.sum(1, keepdim=True), residual.reshape(b, 1))
+        host = torch.cat([p.to(torch.float64) for p in parts], 1).cpu().numpy()
+        H_np, n_inl, n_good, res_np = host[:, :9].reshape(b, 3, 3), host[:, 9], host[:, 10], host[:, 11]
         S = np.diag([s, s, 1.0])
         out = []
         for i in range(b):
@@ -196,7 +194,8 @@ class TorchEgoMotionEstimator:
             torch.as_tensor(pts, device=cur_small.device)[None],
             VELOCITY_WINDOW,
         )
-        back, ok = back_t[0].cpu().numpy().astype(np.float64), status[0].cpu().numpy()
+        host = torch.cat([back_t[0].to(torch.float64), status[0, :, None].to(torch.float64)], 1).cpu().numpy()
+        back, ok = host[:, :2], host[:, 2] > 0.5  # one transfer (one synchronisation), not two
         if H_prev_to_cur is not None:
             Hs = np.diag([s, s, 1.0]) @ H_prev_to_cur @ np.diag([1 / s, 1 / s, 1.0])
             p = np.column_stack([back, np.ones(len(back))]) @ Hs.T

@@ -263,8 +263,12 @@ def blobs_batch(
         changed = torch.cat(changed_masks)[bi, ys, xs]
         n_changed = torch.bincount(comp, weights=changed.float(), minlength=m)
     owner = comps // (h * w + 1)
-    rows = torch.stack([owner, first, x1, y1, x2 + 1, y2 + 1, area], 1).cpu().numpy()
-    n_changed_np = n_changed.cpu().numpy() if use_changed else None
+    cols = [owner, first, x1, y1, x2 + 1, y2 + 1, area]
+    if use_changed:  # in the same transfer to the host: one synchronisation per batch
+        cols.append(n_changed.round().long())
+    host = torch.stack(cols, 1).cpu().numpy()
+    rows = host[:, :7]
+    n_changed_np = host[:, 7] if use_changed else None
     out = []
     for i, f in enumerate(fields):
         min_area = max(2.0, (min_area_px or config.min_area_px) * f.scale**2)
