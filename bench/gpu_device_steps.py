@@ -65,17 +65,11 @@ def cmd_frames(a) -> int:
     return 0
 
 
-def _has_quantize() -> bool:
-    from ultralytics.cfg import DEFAULT_CFG_DICT
-
-    return "quantize" in DEFAULT_CFG_DICT
-
-
 def cmd_plain(a) -> int:
     import torch
     from ultralytics import YOLO
 
-    from vision.detection import DEFAULT_DETECTOR_WEIGHTS
+    from vision.detection import DEFAULT_DETECTOR_WEIGHTS, fp16_predict_args
     from vision.source import open_source
 
     device = 0 if a.device == "cuda" else "cpu"
@@ -83,7 +77,7 @@ def cmd_plain(a) -> int:
     model = YOLO(str(DEFAULT_DETECTOR_WEIGHTS), task="detect")
     kw = dict(imgsz=a.imgsz, conf=a.conf, device=device, verbose=False)
     if half:  # FP16: 'quantize' replaced 'half' in Ultralytics 8.4 (which warns on every call given 'half')
-        kw.update(quantize=16) if _has_quantize() else kw.update(half=True)
+        kw.update(fp16_predict_args())
     with open_source(a.folder, max_frames=2) as src:
         for f in src:  # warm-up: CUDA context, cuDNN autotuning (not counted)
             model.predict(f.image, **kw)

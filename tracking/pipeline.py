@@ -81,7 +81,10 @@ class Pipeline:
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
         self.tracker = EgoCompensatedByteTrack(cfg.tracker, predict_new_tracks=not cfg.baseline)
-        self.speed = SpeedEstimator(cfg.speed, self.device)
+        # on the CPU whatever the device: the fit is a few hundred numbers, which on a GPU are ~60 kernel launches and
+        # 6 host copies (2 of them synchronising) per frame for no parallel work (the 'speed' stage measured 22 ms per
+        # frame on CUDA, 6 on a CPU; it also holds the size prior, docs/deployment.md)
+        self.speed = SpeedEstimator(cfg.speed)
         self.scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
         self.ego.reset()
         self.motion.reset()
