@@ -318,6 +318,12 @@ def cmd_summary(a) -> int:
                 else ""
             )
         )
+    for path in sorted(a.results.parent.glob("gpu_streams*.json")):  # bench/gpu_streams.py --json, beside the results
+        for r in json.loads(path.read_text()).get("rows", []):
+            print(
+                f"{path.stem}: {r['mode']} {r.get('ego_backend', '?')} N={r['streams']}: {r['fps_stream']:.2f} fps per "
+                f"stream, {r['fps_total']:.2f} total, p95 {r['p95_ms']:.0f} ms, GPU {r['gpu_util']}, {r['gpu_mem']}"
+            )
     for clip in ("nadir", "uavdt"):
         dual, plain = by.get(f"process_{clip}", {}).get("fps"), by.get(f"plain_{clip}", {}).get("fps")
         if dual and plain:
