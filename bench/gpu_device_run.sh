@@ -12,12 +12,13 @@
 #   b) bench.ego_motion_backends --device cuda (8 streams batched)
 #   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams (quick: 1 4 8), ego_motion.backend auto
 #   p) stage timers, cProfile, then torch.profiler on 3 frames, of the pipeline on the 1080p clip
-#   o) 8 streams with the OpenCV ego-motion (against c's torch at 8; 'auto' takes torch from 8 on CUDA);  t) tests/vision/gpu -k cuda
-#   r) the UAVDT clip through the CPU path, CUDA tracks scored against it;  e) process --batch-size 8 (full only)
+#   t) tests/vision/gpu -k cuda;  r) the UAVDT clip through the CPU path, CUDA tracks scored against it
+#   o) 8 streams with the OpenCV ego-motion (against c's torch at 8; 'auto' takes torch from 8 on CUDA)
+#   e) process --batch-size 8 (full mode only)
 # GPU utilisation/memory/power/SM clock sampled by nvidia-smi every 200 ms during each step.
 # Out ($OUT, default ./gpu_out): log.txt, results.jsonl, gpu_util.csv, gpu_streams.json, profile.txt.
-# Quick mode fits GPU_RUN_BUDGET_S=200 after the wheel install (~15 s):
-#   PYTHONUNBUFFERED=1 GPU_RUN_BUDGET_S=200 timeout -k 10 230 bash bench/gpu_device_run.sh --quick
+# Quick mode, ~200 s in all (wheel install included; what the budget does not reach is skipped, last steps first):
+#   PYTHONUNBUFFERED=1 GPU_RUN_BUDGET_S=200 timeout -k 10 215 bash bench/gpu_device_run.sh --quick
 # On this machine (no GPU, no wheels), small: GPU_RUN_LOCAL=1 GPU_RUN_DEVICE=cpu GPU_RUN_FRAMES=4 GPU_RUN_STREAMS="1 2"
 #   OUT=/tmp/x bash bench/gpu_device_run.sh --quick
 set -u
@@ -171,11 +172,6 @@ step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir" --dev
 step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir" --label nadir --device "$DEVICE" --frames "$PROF_N" \
   --torch-frames "$PROF_TORCH_N" --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
 
-# o) the widest stream count (8) with the OpenCV ego-motion in the streams' own threads, against c's batched torch
-#    there (the 'auto' rule's open question, docs/gpu.md)
-step gpu_streams_opencv $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams "$WIDE" \
-  --modes step --frames "$STREAM_N" --warmup 3 --ego-backend opencv --json "$OUT/gpu_streams_opencv.json" "${CFG[@]}"
-
 # t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
 step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
 
@@ -186,6 +182,11 @@ if step cpu_reference_uavdt $CAP_CPU $PY -m edge.cli process "$FR/uavdt" --devic
   $STEPS record cpu_reference_uavdt "$RUNS/uavdt_cpu/summary.json" --results "$RES"
   $STEPS compare cuda_vs_cpu_uavdt "$RUNS/uavdt_cpu/tracks_mot.txt" "$RUNS/uavdt/tracks_mot.txt" --results "$RES" || true
 fi
+
+# o) the widest stream count (8) with the OpenCV ego-motion in the streams' own threads, against c's batched torch
+#    there (the 'auto' rule's open question, docs/gpu.md)
+step gpu_streams_opencv $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams "$WIDE" \
+  --modes step --frames "$STREAM_N" --warmup 3 --ego-backend opencv --json "$OUT/gpu_streams_opencv.json" "${CFG[@]}"
 
 # e) the shipped GPU knob: frames per detector call
 if [ $QUICK = 0 ] && step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
