@@ -9,12 +9,18 @@
 # folders first and every contender reads those. Steps, in order of value, each under `timeout` and inside one
 # overall budget (GPU_RUN_BUDGET_S, default 420 s), each failing soft:
 #   a) airpatrol process --device cuda and plain Ultralytics track (same weights, ByteTrack, imgsz 640, FP16) on both
-#   b) bench.ego_motion_backends --device cuda;  p) torch.profiler + cProfile of the pipeline on the 1080p clip
-#   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams;  t) tests/vision/gpu -k cuda
-#   r) the UAVDT clip through the CPU path, CUDA tracks scored against it;  e) process --batch-size 8
+#   b) bench.ego_motion_backends --device cuda (8 streams batched)
+#   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams (quick: 1 4 8), ego_motion.backend auto
+#   p) stage timers, cProfile, then torch.profiler on 3 frames, of the pipeline on the 1080p clip
+#   t) tests/vision/gpu -k cuda;  r) the UAVDT clip through the CPU path, CUDA tracks scored against it
+#   o) 8 streams with the OpenCV ego-motion (against c's torch at 8; 'auto' takes torch from 8 on CUDA)
+#   e) process --batch-size 8 (full mode only)
 # GPU utilisation/memory/power/SM clock sampled by nvidia-smi every 200 ms during each step.
 # Out ($OUT, default ./gpu_out): log.txt, results.jsonl, gpu_util.csv, gpu_streams.json, profile.txt.
-# On this machine (no GPU, no wheels): GPU_RUN_LOCAL=1 GPU_RUN_DEVICE=cpu OUT=/tmp/x bash bench/gpu_device_run.sh --quick
+# Quick mode, ~200 s in all (wheel install included; what the budget does not reach is skipped, last steps first):
+#   PYTHONUNBUFFERED=1 GPU_RUN_BUDGET_S=200 timeout -k 10 215 bash bench/gpu_device_run.sh --quick
+# On this machine (no GPU, no wheels), small: GPU_RUN_LOCAL=1 GPU_RUN_DEVICE=cpu GPU_RUN_FRAMES=4 GPU_RUN_STREAMS="1 2"
+#   OUT=/tmp/x bash bench/gpu_device_run.sh --quick
 set -u
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
@@ -45,10 +51,13 @@ STEPS="$PY bench/gpu_device_steps.py"
 CFG=()
 [ -n "${GPU_RUN_CONFIG:-}" ] && CFG=(--config "$GPU_RUN_CONFIG")
 
+# caps (s) per step: process, plain, ego, streams, profile, streams with OpenCV, CPU reference
 if [ $QUICK = 1 ]; then
-  NADIR_N=60 UAVDT_N=90 EGO_N=20 EGO_STREAMS=2 PROF_N=8 STREAM_N=10 STREAMS="1 4" CPU_N=20 MODE=quick
+  NADIR_N=60 UAVDT_N=90 EGO_N=20 EGO_STREAMS=8 PROF_N=8 PROF_TORCH_N=3 STREAM_N=10 STREAMS="1 4 8" CPU_N=20 MODE=quick
+  CAP_PROC=50 CAP_PLAIN=35 CAP_EGO=40 CAP_STREAMS=70 CAP_PROF=45 CAP_OCV=40 CAP_CPU=35
 else
-  NADIR_N=177 UAVDT_N=300 EGO_N=60 EGO_STREAMS=8 PROF_N=30 STREAM_N=30 STREAMS="1 2 4 8 16" CPU_N=60 MODE=full
+  NADIR_N=177 UAVDT_N=300 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 2 4 8 16" CPU_N=60
+  MODE=full CAP_PROC=90 CAP_PLAIN=60 CAP_EGO=75 CAP_STREAMS=180 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
 fi
 # smaller still where asked (the CPU check): GPU_RUN_FRAMES caps every frame count
 if [ -n "${GPU_RUN_FRAMES:-}" ]; then
@@ -56,8 +65,14 @@ if [ -n "${GPU_RUN_FRAMES:-}" ]; then
     [ "${!v}" -gt "$GPU_RUN_FRAMES" ] && printf -v "$v" %s "$GPU_RUN_FRAMES"
   done
 fi
-# the 1080p folder also feeds the profile (warm-up 5 + 3 passes) and the streams (warm-up 3)
-NADIR_FOLDER_N=$(printf '%s\n' "$NADIR_N" $((5 + 3 * PROF_N)) $((3 + STREAM_N)) | sort -n | tail -1)
+# GPU_RUN_STREAMS (the CPU check): other stream counts; the widest also runs with OpenCV and batches the ego bench
+if [ -n "${GPU_RUN_STREAMS:-}" ]; then
+  STREAMS=$GPU_RUN_STREAMS
+  EGO_STREAMS=${STREAMS##* }
+fi
+WIDE=${STREAMS##* }
+# the 1080p folder also feeds the profile (warm-up 5 + 2 passes + torch.profiler's) and the streams (warm-up 3)
+NADIR_FOLDER_N=$(printf '%s\n' "$NADIR_N" $((5 + 2 * PROF_N + PROF_TORCH_N)) $((3 + STREAM_N)) | sort -n | tail -1)
 
 echo "== airpatrol GPU run ($MODE), $(date -u +%FT%TZ), device $DEVICE, budget ${BUDGET}s, $(nproc) CPU cores"
 git log -1 --oneline 2>/dev/null || true
@@ -137,39 +152,44 @@ step frames_uavdt 60 $STEPS frames .gpuclips/uavdt_M1303_300.mp4 "$FR/uavdt" --m
 for clip in nadir uavdt; do
   n=$NADIR_N
   [ $clip = uavdt ] && n=$UAVDT_N
-  if step "process_$clip" 90 $PY -m edge.cli process "$FR/$clip" --device "$DEVICE" --out "$RUNS/$clip" --no-video -q \
+  if step "process_$clip" $CAP_PROC $PY -m edge.cli process "$FR/$clip" --device "$DEVICE" --out "$RUNS/$clip" --no-video -q \
     --max-frames "$n" "${CFG[@]}"; then
     $STEPS record "process_$clip" "$RUNS/$clip/summary.json" --results "$RES"
   fi
-  step "plain_$clip" 60 $STEPS plain "$FR/$clip" --label "$clip" --device "$DEVICE" --frames "$n" --results "$RES"
+  step "plain_$clip" $CAP_PLAIN $STEPS plain "$FR/$clip" --label "$clip" --device "$DEVICE" --frames "$n" --results "$RES"
 done
 
 # b) ego-motion and motion layer, OpenCV vs torch, on the 1080p clip (reads the MP4 with OpenCV)
-step ego_motion 75 $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
+step ego_motion $CAP_EGO $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
   --frames "$EGO_N" --batch 8 --streams "$EGO_STREAMS"
-
-# p) where the time goes in the pipeline's step loop: torch.profiler (device/host ops, copies) and cProfile
-step profile_nadir 90 $STEPS profile "$FR/nadir" --label nadir --device "$DEVICE" --frames "$PROF_N" \
-  --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
 
 # c) many streams in one process, shared detector / U-Net passes (step_streams); the frames are preloaded
 # shellcheck disable=SC2086
-step gpu_streams 180 $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams $STREAMS --modes step \
-  --frames "$STREAM_N" --warmup 3 --json "$OUT/gpu_streams.json" "${CFG[@]}"
+step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams $STREAMS \
+  --modes step --frames "$STREAM_N" --warmup 3 --json "$OUT/gpu_streams.json" "${CFG[@]}"
+
+# p) where the time goes in the pipeline's step loop: stage timers, cProfile, torch.profiler (device/host ops, copies)
+step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir" --label nadir --device "$DEVICE" --frames "$PROF_N" \
+  --torch-frames "$PROF_TORCH_N" --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
 
 # t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
-step cuda_tests 60 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
+step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
 
 # r) the same UAVDT frames through the CPU path (OpenCV ego-motion; the torch detector, so no ONNX export is needed
 #    offline): the CUDA run's tracks scored against these (CLEAR-MOT over the first CPU_N frames)
-if step cpu_reference_uavdt 60 $PY -m edge.cli process "$FR/uavdt" --device cpu --detector-runtime torch \
+if step cpu_reference_uavdt $CAP_CPU $PY -m edge.cli process "$FR/uavdt" --device cpu --detector-runtime torch \
   --out "$RUNS/uavdt_cpu" --no-video -q --max-frames "$CPU_N" && [ -f "$RUNS/uavdt/tracks_mot.txt" ]; then
   $STEPS record cpu_reference_uavdt "$RUNS/uavdt_cpu/summary.json" --results "$RES"
   $STEPS compare cuda_vs_cpu_uavdt "$RUNS/uavdt_cpu/tracks_mot.txt" "$RUNS/uavdt/tracks_mot.txt" --results "$RES" || true
 fi
 
+# o) the widest stream count (8) with the OpenCV ego-motion in the streams' own threads, against c's batched torch
+#    there (the 'auto' rule's open question, docs/gpu.md)
+step gpu_streams_opencv $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams "$WIDE" \
+  --modes step --frames "$STREAM_N" --warmup 3 --ego-backend opencv --json "$OUT/gpu_streams_opencv.json" "${CFG[@]}"
+
 # e) the shipped GPU knob: frames per detector call
-if step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
+if [ $QUICK = 0 ] && step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
   --max-frames "$NADIR_N" --batch-size 8 "${CFG[@]}"; then
   $STEPS record process_nadir_b8 "$RUNS/nadir_b8/summary.json" --results "$RES"
 fi

@@ -9,9 +9,10 @@
 beside the clips): the clips travel as H.264 files, OpenCV (whose wheel bundles FFmpeg) decodes them there into
 JPEG folders, and every contender reads the same folder through ``vision.source.open_source``.
 ``plain`` is what a user of Ultralytics runs: ``YOLO(weights).track(frame, tracker="bytetrack.yaml", persist=True,
-conf=0.1, imgsz=640, half=True)`` frame by frame, decode included, with the same weights as ``airpatrol process``.
-``profile`` steps the default dual-layer pipeline over preloaded frames under ``torch.profiler`` (top ops by device
-and by host time, host<->device copies) and then ``cProfile`` (Python functions by own time).
+conf=0.1, imgsz=640, quantize=16)`` (``half=True`` before Ultralytics 8.4) frame by frame, decode included, with the same weights as ``airpatrol process``.
+``profile`` steps the default dual-layer pipeline over preloaded frames: stage timers, then ``cProfile`` (Python
+functions by own time), then ``torch.profiler`` on a few frames (top ops by device and host time, host<->device
+copies); the report is rewritten after each part.
 """
 
 from __future__ import annotations
@@ -65,17 +66,11 @@ def cmd_frames(a) -> int:
     return 0
 
 
-def _has_quantize() -> bool:
-    from ultralytics.cfg import DEFAULT_CFG_DICT
-
-    return "quantize" in DEFAULT_CFG_DICT
-
-
 def cmd_plain(a) -> int:
     import torch
     from ultralytics import YOLO
 
-    from vision.detection import DEFAULT_DETECTOR_WEIGHTS
+    from vision.detection import DEFAULT_DETECTOR_WEIGHTS, fp16_predict_args
     from vision.source import open_source
 
     device = 0 if a.device == "cuda" else "cpu"
@@ -83,7 +78,7 @@ def cmd_plain(a) -> int:
     model = YOLO(str(DEFAULT_DETECTOR_WEIGHTS), task="detect")
     kw = dict(imgsz=a.imgsz, conf=a.conf, device=device, verbose=False)
     if half:  # FP16: 'quantize' replaced 'half' in Ultralytics 8.4 (which warns on every call given 'half')
-        kw.update(quantize=16) if _has_quantize() else kw.update(half=True)
+        kw.update(fp16_predict_args())
     with open_source(a.folder, max_frames=2) as src:
         for f in src:  # warm-up: CUDA context, cuDNN autotuning (not counted)
             model.predict(f.image, **kw)
@@ -150,19 +145,22 @@ def _table(prof, sort: str, n: int) -> str:
 
 
 def cmd_profile(a) -> int:
+    """Where the time goes, cheapest first, the report rewritten after each part (a part cut off by the step's limit
+    leaves the earlier ones): the stage timers unprofiled, cProfile (Python time in the loop), then torch.profiler on
+    a few frames only (its trace of a frame's thousands of kernels takes long to collect: the first device run spent
+    its 90 s there)."""
     import cProfile
     import io
     import pstats
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from edge.config import load_settings
     from tracking.pipeline import Pipeline
     from vision.source import open_source
 
     cuda = a.device == "cuda"
-    with open_source(a.folder, max_frames=a.warmup + 3 * a.frames) as src:
+    with open_source(a.folder, max_frames=a.warmup + 2 * a.frames + a.torch_frames) as src:
         frames = list(src)
         info = src.info
     cfg = load_settings(a.config, {}).pipeline.model_copy(update={"device": a.device})
@@ -177,9 +175,16 @@ def cmd_profile(a) -> int:
 
     sync()
     part1 = frames[a.warmup : a.warmup + a.frames]
-    part2 = frames[a.warmup + a.frames : a.warmup + 2 * a.frames]
-    part3 = frames[a.warmup + 2 * a.frames :] or part1
-    out: list[str] = [f"profile: {a.folder}, {info.width}x{info.height}, device {a.device}, torch {torch.__version__}"]
+    part2 = frames[a.warmup + a.frames : a.warmup + 2 * a.frames] or part1
+    part3 = frames[a.warmup + 2 * a.frames :][: a.torch_frames] or part1[: a.torch_frames]
+    out: list[str] = [
+        f"profile: {a.folder}, {info.width}x{info.height}, device {a.device}, torch {torch.__version__}, "
+        f"ego-motion {type(pipe.ego).__module__}"
+    ]
+
+    def flush() -> None:
+        a.out.write_text("\n".join(out) + "\n")
+
     before = dict(pipe.timings)
     t0 = time.perf_counter()
     for f in part1:
@@ -188,68 +193,77 @@ def cmd_profile(a) -> int:
     plain_ms = 1000 * (time.perf_counter() - t0) / max(len(part1), 1)
     stages = {k: round((v - before.get(k, 0.0)) / max(len(part1), 1), 2) for k, v in pipe.timings.items()}
     out.append(f"unprofiled: {len(part1)} frames, {plain_ms:.1f} ms/frame; pipeline stage timers (ms/frame): {stages}")
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities, record_shapes=False) as prof:
+    print(out[0], out[-1], sep="\n", flush=True)
+    flush()
+    row: dict = {
+        "step": f"profile_{a.label}",
+        "frames": len(part1),
+        "ms_per_frame": round(plain_ms, 2),
+        "fps": round(1000 / plain_ms, 2),
+        "ms_per_frame_by_stage": stages,
+    }
+    append(a.results, row)
+
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    pr.enable()
+    for f in part2:
+        pipe.step(f)
+    sync()
+    pr.disable()
+    cprof_ms = 1000 * (time.perf_counter() - t0) / max(len(part2), 1)
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(a.rows)
+    out.append(f"\n== cProfile, {len(part2)} further frames ({cprof_ms:.1f} ms/frame under cProfile), by own time ==")
+    out.append(buf.getvalue())
+    flush()
+    print(f"cProfile: {len(part2)} frames, {cprof_ms:.1f} ms/frame under it", flush=True)
+    if not cuda or a.torch_frames <= 0:
+        return 0
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False) as prof:
         t0 = time.perf_counter()
-        for f in part2:
+        for f in part3:
             pipe.step(f)
         sync()
-        prof_ms = 1000 * (time.perf_counter() - t0) / max(len(part2), 1)
-    out.append(f"under torch.profiler: {len(part2)} frames, {prof_ms:.1f} ms/frame")
+        prof_ms = 1000 * (time.perf_counter() - t0) / max(len(part3), 1)
     events = prof.key_averages()
 
     def dev_us(e) -> float:
         return float(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) or 0.0)
 
-    kernel_us = sum(dev_us(e) for e in events)
+    n = max(len(part3), 1)
+    kernel_ms = sum(dev_us(e) for e in events) / 1000 / n
     copies = [e for e in events if any(k in e.key.lower() for k in ("memcpy", "memset", "synchronize"))]
+    out.append(f"\n== torch.profiler, {len(part3)} further frames ({prof_ms:.1f} ms/frame under it) ==")
     out.append(
-        f"device time (sum of self device time of all ops): {kernel_us / 1000 / max(len(part2), 1):.2f} ms/frame "
-        f"= {100 * kernel_us / 1000 / max(len(part2), 1) / max(prof_ms, 1e-9):.1f} % of the frame's wall time"
+        f"device time (sum of self device time of all ops): {kernel_ms:.2f} ms/frame "
+        f"= {100 * kernel_ms / max(prof_ms, 1e-9):.1f} % of the frame's wall time"
     )
     out.append("host<->device copies, memsets and synchronisations (count, self device ms total, per frame):")
     for e in sorted(copies, key=dev_us, reverse=True):
-        out.append(f"  {e.key[:70]:70s} n={e.count:6d}  {dev_us(e) / 1000:8.2f} ms  {e.count / len(part2):6.1f}/frame")
-    for name, sort in (
-        ("device", "self_device_time_total"),
-        ("host", "self_cpu_time_total"),
-        ("host incl.", "cpu_time_total"),
-    ):
-        if name == "device" and not cuda:
-            continue
+        out.append(f"  {e.key[:70]:70s} n={e.count:6d}  {dev_us(e) / 1000:8.2f} ms  {e.count / n:6.1f}/frame")
+    flush()
+    print("\n".join(out[-2 - len(copies) :]), flush=True)
+    append(
+        a.results,
+        {
+            "step": f"profile_{a.label}_torch",
+            "frames": len(part3),
+            "profiled_ms_per_frame": round(prof_ms, 2),
+            "device_busy_pct": round(100 * kernel_ms / max(prof_ms, 1e-9), 1),
+            "copies_per_frame": round(sum(e.count for e in copies) / n, 1),
+        },
+    )
+    for name, sort in (("device", "self_device_time_total"), ("host", "self_cpu_time_total")):
         out.append(f"\n== top ops by {name} time ({sort}) ==")
         t = _table(prof, sort, a.rows)
         if t.startswith("(no table") and name == "device":  # torch before 2.4 named it after CUDA
             t = _table(prof, "self_cuda_time_total", a.rows)
         out.append(t)
-    pr = cProfile.Profile()
-    t0 = time.perf_counter()
-    pr.enable()
-    for f in part3:
-        pipe.step(f)
-    sync()
-    pr.disable()
-    cprof_ms = 1000 * (time.perf_counter() - t0) / max(len(part3), 1)
-    buf = io.StringIO()
-    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(a.rows)
-    out.append(f"\n== cProfile, {len(part3)} further frames ({cprof_ms:.1f} ms/frame under cProfile), by own time ==")
-    out.append(buf.getvalue())
-    text = "\n".join(out)
-    a.out.write_text(text)
-    print("\n".join(out[:4]), flush=True)
-    append(
-        a.results,
-        {
-            "step": f"profile_{a.label}",
-            "frames": len(part1),
-            "ms_per_frame": round(plain_ms, 2),
-            "fps": round(1000 / plain_ms, 2),
-            "ms_per_frame_by_stage": stages,
-            "profiled_ms_per_frame": round(prof_ms, 2),
-            "device_busy_pct": round(100 * kernel_us / 1000 / max(len(part2), 1) / max(prof_ms, 1e-9), 1),
-            "copies_per_frame": round(sum(e.count for e in copies) / max(len(part2), 1), 1),
-        },
-    )
+        flush()
     return 0
 
 
@@ -304,6 +318,12 @@ def cmd_summary(a) -> int:
                 else ""
             )
         )
+    for path in sorted(a.results.parent.glob("gpu_streams*.json")):  # bench/gpu_streams.py --json, beside the results
+        for r in json.loads(path.read_text()).get("rows", []):
+            print(
+                f"{path.stem}: {r['mode']} {r.get('ego_backend', '?')} N={r['streams']}: {r['fps_stream']:.2f} fps per "
+                f"stream, {r['fps_total']:.2f} total, p95 {r['p95_ms']:.0f} ms, GPU {r['gpu_util']}, {r['gpu_mem']}"
+            )
     for clip in ("nadir", "uavdt"):
         dual, plain = by.get(f"process_{clip}", {}).get("fps"), by.get(f"plain_{clip}", {}).get("fps")
         if dual and plain:
@@ -337,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p.add_argument("--label", default="nadir")
     p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
-    p.add_argument("--frames", type=int, default=30, help="frames per pass (plain, torch.profiler, cProfile)")
+    p.add_argument("--frames", type=int, default=30, help="frames per pass (stage timers, cProfile)")
+    p.add_argument("--torch-frames", type=int, default=4, help="frames under torch.profiler (CUDA only; 0: none)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rows", type=int, default=30)
     p.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")

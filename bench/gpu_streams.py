@@ -133,11 +133,13 @@ def load_frames(video: Path, n: int) -> list:
     return frames
 
 
-def pipeline_config(device: str, config: Path | None):
+def pipeline_config(device: str, config: Path | None, ego_backend: str | None = None):
     from edge.config import load_settings
 
-    settings = load_settings(config, {})
-    return settings.pipeline.model_copy(update={"device": device})
+    pipeline = load_settings(config, {}).pipeline.model_copy(update={"device": device})
+    if ego_backend:
+        pipeline.ego_motion = pipeline.ego_motion.model_copy(update={"backend": ego_backend})
+    return pipeline
 
 
 def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> dict:
@@ -145,7 +147,7 @@ def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> di
     from tracking.pipeline import Pipeline
     from vision.types import Frame
 
-    pipes = [Pipeline(cfg) for _ in range(n)]
+    pipes = [Pipeline(cfg, streams=n) for _ in range(n)]  # 'auto' backend: torch only for a large enough group
     h, w = frames[0].image.shape[:2]
     for p in pipes:
         p.reset(w, h, 25.0)
@@ -168,6 +170,7 @@ def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> di
     return {
         "mode": "serial" if serial else "step",
         "streams": n,
+        "ego_backend": "torch" if type(pipes[0].ego).__module__.startswith("vision.gpu") else "opencv",
         "frames": counted,
         "fps_stream": counted / wall,
         "fps_total": n * counted / wall,
@@ -415,7 +418,7 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
 
 def print_row(r: dict) -> None:
     print(
-        f"| {r['mode']:6} | {r['streams']:3d} | {r['frames']:6d} | {r['fps_stream']:8.2f} | {r['fps_total']:8.2f} | "
+        f"| {r['mode']:6} | {r.get('ego_backend', '-'):6} | {r['streams']:3d} | {r['frames']:6d} | {r['fps_stream']:8.2f} | {r['fps_total']:8.2f} | "
         f"{r['p95_ms']:8.0f} | {r['gpu_util']:>8} | {r['gpu_mem']:>8} |",
         flush=True,
     )
@@ -437,6 +440,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "procs: one process per stream, own models; serve: airpatrol serve with live streams",
     )
     ap.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
+    ap.add_argument(
+        "--ego-backend",
+        choices=["auto", "opencv", "torch"],
+        help="ego_motion.backend for every stream (default: the config's; 'auto' takes torch on CUDA from 8 streams)",
+    )
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
     if not args.video.exists():
@@ -450,8 +458,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") else "none (CPU)"
     print(f"video {args.video.name}, device {device}, GPU {gpu}, {os.cpu_count()} CPU cores, torch {torch.__version__}")
-    print("| mode   |   N | frames | fps/strm | fps tot. | p95 ms   | GPU util | GPU mem  |")
-    print("|--------|----:|-------:|---------:|---------:|---------:|---------:|---------:|")
+    print("| mode   | ego    |   N | frames | fps/strm | fps tot. | p95 ms   | GPU util | GPU mem  |")
+    print("|--------|--------|----:|-------:|---------:|---------:|---------:|---------:|---------:|")
     rows: list[dict] = []
 
     def emit(row: dict) -> None:  # the JSON is rewritten after every row: a run cut short keeps what it measured
@@ -462,7 +470,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 json.dumps({"video": str(args.video), "device": device, "gpu": gpu, "rows": rows}, indent=2)
             )
 
-    cfg = pipeline_config(device, args.config)
+    cfg = pipeline_config(device, args.config, args.ego_backend)
     if {"step", "serial"} & set(args.modes):
         frames = load_frames(args.video, args.frames + args.warmup)
         warmup = min(args.warmup, len(frames) - 1)

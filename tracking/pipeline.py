@@ -45,7 +45,9 @@ class PoseProvider(Protocol):
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig | None = None, detector: Detector | None = None):
+    def __init__(self, config: PipelineConfig | None = None, detector: Detector | None = None, streams: int = 1):
+        """``streams``: how many pipelines step together with this one (``edge.batch.batched.step_streams``); the
+        'auto' ego-motion backend weighs it (vision.gpu.backend)."""
         self.config = config or PipelineConfig()
         self.device = resolve_device(self.config.device)
         detector_config = self.config.detector
@@ -57,9 +59,9 @@ class Pipeline:
             from vision.road.segmenter import RoadSegmenter
 
             self.road = RoadSegmenter(self.config.road, self.device)
-        # OpenCV on the CPU or torch on the device (ego_motion.backend): same interface, grey frames as numpy
-        # arrays or as device tensors
-        self.ego, self.motion = build_motion_stages(self.config.ego_motion, self.config.motion, self.device)
+        # OpenCV on the CPU or torch on the device (ego_motion.backend, streams): same interface, grey frames as
+        # numpy arrays or as device tensors
+        self.ego, self.motion = build_motion_stages(self.config.ego_motion, self.config.motion, self.device, streams)
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
 
@@ -79,7 +81,10 @@ class Pipeline:
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
         self.tracker = EgoCompensatedByteTrack(cfg.tracker, predict_new_tracks=not cfg.baseline)
-        self.speed = SpeedEstimator(cfg.speed, self.device)
+        # on the CPU whatever the device: the fit is a few hundred numbers, which on a GPU are ~60 kernel launches and
+        # 6 host copies (2 of them synchronising) per frame for no parallel work (the 'speed' stage measured 22 ms per
+        # frame on CUDA, 6 on a CPU; it also holds the size prior, docs/deployment.md)
+        self.speed = SpeedEstimator(cfg.speed)
         self.scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
         self.ego.reset()
         self.motion.reset()

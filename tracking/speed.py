@@ -3,8 +3,8 @@
 Track positions are stored in a stabilised pixel frame (the ego-motion chain removes the drone's motion). Each frame,
 the last ``window_s`` seconds of a track are brought into the current frame, mapped to ground metres with that frame's
 ground mapping, and a line is fitted to position over time (one robust reweighting pass). The slope is the velocity.
-All tracks are fitted together in torch: on the GPU when present, on the CPU otherwise, in float64 either way so both
-give the same numbers.
+All tracks are fitted together in torch, in float64 on any device so all give the same numbers; the pipeline fits
+on the CPU (on a GPU a fit this small is launch and copy overhead).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ AirPatrol's vehicle classes by name (COCO ``car``/``truck``/``bus`` and our own 
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Protocol
@@ -38,6 +39,15 @@ class Detector(Protocol):
 
 class WeightsError(ValueError):
     """Weights that are missing or unusable; never triggers a download."""
+
+
+@functools.cache
+def fp16_predict_args() -> dict[str, object]:
+    """Ultralytics' predict argument for FP16 inference: ``quantize=16`` where it has it (8.4 deprecates ``half`` and
+    warns on every call), ``half=True`` on the older versions the project allows (>= 8.3)."""
+    from ultralytics.cfg import DEFAULT_CFG_DICT
+
+    return {"quantize": 16} if "quantize" in DEFAULT_CFG_DICT else {"half": True}
 
 
 def resolve_device(device: str) -> str:
@@ -138,7 +148,7 @@ class VehicleDetector:
             classes=sorted(self.class_map),
         )
         if self.device.startswith("cuda") and self.config.half:
-            kwargs["half"] = True
+            kwargs.update(fp16_predict_args())
         if self._is_torch and self.device.startswith("cuda"):
             results = self.model.predict(images, **kwargs)
         else:

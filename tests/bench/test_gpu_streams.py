@@ -46,7 +46,8 @@ def test_step_mode_prints_a_row_per_stream_count(clip, capsys, tmp_path):
         assert r["fps_stream"] > 0 and r["p95_ms"] > 0 and math.isfinite(r["p95_ms"])
         assert r["gpu_util"] == "n/a" and r["gpu_mem"] == "n/a"  # no GPU is measured on the CPU
     out = capsys.readouterr().out
-    assert "| step   |   2 |" in out and (tmp_path / "rows.json").is_file()
+    assert all(r["ego_backend"] == "opencv" for r in rows)  # 'auto' on the CPU, whatever the stream count
+    assert "| step   | opencv |   2 |" in out and (tmp_path / "rows.json").is_file()
 
 
 @pytest.mark.slow

@@ -82,3 +82,14 @@ def test_native_pass_runs_once_on_the_road_and_maps_boxes_back_to_the_frame():
     np.testing.assert_allclose(out.xyxy, [[10, 194, 30, 204]])
     assert det.tiles_run == 1
     assert len(det.detect(image, np.zeros_like(road))) == 0 and len(calls) == 1
+
+
+def test_fp16_argument_is_one_the_installed_ultralytics_takes_without_a_deprecation():
+    """8.4 renamed 'half' to 'quantize' (and warns on every predict given 'half'); 8.3 only has 'half'."""
+    from ultralytics.cfg import DEFAULT_CFG_DICT
+
+    from vision.detection import fp16_predict_args
+
+    (key, value), *rest = fp16_predict_args().items()
+    assert not rest and key in DEFAULT_CFG_DICT
+    assert (key, value) == (("quantize", 16) if "quantize" in DEFAULT_CFG_DICT else ("half", True))

@@ -205,20 +205,25 @@ def update_streams(
     return out  # type: ignore[return-value]
 
 
+CONVERGENCE_EVERY = 4  # label-propagation rounds between two convergence tests (each one a host synchronisation)
+
+
 def connected_components(mask: torch.Tensor, max_rounds: int = 10_000) -> torch.Tensor:
     """8-connected components of a (B, h, w) bool mask: each foreground pixel gets the 1-based raster index of its
     component's last pixel (0 = background). Label propagation with pointer jumping, all on the device."""
     b, h, w = mask.shape
     idx = torch.arange(1, h * w + 1, device=mask.device, dtype=torch.float32).view(1, h, w)  # exact below 2^24
     labels = torch.where(mask, idx, torch.zeros((), device=mask.device))
-    for _ in range(max_rounds):
+    for r in range(max_rounds):
         grown = F.max_pool2d(labels[:, None], 3, 1, 1)[:, 0] * mask
         flat = grown.flatten(1)
         ptr = (flat.long() - 1).clamp(min=0)
         jumped = flat.gather(1, ptr)
         jumped = flat.gather(1, (jumped.long() - 1).clamp(min=0)) * mask.flatten(1)
         jumped = jumped.view(b, h, w)
-        if torch.equal(jumped, labels):
+        # the convergence test waits for the device (a host synchronisation): every CONVERGENCE_EVERY rounds only;
+        # rounds past convergence change nothing (the labels are a fixed point), so the result is the same
+        if (r + 1) % CONVERGENCE_EVERY == 0 and torch.equal(jumped, labels):
             break
         labels = jumped
     return labels.long()
@@ -242,10 +247,9 @@ def blobs_batch(
         ).long()
     else:
         labels = connected_components(closed)
-    fg = labels > 0
-    if not bool(fg.any()):
-        return [empty for _ in fields]
-    bi, ys, xs = fg.nonzero(as_tuple=True)
+    # no early exit on an empty mask: ``fg.any()`` would be one more host synchronisation, and nonzero() (which
+    # synchronises anyway) gives no components, so every field gets no blobs below
+    bi, ys, xs = (labels > 0).nonzero(as_tuple=True)
     key = bi * (h * w + 1) + labels[bi, ys, xs]
     comps, comp = torch.unique(key, return_inverse=True)
     m = len(comps)

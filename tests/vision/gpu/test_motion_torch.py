@@ -114,3 +114,23 @@ def test_streams_batched_equal_one_by_one():
             assert np.array_equal(x.mask, y.mask) and np.array_equal(x.changed, y.changed)
     assert np.array_equal(together[0].blobs(both[0]), alone[0].blobs(solo[0]))
     assert len(together[0].blobs(both[0]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_still_scene_has_no_blobs_and_a_mover_has_one(device):
+    """No moving pixel: no blobs (an empty foreground takes the same path as a full one, no early exit); one bright
+    square moving: its blob, in the same place as OpenCV's."""
+    det, ref = TorchMotionDetector(MotionConfig(), device), MotionDetector(MotionConfig())
+    rng = np.random.default_rng(1)
+    still = (rng.random((120, 160)) * 40 + 60).astype(np.uint8)
+    for _ in range(3):
+        field = det.update(_grey(still, device), np.eye(3), 1.0)
+        assert det.blobs(field).shape == (0, 4)
+    for k in range(6):
+        grey = still.copy()
+        grey[50:62, 20 + 6 * k : 32 + 6 * k] = 250
+        field = det.update(_grey(grey, device), np.eye(3), 1.0)
+        ref_field = ref.update(grey, np.eye(3), 1.0)
+    blobs, ref_blobs = det.blobs(field), ref.blobs(ref_field)
+    assert len(blobs) == len(ref_blobs) >= 1
+    assert np.allclose(blobs, ref_blobs, atol=1)
