@@ -11,10 +11,10 @@ from typing import Protocol
 import numpy as np
 
 from vision.config import DetectorConfig
-
-# Re-exported: the weights file and its loading moved to vision.detector_weights (vision.runtime needs them too).
-from vision.detector_weights import DEFAULT_DETECTOR_WEIGHTS, WEIGHTS_DIR, WeightsError, load_yolo  # noqa: F401
 from vision.types import VEHICLE_CLASSES, Detections, DetectionSource
+
+# Re-exported: the weights file and its loading moved to vision.yolo_weights (vision.runtime needs them too).
+from vision.yolo_weights import DEFAULT_DETECTOR_WEIGHTS, WEIGHTS_DIR, WeightsError, load_yolo  # noqa: F401
 
 _NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
 

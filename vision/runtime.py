@@ -28,7 +28,7 @@ from pathlib import Path
 
 from vision.checksum import sha256_file
 from vision.config import DetectorConfig
-from vision.detector_weights import load_yolo
+from vision.yolo_weights import load_yolo
 
 EXPORT_OPSET = None  # Ultralytics' best opset for the installed onnx
 
