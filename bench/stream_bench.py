@@ -357,6 +357,58 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
     return out
 
 
+def frame_latency(frames: list[bytes], detector: str, telemetry: dict | None, fps: float = 25.0) -> dict:
+    """In one process, no network: a push stream's frames through a stream worker one at a time (each pushed when
+    the previous result is out, so nothing queues), the latency of each from push to result. Without the queueing of
+    a real-time stream on a busy machine this is the frame path's own latency, spikes included (the horizon search
+    runs on the frames of a stream without telemetry). Frames 0-4 (model warm-up) are not counted."""
+    import functools
+
+    from edge.config import load_settings
+    from edge.service.metrics import ServiceMetrics
+    from edge.service.push import FrameMsg, decode_jpeg
+    from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
+    from tracking.config import PipelineConfig
+    from tracking.pipeline import Pipeline
+
+    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
+    if detector == "coco":
+        pipeline["detector"] = {"weights": str(COCO)}
+    config = PipelineConfig(**pipeline)
+    make = (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(None, {"data_dir": tmp, "database_url": f"sqlite:///{tmp}/o.db", "pipeline": pipeline})
+        worker = StreamWorker(
+            StreamSpec(1, "latency", "push", None, None, fps, None),
+            WorkerDeps(settings.service, make, None, ServiceMetrics()),
+        )
+        worker.start()
+        worker.attach_pusher(object())
+        latencies, cpu0 = [], time.process_time()
+        for i, jpg in enumerate(frames):
+            t = i / fps
+            msg = FrameMsg.model_validate({"type": "frame", "t": t, "telemetry": telemetry})
+            sent = time.perf_counter()
+            worker.push_frame(functools.partial(decode_jpeg, jpg), t, msg.pose(t), sent)
+            while worker.frames_processed < i + 1:
+                time.sleep(0.0005)
+            latencies.append(1000 * (time.perf_counter() - sent))
+        cpu_ms = 1000 * (time.process_time() - cpu0) / len(frames)
+        tracks = len(worker.latest.tracks) if worker.latest is not None else 0
+        worker.stop()
+    lat = latencies[5:]
+    return {
+        "frames": len(lat),
+        "telemetry": telemetry is not None,
+        "latency_ms_p50": round(statistics.median(lat), 1),
+        "latency_ms_p95": round(float(np.percentile(lat, 95)), 1),
+        "latency_ms_max": round(max(lat), 1),
+        "process_cpu_ms_per_frame": round(cpu_ms, 1),
+        "tracks_last_frame": tracks,
+        "load_average_1min": round(os.getloadavg()[0], 1),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2], help="concurrent streams, one run each")
@@ -372,6 +424,13 @@ def main() -> None:
         default=0,
         metavar="FRAMES",
         help="instead: the service's own cost per frame, in-process, over this many frames",
+    )
+    ap.add_argument(
+        "--frame-latency",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="instead: per-frame latency of a push stream through a stream worker, in-process, over this many frames",
     )
     ap.add_argument("--telemetry", action="store_true", help="send a fixed oblique camera pose with every frame")
     ap.add_argument("--server-repo", type=Path, default=REPO, help="the project checkout the server runs from")
@@ -396,6 +455,16 @@ def main() -> None:
         print(
             f"pipeline alone {r['pipeline_alone_ms']} ms/frame; through a stream worker {r['worker_ms']} ms, with "
             f"database writes {r['worker_with_db_ms']} ms ({r['tracks_per_frame']} tracks in the last frame)"
+        )
+        return
+    if args.frame_latency:
+        r = frame_latency(frames[: args.frame_latency], args.detector, OBLIQUE_TELEMETRY if args.telemetry else None)
+        print(json.dumps(r))
+        print(
+            f"frame latency over {r['frames']} frames (telemetry: {r['telemetry']}): p50 {r['latency_ms_p50']} ms, "
+            f"p95 {r['latency_ms_p95']} ms, max {r['latency_ms_max']} ms; process CPU "
+            f"{r['process_cpu_ms_per_frame']} ms/frame (load average {r['load_average_1min']})",
+            flush=True,
         )
         return
     for n in args.streams:
