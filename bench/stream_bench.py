@@ -409,6 +409,13 @@ def frame_latency(frames: list[bytes], detector: str, telemetry: dict | None, fp
     }
 
 
+def code_tree() -> Path:
+    """The checkout whose code this process imports (PYTHONPATH decides: ``--frame-latency`` before/after runs)."""
+    import edge
+
+    return Path(edge.__file__).resolve().parents[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2], help="concurrent streams, one run each")
@@ -446,8 +453,9 @@ def main() -> None:
     print(
         f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
         f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
-        f"telemetry {'oblique pose' if args.telemetry else 'none'}, server from {args.server_repo}, "
-        f"{psutil.cpu_count()} CPUs"
+        f"telemetry {'oblique pose' if args.telemetry else 'none'}, "
+        + (f"code from {code_tree()}, " if args.frame_latency or args.overhead else f"server from {args.server_repo}, ")
+        + f"{psutil.cpu_count()} CPUs"
     )
     if args.overhead:
         r = service_overhead(frames[: args.overhead + 1], args.detector)

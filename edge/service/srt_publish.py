@@ -130,14 +130,12 @@ def listen_address(host: str, port: int) -> tuple[bytes, bool, str]:
         log.warning("SRT listener: IPv6 is not available on this machine; listening on IPv4 (0.0.0.0) only")
         host = "0.0.0.0"
     family, _, _, _, sockaddr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_DGRAM)[0]
+    address = str(sockaddr[0]).split("%")[0]  # an IPv6 address may carry its zone ("fe80::1%eth0")
     if family == socket.AF_INET6:
-        addr, scope = sockaddr[0], sockaddr[3]
-        return (
-            _sockaddr_in6(addr.split("%")[0], port, scope),
-            ipaddress.IPv6Address(addr.split("%")[0]).is_unspecified,
-            f"[{addr}]:{port}",
-        )
-    return _sockaddr_in(sockaddr[0], port), False, f"{sockaddr[0]}:{port}"
+        scope = int(sockaddr[3]) if len(sockaddr) > 3 else 0
+        wildcard = ipaddress.IPv6Address(address).is_unspecified
+        return _sockaddr_in6(address, port, scope), wildcard, f"[{address}]:{port}"
+    return _sockaddr_in(address, port), False, f"{address}:{port}"
 
 
 def _peer(ptr: int | None) -> str:

@@ -273,12 +273,11 @@ def test_the_frame_that_asks_for_a_horizon_does_not_wait_for_it():
     assert sizes._pending_look is not None and len(sizes._horizons) == 0
     assert sizes._pending_look.due == 1 + HORIZON_LAG_FRAMES
     sizes._pending_look.result.result()  # finished or not, it is not taken before its frame
+    nothing = (np.zeros((0, 4)), np.zeros(0, int), np.zeros(0, int), np.zeros(0, bool), None)  # no vehicles
     for frame in range(2, 1 + HORIZON_LAG_FRAMES):
-        sizes.observe(
-            frame / FPS, _road(np.random.default_rng(frame)), *[np.zeros((0,) + s) for s in ((4,), (), (), ())], None
-        )
+        sizes.observe(frame / FPS, _road(np.random.default_rng(frame)), *nothing)
         assert len(sizes._horizons) == 0
-    sizes.observe(1.0, _road(np.random.default_rng(0)), *[np.zeros((0,) + s) for s in ((4,), (), (), ())], None)
+    sizes.observe(1.0, _road(np.random.default_rng(0)), *nothing)
     assert (
         len(sizes._horizons) == 1
         and sizes._horizons[0][0] == 0.0
