@@ -25,9 +25,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-# The edge service's tables share Base.metadata (one Alembic history): importing the schema registers them too.
-from db import service_models  # noqa: F401
-
 # Re-exported: callers import these from db.models, as before db/base.py existed.
 from db.base import MYSQL_TABLE, NAMING, Base, BigId, DateTime6, utcnow  # noqa: F401
 
@@ -417,3 +414,7 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str | None] = mapped_column(String(255))
     detail: Mapped[dict[str, Any] | None]
+
+
+# The edge service's tables share this metadata (one Alembic history); imported last, as it subclasses Base.
+from db import service_models  # noqa: E402,F401
