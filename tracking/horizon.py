@@ -81,11 +81,17 @@ def _segments(img: SearchImage) -> np.ndarray:
 
 def _support(seg: np.ndarray, length: np.ndarray, vp: np.ndarray) -> np.ndarray:
     """Per segment: whether it points at ``vp`` (x, y) within INLIER_DEG."""
+    return _support_many(seg, length, vp[None, :])[0]
+
+
+def _support_many(seg: np.ndarray, length: np.ndarray, vps: np.ndarray) -> np.ndarray:
+    """(points, segments): whether each segment points at each of ``vps`` (k x 2) within INLIER_DEG."""
     mid = (seg[:, :2] + seg[:, 2:]) / 2
     d = seg[:, 2:] - seg[:, :2]
-    to = vp[None, :] - mid
-    cross = np.abs(d[:, 0] * to[:, 1] - d[:, 1] * to[:, 0])
-    ang = np.degrees(np.arcsin(np.clip(cross / (length * np.maximum(np.hypot(to[:, 0], to[:, 1]), 1e-9)), 0, 1)))
+    to = vps[:, None, :] - mid[None, :, :]
+    cross = np.abs(d[:, 0] * to[..., 1] - d[:, 1] * to[..., 0])
+    dist = np.maximum(np.hypot(to[..., 0], to[..., 1]), 1e-9)
+    ang = np.degrees(np.arcsin(np.clip(cross / (length * dist), 0, 1)))
     return ang <= INLIER_DEG
 
 
@@ -137,19 +143,28 @@ def search(img: SearchImage, focal_px: float, seed: int = 0) -> Horizon | None:
     p = length / length.sum()
     cy = h / 2
     lowest = cy - focal_px * math.tan(math.radians(MAX_DEPRESSION_DEG))
-    best, best_score = None, 0.0
-    for _ in range(TRIALS):
-        i, j = rng.choice(len(seg), 2, replace=False, p=p)
-        v = np.cross(lines[i], lines[j])
-        if abs(v[2]) < 1e-12:
-            continue
-        vp = v[:2] / v[2]
-        if not (lowest <= vp[1] < cy) or abs(vp[0] - w / 2) > 2 * w:
-            continue  # below the centre (vertical structures meet at the nadir) or no plausible horizon
-        inl = _support(seg, length, vp)
-        score = float(length[inl].sum())
-        if score > best_score and _converging(seg, length, inl):
-            best, best_score = vp, score
+    # RANSAC over pairs of segments: the pairs drawn one by one (the same draws as a plain loop), every candidate
+    # point scored at once (half the search's time was the loop's per-candidate NumPy calls)
+    pairs = np.array([rng.choice(len(seg), 2, replace=False, p=p) for _ in range(TRIALS)])
+    v = np.cross(lines[pairs[:, 0]], lines[pairs[:, 1]])
+    v = v[np.abs(v[:, 2]) >= 1e-12]
+    vps = v[:, :2] / v[:, 2:3]
+    # above the centre (vertical structures meet at the nadir) and a plausible horizon
+    vps = vps[(lowest <= vps[:, 1]) & (vps[:, 1] < cy) & (np.abs(vps[:, 0] - w / 2) <= 2 * w)]
+    best = None
+    if len(vps):
+        inliers = _support_many(seg, length, vps)
+        score = np.where(inliers, length, 0.0).sum(axis=1)
+        converging: dict[bytes, bool] = {}  # many candidates share one set of supporting segments
+        for k in np.lexsort((np.arange(len(score)), -score)):  # the best score first; among equals the first drawn
+            if score[k] <= 0:
+                break
+            key = inliers[k].tobytes()
+            if key not in converging:
+                converging[key] = _converging(seg, length, inliers[k])
+            if converging[key]:
+                best = vps[k]
+                break
     if best is None:
         return None
     inl = _support(seg, length, best)
