@@ -38,9 +38,11 @@ def frames() -> list[np.ndarray]:
     photos = sorted(glob.glob(str(SHARED / "data/detection/au_air/images/*.jpg")))
     photos += sorted(glob.glob(str(SHARED / "data/detection/aerial_cars_drone/images/*.jpg")))[:10]
     for p in photos:
-        f = cv2.imread(p)
-        if f is not None:
-            out.append(f if f.shape[1] <= 1920 else cv2.resize(f, (1920, 1080), interpolation=cv2.INTER_AREA))
+        photo = cv2.imread(p)
+        if photo is not None:
+            out.append(
+                photo if photo.shape[1] <= 1920 else cv2.resize(photo, (1920, 1080), interpolation=cv2.INTER_AREA)
+            )
     return out
 
 
