@@ -13,6 +13,9 @@ Usage (real detector, default drone footage from ../shared):
     python bench/stream_bench.py --streams 1 2 --duration 30 --fps 25 --detector coco
 ``--detector fake`` swaps in a trivial detector (the service and the rest of the pipeline are measured).
 ``--overhead 60`` instead measures, in one process, what a stream worker adds to the pipeline's own time per frame.
+``--telemetry`` sends a fixed oblique camera pose with every frame (the scale then comes from telemetry; without it
+from the vehicles' sizes and the horizon search). ``--server-repo DIR`` runs the server from another checkout of the
+project (a before/after comparison on the same machine, e.g. ``git archive`` of the older commit into a folder).
 """
 
 from __future__ import annotations
@@ -67,8 +70,23 @@ def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
     return out
 
 
+# An oblique camera pose (35 degrees below the horizon, 80 m up) sent with every frame by ``--telemetry``.
+OBLIQUE_TELEMETRY = {
+    "lat": 48.1,
+    "lon": 11.5,
+    "rel_alt_m": 80.0,
+    "heading_deg": 0.0,
+    "gimbal_pitch_deg": -35.0,
+    "focal_len_mm": 24.0,
+}
+
+
 def start_server(
-    workdir: Path, detector: str, queue_frames: int, service_extra: dict | None = None
+    workdir: Path,
+    detector: str,
+    queue_frames: int,
+    service_extra: dict | None = None,
+    server_repo: Path = REPO,
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
     pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
@@ -97,7 +115,9 @@ def start_server(
             }
         )
     )
-    env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench")])}
+    # the pipeline factory (stream_bench:fake_pipeline) comes from this script's folder, the rest from server_repo
+    pythonpath = os.pathsep.join([str(server_repo), str(REPO / "bench")])
+    env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": pythonpath}
     log = open(workdir / "server.log", "wb")  # a file, not a pipe nobody reads (a full pipe would stall the server)
     proc = subprocess.Popen(
         [
@@ -151,8 +171,8 @@ def fake_pipeline(config):
 class StreamClient:
     """One device: pushes frames at ``fps`` and records when each result comes back."""
 
-    def __init__(self, base: str, auth: dict, frames: list[bytes], fps: float):
-        self.base, self.auth, self.frames, self.fps = base, auth, frames, fps
+    def __init__(self, base: str, auth: dict, frames: list[bytes], fps: float, telemetry: dict | None = None):
+        self.base, self.auth, self.frames, self.fps, self.telemetry = base, auth, frames, fps, telemetry
         r = httpx.post(f"http://{base}/api/streams", headers=auth, json={"kind": "push", "name": "bench"})
         r.raise_for_status()
         self.id = r.json()["id"]
@@ -177,7 +197,10 @@ class StreamClient:
             ws.send(json.dumps({"type": "hello", "fps": self.fps}))
             t0, i = time.perf_counter(), 0
             while not self.stop.is_set():
-                ws.send(json.dumps({"type": "frame", "t": i / self.fps}))
+                header: dict[str, Any] = {"type": "frame", "t": i / self.fps}
+                if self.telemetry is not None:
+                    header["telemetry"] = self.telemetry
+                ws.send(json.dumps(header))
                 self.sent[i] = time.perf_counter()
                 ws.send(self.frames[i % len(self.frames)])
                 i += 1
@@ -215,14 +238,23 @@ class StreamClient:
             t.join(90)
 
 
-def run(n: int, frames: list[bytes], fps: float, duration: float, detector: str, queue_frames: int) -> dict:
+def run(
+    n: int,
+    frames: list[bytes],
+    fps: float,
+    duration: float,
+    detector: str,
+    queue_frames: int,
+    telemetry: dict | None = None,
+    server_repo: Path = REPO,
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start_server(Path(tmp), detector, queue_frames)
+        proc, base = start_server(Path(tmp), detector, queue_frames, server_repo=server_repo)
         server = psutil.Process(proc.pid)
         try:
             token = httpx.post(f"http://{base}/api/auth/login", json=dict(zip(("username", "password"), ADMIN))).json()
             auth = {"Authorization": f"Bearer {token['access_token']}"}
-            clients = [StreamClient(base, auth, frames, fps) for _ in range(n)]
+            clients = [StreamClient(base, auth, frames, fps, telemetry) for _ in range(n)]
             for c in clients:
                 c.start()
             for c in clients:  # model loading and warm-up are not measured
@@ -261,6 +293,7 @@ def run(n: int, frames: list[bytes], fps: float, duration: float, detector: str,
         "received": sum(a["received"] - b["received"] for a, b in zip(after, before)),
         "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
         "latency_ms_p95": round(float(np.percentile(lat, 95)), 1) if lat else None,
+        "latency_ms_max": round(max(lat), 1) if lat else None,
         "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]]
         + [(round(rss[-1][0]), round(rss[-1][1]))],
         # CPU the server process actually got (cores): on a shared machine, what it was given, not what it wanted
@@ -324,6 +357,72 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
     return out
 
 
+def frame_latency(frames: list[bytes], detector: str, telemetry: dict | None, fps: float = 25.0) -> dict:
+    """In one process, no network: a push stream's frames through a stream worker one at a time (each pushed when
+    the previous result is out, so nothing queues), the latency of each from push to result. Without the queueing of
+    a real-time stream on a busy machine this is the frame path's own latency, spikes included (the horizon search
+    runs on the frames of a stream without telemetry). Frames 0-4 (model warm-up) are not counted."""
+    import functools
+
+    from edge.config import load_settings
+    from edge.service.metrics import ServiceMetrics
+    from edge.service.push import FrameMsg, decode_jpeg
+    from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
+    from tracking.config import PipelineConfig
+    from tracking.pipeline import Pipeline
+
+    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
+    if detector == "coco":
+        pipeline["detector"] = {"weights": str(COCO)}
+    config = PipelineConfig(**pipeline)
+    make = (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(None, {"data_dir": tmp, "database_url": f"sqlite:///{tmp}/o.db", "pipeline": pipeline})
+        worker = StreamWorker(
+            StreamSpec(1, "latency", "push", None, None, fps, None),
+            WorkerDeps(settings.service, make, None, ServiceMetrics()),
+        )
+        worker.start()
+        worker.attach_pusher(object())
+        # the CPU time of the worker's own thread per frame: what the frame path costs, whatever else runs on the
+        # machine (the wall-clock latency also holds the waits for a core; background threads are not in it)
+        assert worker._thread.ident is not None  # started above
+        frame_path = time.pthread_getcpuclockid(worker._thread.ident)
+        latencies, frame_cpu, cpu0 = [], [], time.process_time()
+        for i, jpg in enumerate(frames):
+            t = i / fps
+            msg = FrameMsg.model_validate({"type": "frame", "t": t, "telemetry": telemetry})
+            c0, sent = time.clock_gettime(frame_path), time.perf_counter()
+            worker.push_frame(functools.partial(decode_jpeg, jpg), t, msg.pose(t), sent)
+            while worker.frames_processed < i + 1:
+                time.sleep(0.0005)
+            latencies.append(1000 * (time.perf_counter() - sent))
+            frame_cpu.append(1000 * (time.clock_gettime(frame_path) - c0))
+        cpu_ms = 1000 * (time.process_time() - cpu0) / len(frames)
+        tracks = len(worker.latest.tracks) if worker.latest is not None else 0
+        worker.stop()
+    lat, cpu = latencies[5:], frame_cpu[5:]
+    return {
+        "frames": len(lat),
+        "telemetry": telemetry is not None,
+        "latency_ms_p50": round(statistics.median(lat), 1),
+        "latency_ms_p95": round(float(np.percentile(lat, 95)), 1),
+        "latency_ms_max": round(max(lat), 1),
+        "frame_path_cpu_ms_p50": round(statistics.median(cpu), 1),
+        "frame_path_cpu_ms_p95": round(float(np.percentile(cpu, 95)), 1),
+        "process_cpu_ms_per_frame": round(cpu_ms, 1),
+        "tracks_last_frame": tracks,
+        "load_average_1min": round(os.getloadavg()[0], 1),
+    }
+
+
+def code_tree() -> Path:
+    """The checkout whose code this process imports (PYTHONPATH decides: ``--frame-latency`` before/after runs)."""
+    import edge
+
+    return Path(edge.__file__).resolve().parents[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 2], help="concurrent streams, one run each")
@@ -340,7 +439,18 @@ def main() -> None:
         metavar="FRAMES",
         help="instead: the service's own cost per frame, in-process, over this many frames",
     )
+    ap.add_argument(
+        "--frame-latency",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="instead: per-frame latency of a push stream through a stream worker, in-process, over this many frames",
+    )
+    ap.add_argument("--telemetry", action="store_true", help="send a fixed oblique camera pose with every frame")
+    ap.add_argument("--server-repo", type=Path, default=REPO, help="the project checkout the server runs from")
     args = ap.parse_args()
+    if not (args.server_repo / "edge" / "cli.py").is_file():
+        raise SystemExit(f"{args.server_repo}: not an AirPatrol checkout (no edge/cli.py)")
     if not args.clip.is_file():
         raise SystemExit(f"{args.clip}: clip not found (use --clip or set AIRPATROL_SHARED)")
     frames = load_frames(args.clip, args.width, 250)
@@ -350,7 +460,9 @@ def main() -> None:
     print(
         f"clip {args.clip.name}: {len(frames)} frames {w}x{h} JPEG ~{statistics.mean(map(len, frames)) / 1024:.0f} KiB, "
         f"{args.fps:g} fps per stream, detector {args.detector}, queue {args.queue_frames}, "
-        f"{psutil.cpu_count()} CPUs"
+        f"telemetry {'oblique pose' if args.telemetry else 'none'}, "
+        + (f"code from {code_tree()}, " if args.frame_latency or args.overhead else f"server from {args.server_repo}, ")
+        + f"{psutil.cpu_count()} CPUs"
     )
     if args.overhead:
         r = service_overhead(frames[: args.overhead + 1], args.detector)
@@ -360,8 +472,20 @@ def main() -> None:
             f"database writes {r['worker_with_db_ms']} ms ({r['tracks_per_frame']} tracks in the last frame)"
         )
         return
+    if args.frame_latency:
+        r = frame_latency(frames[: args.frame_latency], args.detector, OBLIQUE_TELEMETRY if args.telemetry else None)
+        print(json.dumps(r))
+        print(
+            f"frame latency over {r['frames']} frames (telemetry: {r['telemetry']}): p50 {r['latency_ms_p50']} ms, "
+            f"p95 {r['latency_ms_p95']} ms, max {r['latency_ms_max']} ms; the worker thread's CPU per frame p50 "
+            f"{r['frame_path_cpu_ms_p50']} ms, p95 {r['frame_path_cpu_ms_p95']} ms; process CPU "
+            f"{r['process_cpu_ms_per_frame']} ms/frame (load average {r['load_average_1min']})",
+            flush=True,
+        )
+        return
     for n in args.streams:
-        r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames)
+        telemetry = OBLIQUE_TELEMETRY if args.telemetry else None
+        r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames, telemetry, args.server_repo)
         print(json.dumps(r))
         print(
             f"N={n}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "

@@ -8,7 +8,6 @@ deactivation takes effect at once, not when the cookie expires.
 from __future__ import annotations
 
 import hashlib
-import secrets
 import time
 from urllib.parse import quote
 
@@ -16,13 +15,15 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from dashboard.context import ctx, get_db
+
+# The CSRF pieces live in dashboard.csrf (the renderer needs them too); re-exported for the routes that take them here.
+from dashboard.csrf import CSRF_FIELD, CSRF_HEADER, SESSION_CSRF, CsrfFailed, csrf_token, verify_csrf  # noqa: F401
 from db.models import ROLES, User
 
 ROLE_RANK = {"viewer": 0, "operator": 1, "admin": 2}
 assert set(ROLE_RANK) == set(ROLES)
 
-SESSION_UID, SESSION_LOGIN_AT, SESSION_CSRF, SESSION_PW = "ap_uid", "ap_login_at", "ap_csrf", "ap_pw"
-CSRF_FIELD, CSRF_HEADER = "csrf_token", "x-csrf-token"
+SESSION_UID, SESSION_LOGIN_AT, SESSION_PW = "ap_uid", "ap_login_at", "ap_pw"
 
 
 class NotLoggedIn(Exception):
@@ -33,10 +34,6 @@ class Forbidden(Exception):
     def __init__(self, needed: str):
         super().__init__(needed)
         self.needed = needed
-
-
-class CsrfFailed(Exception):
-    """A state-changing request without the session's CSRF token."""
 
 
 def has_role(user: User | None, role: str) -> bool:
@@ -77,25 +74,6 @@ def require(role: str):
 viewer = require("viewer")
 operator = require("operator")
 admin = require("admin")
-
-
-def csrf_token(request: Request) -> str:
-    token = request.session.get(SESSION_CSRF)
-    if not token:
-        token = request.session[SESSION_CSRF] = secrets.token_urlsafe(32)
-    return token
-
-
-async def verify_csrf(request: Request) -> None:
-    """Dependency of every POST: the form field or header must equal the session's token (synchronizer token)."""
-    expected = request.session.get(SESSION_CSRF)
-    sent: object = request.headers.get(CSRF_HEADER)  # a form field may also be an upload
-    if sent is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        sent = (await request.form()).get(CSRF_FIELD)
-    if not expected or not isinstance(sent, str) or not secrets.compare_digest(expected, sent):
-        raise CsrfFailed()
 
 
 def password_fingerprint(user: User) -> str:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # imported for the annotations only: the basemap reader loads
     from dashboard.basemap import Basemap
     from db.throttle import LoginThrottle
 
+from dashboard.csrf import csrf_token
 from dashboard.settings import DashboardSettings
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -84,8 +85,6 @@ def flash(request: Request, message: str, kind: str = "info") -> None:
 
 
 def render(request: Request, template: str, user, status_code: int = 200, **values: Any):
-    from dashboard.auth import csrf_token
-
     c = ctx(request)
     messages = request.session.pop("ap_flash", []) if "ap_flash" in request.session else []
     values.update(

@@ -287,8 +287,8 @@ def run_violations_zip(db: Session, run: ProcessingRun) -> bytes:
     import zipfile
 
     from dashboard.labels import violation_time
-    from db.evidence import clip_name, clip_path, snapshot_name, snapshot_path
     from db.models import Violation
+    from vision.evidence import clip_name, clip_path, snapshot_name, snapshot_path
 
     flight = db.get(Flight, run.flight_id) if run.flight_id else None
     folder = run_output_dir(run, db)

@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session
 
 from dashboard.exports import run_output_dir
 from dashboard.labels import flight_label, run_label, violation_time
-from db.evidence import clip_path, snapshot_path
 from db.models import (
     Device,
     Flight,
@@ -33,8 +32,9 @@ from db.models import (
     as_naive_utc,
     utcnow,
 )
-from db.orthophoto import read_orthophoto
 from db.vehicles import counted, vehicle_counts
+from vision.evidence import clip_path, snapshot_path
+from vision.orthophoto import read_orthophoto
 
 
 @dataclass

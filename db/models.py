@@ -12,27 +12,21 @@ from typing import Any, overload
 
 from sqlalchemy import (
     JSON,
-    BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
     Double,
     Float,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects import mysql
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-# Microsecond timestamps on MariaDB (its DATETIME default drops fractions); SQLite stores ISO strings anyway.
-DateTime6 = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
-# SQLite only auto-increments "INTEGER PRIMARY KEY"; MariaDB gets 64-bit ids for the big tables.
-BigId = BigInteger().with_variant(Integer(), "sqlite")
+# Re-exported: callers import these from db.models, as before db/base.py existed.
+from db.base import MYSQL_TABLE, NAMING, Base, BigId, DateTime6, utcnow  # noqa: F401
 
 ROLES = ("admin", "operator", "viewer")
 DEVICE_KINDS = ("drone", "controller", "edge_node", "other")
@@ -40,20 +34,6 @@ RUN_STATUSES = ("queued", "running", "complete", "failed", "superseded")
 COMPLETENESS = ("complete", "incomplete")  # did the run see all of its input (edge/completeness.py)?
 THROTTLE_SCOPES = ("client", "account", "trusted")
 ROUND_STATUSES = ("planned", "in_progress", "done", "cancelled")
-
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-MYSQL_TABLE = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_unicode_ci"}
-
-
-def utcnow() -> datetime:
-    """Naive UTC 'now' (the database stores naive UTC)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 @overload
@@ -70,11 +50,6 @@ def as_naive_utc(value: datetime | None) -> datetime | None:
 
 def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {datetime: DateTime6, dict[str, Any]: JSON}
 
 
 class User(Base):

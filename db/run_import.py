@@ -7,9 +7,9 @@ run of the same video replaces the older result set). The run's flight log (``su
 becomes a flight with its GPS track unless ``flight_id`` names an existing flight.
 
 What the pages show besides the rows is made here too and kept in the run folder: the counted vehicles
-(:mod:`db.vehicles`), the violations' snapshots and clips (:mod:`db.evidence`) and the orthophoto
-(:mod:`db.orthophoto`). They belong to the import, not to the web layer, so the service, the CLI and the tests import
-a run without loading the dashboard.
+(:mod:`db.vehicles`), the violations' snapshots and clips (:mod:`vision.evidence`) and the orthophoto
+(:mod:`vision.orthophoto`). The import calls them, not the web layer, so the service, the CLI and the tests import
+a run without loading the dashboard; the image work itself lives in ``vision`` with the rest of the frame handling.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
-from db.evidence import Wanted
 from db.models import ProcessingRun, TrackRow, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
+from vision.evidence import Wanted
 from vision.types import VEHICLE_CLASSES, Frame
 
 FALLBACK_DEVICE_SERIAL = "unregistered-drone"  # flight logs that do not name their aircraft (e.g. DJI SRT)
@@ -49,7 +49,7 @@ class ImportedRun:
     violations: int
     fragments: int = 0  # track ids left out as too short to be a vehicle
     orthophoto: str | None = None  # what became of the run's orthophoto (made, or why not)
-    snapshots: int = 0  # violation snapshots written into the run folder (db.evidence)
+    snapshots: int = 0  # violation snapshots written into the run folder (vision.evidence)
     clips: int = 0  # short clips of the violations written into the run folder
 
 
@@ -176,7 +176,7 @@ def import_run_dir(
     ``target``: an Engine, a sessionmaker, a database URL, None (the configured database) or a Session (its
     pending changes are committed first: the sink writes through its own connections).
     ``speed_limit_kmh`` (or the task of ``task_round_id``) turns speeds above it into violations.
-    ``orthophoto``: also project the run's video onto the ground (``db.orthophoto``) unless the folder has one.
+    ``orthophoto``: also project the run's video onto the ground (``vision.orthophoto``) unless the folder has one.
     """
     from db.sink import DatabaseSink
 
@@ -240,7 +240,7 @@ def import_run_dir(
 
 def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
     """Evidence images of the violations; a run whose video is unreadable is still imported without them."""
-    from db.evidence import make_snapshots
+    from vision.evidence import make_snapshots
 
     try:
         return len(make_snapshots(run_dir, wanted, fps))
@@ -253,7 +253,7 @@ def _snapshots(run_dir: Path, wanted: list, fps: float) -> int:
 
 def _clips(run_dir: Path, wanted: list, fps: float) -> int:
     """Short clips of the violations; a run whose video is unreadable is still imported without them."""
-    from db.evidence import make_clips
+    from vision.evidence import make_clips
 
     try:
         return len(make_clips(run_dir, wanted, fps))
@@ -266,7 +266,7 @@ def _clips(run_dir: Path, wanted: list, fps: float) -> int:
 
 def _orthophoto(run_dir: Path) -> str:
     """Make the run's orthophoto when it has none; a run without one is still imported (the note says why)."""
-    from db.orthophoto import OrthophotoError, make_orthophoto, read_orthophoto
+    from vision.orthophoto import OrthophotoError, make_orthophoto, read_orthophoto
 
     if (meta := read_orthophoto(run_dir)) is not None:
         return f"orthophoto kept ({len(meta.get('frames', []))} frames)"

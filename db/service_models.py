@@ -1,7 +1,7 @@
 """The edge service's tables: registered streams, resumable uploads, the persistent batch-job queue.
 
 Same ``Base`` (so the same Alembic history: ``airpatrol db upgrade`` creates them, migration 0002) and portability
-rules as :mod:`db.models`. They refer to the other rows by id only (no foreign keys): a job outlives the upload
+rules as :mod:`db.models` (both build on :mod:`db.base`). They refer to the other rows by id only (no foreign keys): a job outlives the upload
 files it was made from, a stream the device row it named.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from db.models import MYSQL_TABLE, Base, utcnow
+from db.base import MYSQL_TABLE, Base, utcnow
 
 JOB_STATUSES = ("queued", "running", "complete", "failed", "cancelled")
 UPLOAD_STATUSES = ("receiving", "complete", "rejected", "discarded")  # discarded: file deleted, row kept (limits)

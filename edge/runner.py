@@ -22,6 +22,7 @@ from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
 from vision.source import SourceInfo, open_source
+from vision.yolo_weights import detector_weights_label
 
 
 class HasStats(Protocol):
@@ -92,7 +93,7 @@ def process_video(
             info.fps,
             info.frame_count,
             config.model_dump(mode="json"),
-            pipeline.detector.weights,
+            detector_weights_label(pipeline.detector),
             pipeline.mode,
             pipeline.device,
         )
@@ -146,7 +147,7 @@ def _summary(
         "mode": run.mode,
         "video": asdict(info),
         "telemetry": str(telemetry) if telemetry else None,
-        "weights": run.weights,
+        "weights": run.weights,  # name and hash (vision.yolo_weights.weights_label)
         "device": run.device,
         "config": run.config,
         "counts": {

@@ -1,8 +1,12 @@
-"""Layers only look down: vision -> tracking -> db -> dashboard -> edge, and no import circles between packages.
+"""Layers only look down: vision -> tracking -> db -> dashboard -> edge, and no import circles, between packages or
+between modules.
 
 Every module of the five packages is parsed (no import runs), and every import is collected: top-level, inside
-functions (the lazy imports that keep start-up light), relative ones, and ``importlib.import_module("...")`` with
-a literal name. A package may import itself and the packages below it; anything else fails with the file and line.
+functions (the lazy imports that keep start-up light), under ``if TYPE_CHECKING``, relative ones, and
+``importlib.import_module("...")`` with a literal name. A package may import itself and the packages below it;
+anything else fails with the file and line. Between modules, a circle counts even when one side imports lazily (a
+lazy import only hides a circle, it does not remove the knot): ``a`` imports ``b`` when it names ``b`` or something
+inside ``b`` (``from pkg import b`` names the module ``pkg.b`` when that is one).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class Import:
     line: int
     source: str  # the importing package
     target: str  # the imported module, dotted
+    module: str = ""  # the importing module, dotted
+    names: tuple[str, ...] = ()  # ``from target import names``
 
     @property
     def target_package(self) -> str:
@@ -63,6 +69,7 @@ def collect_imports(root: Path, packages: tuple[str, ...] = LAYERS) -> list[Impo
             rel = path.relative_to(root).as_posix()
             for node in ast.walk(tree):  # walks function bodies too: lazy imports count
                 targets: list[str] = []
+                names: tuple[str, ...] = ()
                 if isinstance(node, ast.Import):
                     targets = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom):
@@ -71,6 +78,7 @@ def collect_imports(root: Path, packages: tuple[str, ...] = LAYERS) -> list[Impo
                     else:
                         base = node.module or ""
                     targets = [base]
+                    names = tuple(alias.name for alias in node.names)
                 elif (
                     isinstance(node, ast.Call)
                     and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
@@ -81,9 +89,8 @@ def collect_imports(root: Path, packages: tuple[str, ...] = LAYERS) -> list[Impo
                     targets = [node.args[0].value]
                 for target in targets:
                     if target.split(".")[0] in packages:
-                        found.append(
-                            Import(rel, getattr(node, "lineno", 0), package, target)
-                        )  # statements and calls have one
+                        line = getattr(node, "lineno", 0)  # statements and calls have one
+                        found.append(Import(rel, line, package, target, module, names))
     return found
 
 
@@ -115,6 +122,58 @@ def package_cycles(imports: list[Import]) -> list[list[str]]:
     return cycles
 
 
+def module_graph(root: Path, imports: list[Import], packages: tuple[str, ...] = LAYERS) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports (its package's ``__init__`` not implied)."""
+    modules = {_module_name(root, p) for package in packages for p in (root / package).rglob("*.py")}
+
+    def deepest_module(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        for n in range(len(parts), 0, -1):
+            if ".".join(parts[:n]) in modules:
+                return ".".join(parts[:n])
+        return None
+
+    graph: dict[str, set[str]] = {}
+    for i in imports:
+        named = [f"{i.target}.{n}" for n in i.names if f"{i.target}.{n}" in modules] or [i.target]
+        for target in filter(None, map(deepest_module, named)):
+            if target != i.module:
+                graph.setdefault(i.module, set()).add(target)
+    return graph
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The knots of the module graph: each strongly connected set of two or more modules, sorted (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    knots: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            knot = []
+            while True:
+                member = stack.pop()
+                knot.append(member)
+                if member == node:
+                    break
+            if len(knot) > 1:
+                knots.append(sorted(knot))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(knots)
+
+
 def test_layers_only_look_down():
     imports = collect_imports(REPO)
     assert len(imports) > 100, "the import walk found almost nothing: is it looking in the right place?"
@@ -128,6 +187,17 @@ def test_layers_only_look_down():
 def test_no_import_circles_between_packages():
     cycles = package_cycles([i for i in collect_imports(REPO) if f"{i.file} -> {i.target}" not in ALLOWED])
     assert not cycles, "import circles between packages:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_import_circles_between_modules():
+    imports = [i for i in collect_imports(REPO) if f"{i.file} -> {i.target}" not in ALLOWED]
+    graph = module_graph(REPO, imports)
+    assert len(graph) > 100, "the module graph is almost empty: is the walk looking in the right place?"
+    knots = module_cycles(graph)
+    assert not knots, (
+        "import circles between modules (move what both need into a module of its own, below both):\n"
+        + "\n".join(" <-> ".join(k) for k in knots)
+    )
 
 
 def test_allowed_exceptions_are_still_needed():
@@ -175,3 +245,35 @@ def test_checker_finds_a_circle(tree):
     assert package_cycles(collect_imports(root)) == [["db", "vision", "tracking", "db"]]
     write("db/c.py", "")
     assert package_cycles(collect_imports(root)) == []
+
+
+def test_checker_finds_a_circle_between_modules_of_one_package(tree):
+    root, write = tree
+    write("vision/a.py", "from vision.b import thing\n")
+    write("vision/b.py", "def f():\n    from vision import a\n")  # lazy, and names the module through its package
+    write("vision/c.py", "from . import a\n")  # relative; imports a, not imported back: no circle
+    imports = collect_imports(root)
+    assert package_cycles(imports) == []  # the package-level check cannot see it
+    assert module_cycles(module_graph(root, imports)) == [["vision.a", "vision.b"]]
+    write("vision/b.py", "")
+    assert module_cycles(module_graph(root, collect_imports(root))) == []
+
+
+def test_checker_finds_a_longer_module_circle_across_packages_and_type_checking(tree):
+    root, write = tree
+    write("tracking/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tracking.y import Y\n")
+    write("tracking/y.py", "import importlib\nimportlib.import_module('tracking.sub.z')\n")
+    write("tracking/sub/__init__.py", "")
+    write("tracking/sub/z.py", "from ..x import X\nfrom vision import w\n")
+    write("vision/w.py", "")
+    graph = module_graph(root, collect_imports(root))
+    assert graph["tracking.sub.z"] == {"tracking.x", "vision.w"}
+    assert module_cycles(graph) == [["tracking.sub.z", "tracking.x", "tracking.y"]]
+
+
+def test_checker_does_not_take_a_name_from_a_package_init_for_a_module(tree):
+    root, write = tree
+    write("db/__init__.py", "from db.m import helper\n")
+    write("db/m.py", "from db import helper2\n")  # a name of db/__init__.py, which imports db.m: a real circle
+    write("db/n.py", "from db import m\n")
+    assert module_cycles(module_graph(root, collect_imports(root))) == [["db", "db.m"]]

@@ -9,11 +9,18 @@ of vehicles suffices (a toll plaza, a quiet road).
 
 Used only where it is a clear, single vanishing point above the image centre (a camera looking down sees the
 horizon above its principal point); a nadir view has parallel lines (no such point) and gets None.
+
+A search costs ~50-100 ms of CPU on a 1080p frame, too much for a live stream's frame path:
+:func:`search_in_background` makes the search's grey copy on the caller (a couple of milliseconds) and runs the
+rest on a worker thread (OpenCV's line detector and NumPy release the GIL).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import cv2
@@ -33,6 +40,7 @@ MAX_DEPRESSION_DEG = (
 )
 TRIALS = 400
 DETECT_PX = 960
+SEARCH_THREADS = 2  # background searches of all streams of a process share these
 
 
 @dataclass
@@ -43,26 +51,47 @@ class Horizon:
     support_frac: float  # their share of the tilted segments' length
 
 
-def _segments(grey: np.ndarray) -> np.ndarray:
-    # long lines only: found as well on a copy at most DETECT_PX on its long side, at a fraction of the cost
+@dataclass(frozen=True)
+class SearchImage:
+    """What a search looks at: a grey copy at most DETECT_PX on its long side (long lines are found as well on it,
+    at a fraction of the cost), its scale to the frame, and the frame's (height, width)."""
+
+    grey: np.ndarray
+    scale: float
+    shape: tuple[int, int]
+
+
+def prepare(image: np.ndarray) -> SearchImage:
+    """The search's own copy of ``image`` (BGR or grey): the frame itself is not kept."""
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
     f = min(1.0, DETECT_PX / max(grey.shape))
-    small = cv2.resize(grey, None, fx=f, fy=f, interpolation=cv2.INTER_AREA) if f < 1 else grey
-    found = cv2.createLineSegmentDetector().detect(small)[0]
+    small = cv2.resize(grey, None, fx=f, fy=f, interpolation=cv2.INTER_AREA) if f < 1 else grey.copy()
+    return SearchImage(small, f, (grey.shape[0], grey.shape[1]))
+
+
+def _segments(img: SearchImage) -> np.ndarray:
+    found = cv2.createLineSegmentDetector().detect(img.grey)[0]
     if found is None:
         return np.zeros((0, 4))
-    seg = found.reshape(-1, 4).astype(np.float64) / f
+    seg = found.reshape(-1, 4).astype(np.float64) / img.scale
     length = np.hypot(seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1])
     tilt = np.degrees(np.arctan2(np.abs(seg[:, 3] - seg[:, 1]), np.abs(seg[:, 2] - seg[:, 0])))
-    return seg[(length >= MIN_LINE_FRAC * max(grey.shape)) & (tilt >= MIN_TILT_DEG)]
+    return seg[(length >= MIN_LINE_FRAC * max(img.shape)) & (tilt >= MIN_TILT_DEG)]
 
 
 def _support(seg: np.ndarray, length: np.ndarray, vp: np.ndarray) -> np.ndarray:
     """Per segment: whether it points at ``vp`` (x, y) within INLIER_DEG."""
+    return _support_many(seg, length, vp[None, :])[0]
+
+
+def _support_many(seg: np.ndarray, length: np.ndarray, vps: np.ndarray) -> np.ndarray:
+    """(points, segments): whether each segment points at each of ``vps`` (k x 2) within INLIER_DEG."""
     mid = (seg[:, :2] + seg[:, 2:]) / 2
     d = seg[:, 2:] - seg[:, :2]
-    to = vp[None, :] - mid
-    cross = np.abs(d[:, 0] * to[:, 1] - d[:, 1] * to[:, 0])
-    ang = np.degrees(np.arcsin(np.clip(cross / (length * np.maximum(np.hypot(to[:, 0], to[:, 1]), 1e-9)), 0, 1)))
+    to = vps[:, None, :] - mid[None, :, :]
+    cross = np.abs(d[:, 0] * to[..., 1] - d[:, 1] * to[..., 0])
+    dist = np.maximum(np.hypot(to[..., 0], to[..., 1]), 1e-9)
+    ang = np.degrees(np.arcsin(np.clip(cross / (length * dist), 0, 1)))
     return ang <= INLIER_DEG
 
 
@@ -81,9 +110,31 @@ def _converging(seg: np.ndarray, length: np.ndarray, inl: np.ndarray) -> bool:
 
 def estimate_horizon(image: np.ndarray, focal_px: float, seed: int = 0) -> Horizon | None:
     """The horizon row of ``image`` (BGR or grey) from the vanishing point of its ground lines, or None."""
-    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
-    h, w = grey.shape
-    seg = _segments(grey)
+    return search(prepare(image), focal_px, seed)
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The process's search threads, made on first use (and anew in a forked child, which has none of them)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="airpatrol-horizon"))
+        return _pool[1]
+
+
+def search_in_background(image: np.ndarray, focal_px: float, seed: int = 0) -> Future[Horizon | None]:
+    """:func:`estimate_horizon` on a worker thread: only the grey copy is made here."""
+    return _executor().submit(search, prepare(image), focal_px, seed)
+
+
+def search(img: SearchImage, focal_px: float, seed: int = 0) -> Horizon | None:
+    """The horizon of a prepared image (see :func:`estimate_horizon`)."""
+    h, w = img.shape
+    seg = _segments(img)
     if len(seg) < MIN_SUPPORT:
         return None
     length = np.hypot(seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1])
@@ -92,19 +143,28 @@ def estimate_horizon(image: np.ndarray, focal_px: float, seed: int = 0) -> Horiz
     p = length / length.sum()
     cy = h / 2
     lowest = cy - focal_px * math.tan(math.radians(MAX_DEPRESSION_DEG))
-    best, best_score = None, 0.0
-    for _ in range(TRIALS):
-        i, j = rng.choice(len(seg), 2, replace=False, p=p)
-        v = np.cross(lines[i], lines[j])
-        if abs(v[2]) < 1e-12:
-            continue
-        vp = v[:2] / v[2]
-        if not (lowest <= vp[1] < cy) or abs(vp[0] - w / 2) > 2 * w:
-            continue  # below the centre (vertical structures meet at the nadir) or no plausible horizon
-        inl = _support(seg, length, vp)
-        score = float(length[inl].sum())
-        if score > best_score and _converging(seg, length, inl):
-            best, best_score = vp, score
+    # RANSAC over pairs of segments: the pairs drawn one by one (the same draws as a plain loop), every candidate
+    # point scored at once (half the search's time was the loop's per-candidate NumPy calls)
+    pairs = np.array([rng.choice(len(seg), 2, replace=False, p=p) for _ in range(TRIALS)])
+    v = np.cross(lines[pairs[:, 0]], lines[pairs[:, 1]])
+    v = v[np.abs(v[:, 2]) >= 1e-12]
+    vps = v[:, :2] / v[:, 2:3]
+    # above the centre (vertical structures meet at the nadir) and a plausible horizon
+    vps = vps[(lowest <= vps[:, 1]) & (vps[:, 1] < cy) & (np.abs(vps[:, 0] - w / 2) <= 2 * w)]
+    best = None
+    if len(vps):
+        inliers = _support_many(seg, length, vps)
+        score = np.where(inliers, length, 0.0).sum(axis=1)
+        converging: dict[bytes, bool] = {}  # many candidates share one set of supporting segments
+        for k in np.lexsort((np.arange(len(score)), -score)):  # the best score first; among equals the first drawn
+            if score[k] <= 0:
+                break
+            key = inliers[k].tobytes()
+            if key not in converging:
+                converging[key] = _converging(seg, length, inliers[k])
+            if converging[key]:
+                best = vps[k]
+                break
     if best is None:
         return None
     inl = _support(seg, length, best)

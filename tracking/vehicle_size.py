@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from tracking.config import SpeedConfig
-from tracking.horizon import estimate_horizon
+from tracking.horizon import Horizon, estimate_horizon, search_in_background
 
 # (length, width) metres by class (VEHICLE_CLASSES order: car, truck, bus, van). European fleet means; a truck's
 # length (7-18 m) is too variable to measure anything by, so trucks count by their width only.
@@ -52,6 +53,10 @@ REFIT_EVERY = 5  # frames
 # observed frames between two looks for the horizon (vanishing point of the road's lines, ~0.1-0.3 s of CPU each)
 HORIZON_EVERY = 15
 HORIZONS_KEPT = 20
+# A look runs in the background (tracking.horizon.search_in_background) and its result is taken this many observed
+# frames later - always then, waiting for it if need be, so the results never depend on how fast the thread was.
+# Three frames (120 ms at 25 fps) cover a search on a busy core, and match the early looks' spacing.
+HORIZON_LAG_FRAMES = 3
 # a detector box at least this wide (pixels) measures its vehicle's lateral extent (oblique views): loose by a pixel
 LATERAL_BOX_MIN_PX = 12.0
 # A detector box this long (pixels) measures its vehicle to a few per cent: the detector is trained to box the body
@@ -323,10 +328,24 @@ def _apply(H: np.ndarray, x: float, y: float) -> tuple[float, float]:
     return float(p[0] / p[2]), float(p[1] / p[2])
 
 
-class VehicleSizeScale:
-    """Collects vehicle measurements frame by frame and fits the :class:`SizeModel` of the current segment."""
+@dataclass
+class _PendingLook:
+    """A horizon search under way: the frame's time, its pixels -> anchor, and the observed frame it is due at."""
 
-    def __init__(self, cfg: SpeedConfig, width: int, height: int):
+    t: float
+    H: np.ndarray
+    due: int
+    result: Future[Horizon | None]
+
+
+class VehicleSizeScale:
+    """Collects vehicle measurements frame by frame and fits the :class:`SizeModel` of the current segment.
+
+    ``horizon_lag_frames``: 0 searches the horizon inline, on the frame that asked (the reference the background
+    search is tested against).
+    """
+
+    def __init__(self, cfg: SpeedConfig, width: int, height: int, horizon_lag_frames: int = HORIZON_LAG_FRAMES):
         self.cfg = cfg
         self.width, self.height = width, height
         self.sizes = class_sizes(cfg)
@@ -338,6 +357,8 @@ class VehicleSizeScale:
         self._dirty = False
         self.segment = 0
         self._horizons: deque = deque(maxlen=HORIZONS_KEPT)  # (t, x, y) vanishing points in anchor pixels
+        self.horizon_lag_frames = horizon_lag_frames
+        self._pending_look: _PendingLook | None = None
         self.segment_starts: list[tuple[float, int]] = [(0.0, 0)]  # (time, segment): when each segment began
         self.models_by_segment: dict[int, SizeModel] = {}  # each segment's latest fit
         self._lateral = np.zeros((0, 7))
@@ -381,12 +402,29 @@ class VehicleSizeScale:
             ((to, *_apply(Hinv, x, y)) if x is not None else (to, None, None) for to, x, y in self._horizons),
             maxlen=HORIZONS_KEPT,
         )
+        if self._pending_look is not None:  # its frame -> the old anchor, now -> the new one
+            self._pending_look.H = Hinv @ self._pending_look.H
         assert H_cur_to_first is not None  # None is the identity, returned above
         self._H_anchor_to_first = H_cur_to_first.copy()
         self.segment += 1
         self.segment_starts.append((t, self.segment))
         self._dirty = True
         return np.eye(3)
+
+    # -- the horizon -----------------------------------------------------------------------------------------
+    def _add_look(self, t: float, H: np.ndarray, hz: Horizon | None) -> None:
+        # misses are kept too: a horizon counts only where most looks find it (a nadir view's odd crossing lines
+        # meet somewhere once in a while)
+        self._horizons.append((t, *_apply(H, *hz.vanishing_point)) if hz is not None else (t, None, None))
+        self._dirty = True
+
+    def _take_look(self, force: bool) -> None:
+        """The background search's result once it is due (or now, with ``force``)."""
+        look = self._pending_look
+        if look is None or (not force and self._frames < look.due):
+            return
+        self._pending_look = None
+        self._add_look(look.t, look.H, look.result.result())
 
     # -- observations ---------------------------------------------------------------------------------------
     def observe(
@@ -403,13 +441,16 @@ class VehicleSizeScale:
         H = self._maybe_new_segment(H_cur_to_first, t)
         Hinv = np.linalg.inv(H)
         keep_s = self.cfg.size_window_s
+        self._take_look(force=False)
         # looked for often at first (the first speeds need it), then now and then
-        if self._frames % HORIZON_EVERY == 1 or (len(self._horizons) < 3 and self._frames % 3 == 1):
-            hz = estimate_horizon(image, self.focal_px)
-            # misses are kept too: a horizon counts only where most looks find it (a nadir view's odd crossing lines
-            # meet somewhere once in a while)
-            self._horizons.append((t, *_apply(H, *hz.vanishing_point)) if hz is not None else (t, None, None))
-            self._dirty = True
+        looks = len(self._horizons) + (self._pending_look is not None)
+        if self._frames % HORIZON_EVERY == 1 or (looks < 3 and self._frames % 3 == 1):
+            self._take_look(force=True)  # one search at a time
+            if self.horizon_lag_frames <= 0:
+                self._add_look(t, H, estimate_horizon(image, self.focal_px))
+            else:
+                due = self._frames + self.horizon_lag_frames
+                self._pending_look = _PendingLook(t, H, due, search_in_background(image, self.focal_px))
         vp = self.horizon_point(t)
         vp_cur = None if vp is None else _apply(Hinv, vp[0], vp[1])  # the horizon's vanishing point, this image
         for box, tid, cls, det in zip(boxes, track_ids, class_ids, from_detector):

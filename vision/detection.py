@@ -7,8 +7,6 @@ AirPatrol's vehicle classes by name (COCO ``car``/``truck``/``bus`` and our own 
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -16,11 +14,9 @@ import numpy as np
 from vision.config import DetectorConfig
 from vision.types import VEHICLE_CLASSES, Detections, DetectionSource
 
-os.environ.setdefault("YOLO_OFFLINE", "1")  # never let Ultralytics reach the network
-os.environ.setdefault("YOLO_VERBOSE", "False")
+# Re-exported: the weights file and its loading moved to vision.yolo_weights (vision.runtime needs them too).
+from vision.yolo_weights import DEFAULT_DETECTOR_WEIGHTS, WEIGHTS_DIR, WeightsError, load_yolo  # noqa: F401
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_DETECTOR_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n.pt"
 _NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
 
 
@@ -35,10 +31,6 @@ class Detector(Protocol):
     ) -> Detections: ...
 
     def reset(self) -> None: ...
-
-
-class WeightsError(ValueError):
-    """Weights that are missing or unusable; never triggers a download."""
 
 
 @functools.cache
@@ -58,24 +50,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
-
-
-def load_yolo(weights: str | os.PathLike | None):
-    """Load YOLO weights from a local file; clear error instead of any download attempt."""
-    from ultralytics import YOLO
-
-    path = Path(weights) if weights else DEFAULT_DETECTOR_WEIGHTS
-    if not path.is_file():
-        hint = (
-            ""
-            if weights
-            else " (the shipped default is missing: reinstall airpatrol or run `airpatrol train-detector`)"
-        )
-        raise WeightsError(f"{path}: detector weights not found{hint}")
-    try:
-        return YOLO(str(path), task="detect")
-    except Exception as exc:  # Ultralytics raises many types for unreadable files
-        raise WeightsError(f"{path}: not usable YOLO weights ({str(exc).splitlines()[0][:160]})") from None
 
 
 def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[int, int, int, int]]:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from vision.checksum import sha256_file
 from vision.config import DetectorConfig
+from vision.yolo_weights import load_yolo
 
 EXPORT_OPSET = None  # Ultralytics' best opset for the installed onnx
 
@@ -147,8 +148,6 @@ def tune_onnx_session(model, onnx_path: Path, imgsz: int, threads: int | None = 
 
 def load_for_runtime(config: DetectorConfig, device: str, default: Path):
     """(Ultralytics model, the file it was loaded from, 'torch' or 'onnx'): what ``VehicleDetector`` runs."""
-    from vision.detection import load_yolo
-
     path, runtime = runtime_weights(config, device, default)
     model = load_yolo(None if path == Path(default) else path)
     if runtime == "onnx" and not device.startswith("cuda"):

@@ -149,7 +149,7 @@ def condense(ev: dict, summary: dict) -> dict:
     out["tracks"] = (summary.get("counts") or {}).get("tracks")
     out["wall_s"] = (summary.get("timings") or {}).get("wall_s")
     out["detector_tiles"] = summary.get("detector_tiles")
-    out["weights"] = summary.get("weights")  # the file the detector actually loaded (an ONNX export keyed by hash)
+    out["weights"] = summary.get("weights")  # the weights by name and SHA-256 (vision.yolo_weights.weights_label)
     return out
 
 

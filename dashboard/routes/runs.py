@@ -14,10 +14,10 @@ from dashboard.auth import operator, verify_csrf, viewer
 from dashboard.context import flash, get_db, render
 from dashboard.labels import flight_label, run_label, violation_time
 from dashboard.routes.common import BadQuery, not_found, opt_int, redirect
-from db import evidence
 from db.models import RUN_STATUSES, Flight, ProcessingRun, Task, TaskRound, TrackRow, Video, Violation
-from db.orthophoto import ORTHO_PNG, read_orthophoto
 from db.vehicles import MIN_VEHICLE_S, counted, vehicle_counts
+from vision import evidence
+from vision.orthophoto import ORTHO_PNG, read_orthophoto
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -319,7 +319,7 @@ def run_orthophoto(run_id: int, user=Depends(viewer), db: Session = Depends(get_
 @router.post("/runs/{run_id}/artefacts", dependencies=[Depends(verify_csrf)])
 def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
     """Make the orthophoto and the violation snapshots and clips of a run that lacks them (e.g. a service job's run)."""
-    from db.orthophoto import OrthophotoError, make_orthophoto
+    from vision.orthophoto import OrthophotoError, make_orthophoto
 
     run = _get_run(db, run_id)
     out_dir = exports.run_output_dir(run, db)
@@ -359,7 +359,7 @@ def run_make_artefacts(request: Request, run_id: int, user=Depends(operator), db
 
 @router.get("/runs/{run_id}/evidence/{track_no}.jpg")
 def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
-    """The snapshot of a violation (db.evidence), made when the run was imported."""
+    """The snapshot of a violation (vision.evidence), made when the run was imported."""
     path = evidence.snapshot_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
     if path is None:
         raise not_found(f"snapshot of vehicle #{track_no} of run {run_id}")
@@ -368,7 +368,7 @@ def run_violation_snapshot(run_id: int, track_no: int, user=Depends(viewer), db:
 
 @router.get("/runs/{run_id}/evidence/{track_no}.mp4")
 def run_violation_clip(run_id: int, track_no: int, user=Depends(viewer), db: Session = Depends(get_db)):
-    """The short clip around a violation (db.evidence), served with range requests so the browser can seek."""
+    """The short clip around a violation (vision.evidence), served with range requests so the browser can seek."""
     path = evidence.clip_path(exports.run_output_dir(_get_run(db, run_id), db), track_no)
     if path is None:
         raise not_found(f"clip of vehicle #{track_no}'s violation in run {run_id}")

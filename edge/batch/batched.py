@@ -248,6 +248,20 @@ def _motion_pass(items: list[tuple]) -> list:
     return update_streams(list(dets), list(greys), list(Hs), list(scales), list(roads), list(elapsed))
 
 
+def stage_settings(stage: Any) -> str:
+    """``stage.config`` as the JSON that goes into its shared-pass key, serialised once per config object.
+
+    Streams step every frame and this was serialised on each step (a pydantic dump per stage and stream, ~tens of
+    microseconds each); the config of a stage does not change while it runs, and where a new config object is set
+    the cache sees a different object and serialises that.
+    """
+    config = stage.config
+    cached = stage.__dict__.get("_shared_pass_settings")
+    if cached is None or cached[0] is not config:
+        cached = stage.__dict__["_shared_pass_settings"] = (config, config.model_dump_json())
+    return cached[1]
+
+
 def _route_motion_stages(pipeline: Pipeline, shared: SharedPasses) -> list[Any]:
     """Shadow the torch ego-motion / motion stages' ``update`` on the instances so the call goes through ``shared``
     (the OpenCV backend steps on its own); returns the shadowed objects, for the caller to restore."""
@@ -257,7 +271,7 @@ def _route_motion_stages(pipeline: Pipeline, shared: SharedPasses) -> list[Any]:
     ego, motion = pipeline.ego, pipeline.motion
     if ego_mod is not None and type(ego) is ego_mod.TorchEgoMotionEstimator:
         # register() of a group uses its first member's config and the scale it is given: both in the key
-        ego_settings = ego.config.model_dump_json()
+        ego_settings = stage_settings(ego)
 
         def ego_update(grey_small, exclude_xyxy: np.ndarray | None = None):
             key = ("ego-motion", str(grey_small.device), tuple(grey_small.shape), ego.scale, ego_settings)
@@ -266,7 +280,7 @@ def _route_motion_stages(pipeline: Pipeline, shared: SharedPasses) -> list[Any]:
         ego.update = ego_update  # shadows the class's method on this instance only
         routed.append(ego)
     if motion_mod is not None and type(motion) is motion_mod.TorchMotionDetector:
-        motion_settings = motion.config.model_dump_json()
+        motion_settings = stage_settings(motion)
 
         def motion_update(grey_small, H_prev_to_cur_small, scale, road_mask_small=None, frames_elapsed=1):
             shape = tuple(getattr(grey_small, "shape", ()))

@@ -27,6 +27,7 @@ import numpy as np
 from tracking.types import FrameResult, TrackState
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
 from vision.types import Frame
+from vision.yolo_weights import detector_weights_label
 
 # Two tracks are the same vehicle when their boxes overlap by this mean IoU over the frames both segments ran:
 # a low bar with several common frames (small vehicles, boxes smoothed differently by two trackers), a higher one
@@ -129,7 +130,7 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
         segment,
         results,
         pipeline.stats(),
-        pipeline.detector.weights,
+        detector_weights_label(pipeline.detector),
         pipeline.mode,
         pipeline.device,
         time.perf_counter() - t0,

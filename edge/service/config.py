@@ -46,7 +46,11 @@ class ServiceConfig(BaseModel):
         le=65535,
         description="accept SRT publishers on this UDP port (libsrt); the stream id is a device token",
     )
-    srt_host: str = Field("0.0.0.0", description="address the SRT listener binds (IPv4)")
+    srt_host: str = Field(
+        "::",
+        description="address the SRT listener binds: '::' takes IPv6 and IPv4 callers (IPv4 only where the machine "
+        "has no IPv6), '0.0.0.0' IPv4 only, an address only that one",
+    )
     srt_latency_ms: int = Field(
         120, ge=20, le=10000, description="SRT receive latency (retransmission window) of publishers"
     )

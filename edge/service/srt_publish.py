@@ -10,12 +10,17 @@ of video is accepted. One UDP port takes any number of devices.
 Stream id: the device token itself, or SRT's access-control syntax ``#!::r=<token>,m=publish`` (``m`` other than
 ``publish`` is refused: this server only receives). An accepted connection is read as MPEG-TS (what SRT encoders
 send) by the ordinary pull reader (keyframe lock-on); a publisher that drops and connects again continues its run.
+
+The listener takes IPv6 and IPv4 callers on one socket when it binds ``::`` (the default, ``SRTO_IPV6ONLY`` off: an
+IPv4 caller arrives as ``::ffff:a.b.c.d``), IPv4 only on ``0.0.0.0`` or an IPv4 address, IPv6 only on an IPv6 one.
+A machine without IPv6 gets the IPv4 wildcard instead of ``::``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import ipaddress
 import logging
 import socket
 import struct
@@ -26,6 +31,7 @@ from collections.abc import Callable
 log = logging.getLogger("airpatrol.service.srt")
 
 SRTO_RCVSYN, SRTO_RCVTIMEO, SRTO_LATENCY, SRTO_PASSPHRASE, SRTO_STREAMID = 2, 14, 23, 26, 46
+SRTO_IPV6ONLY = 54  # must be set (0 or 1) before binding the IPv6 wildcard
 SRT_INVALID_SOCK = -1
 SRT_REJX_UNAUTHORIZED = 1401  # access_control.h: authentication failed
 SRT_REJX_BAD_REQUEST = 1400
@@ -95,13 +101,56 @@ def _sockaddr_in(host: str, port: int) -> bytes:
     return struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(host) + bytes(8)
 
 
+def _sockaddr_in6(host: str, port: int, scope_id: int = 0) -> bytes:
+    """struct sockaddr_in6: family, port and flow label (network order), address, scope id."""
+    return (
+        struct.pack("=H", socket.AF_INET6)
+        + struct.pack("!HI", port, 0)
+        + socket.inet_pton(socket.AF_INET6, host)
+        + struct.pack("=I", scope_id)
+    )
+
+
+def ipv6_available() -> bool:
+    """Whether this machine can bind an IPv6 socket (a kernel or container may have IPv6 off)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::", 0))
+        return True
+    except OSError:
+        return False
+
+
+def listen_address(host: str, port: int) -> tuple[bytes, bool, str]:
+    """(the sockaddr to bind, whether it is the IPv6 wildcard, the address as logged) for ``host``: an IPv4 or IPv6
+    address or a name. ``::`` falls back to ``0.0.0.0`` where IPv6 is off."""
+    if host in ("::", "[::]") and not ipv6_available():
+        log.warning("SRT listener: IPv6 is not available on this machine; listening on IPv4 (0.0.0.0) only")
+        host = "0.0.0.0"
+    family, _, _, _, sockaddr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_DGRAM)[0]
+    address = str(sockaddr[0]).split("%")[0]  # an IPv6 address may carry its zone ("fe80::1%eth0")
+    if family == socket.AF_INET6:
+        scope = int(sockaddr[3]) if len(sockaddr) > 3 else 0
+        wildcard = ipaddress.IPv6Address(address).is_unspecified
+        return _sockaddr_in6(address, port, scope), wildcard, f"[{address}]:{port}"
+    return _sockaddr_in(address, port), False, f"{address}:{port}"
+
+
 def _peer(ptr: int | None) -> str:
+    """A caller's address as ``a.b.c.d:port`` (an IPv4 caller of a dual-stack listener too) or ``[v6]:port``."""
     if not ptr:
         return "?"
-    raw = ctypes.string_at(ptr, 16)
-    if struct.unpack("=H", raw[:2])[0] != socket.AF_INET:
-        return "?"
-    return f"{socket.inet_ntoa(raw[4:8])}:{struct.unpack('!H', raw[2:4])[0]}"
+    family = struct.unpack("=H", ctypes.string_at(ptr, 2))[0]
+    if family == socket.AF_INET:
+        raw = ctypes.string_at(ptr, 16)
+        return f"{socket.inet_ntoa(raw[4:8])}:{struct.unpack('!H', raw[2:4])[0]}"
+    if family == socket.AF_INET6:
+        raw = ctypes.string_at(ptr, 28)
+        addr, port = ipaddress.IPv6Address(raw[8:24]), struct.unpack("!H", raw[2:4])[0]
+        return f"{addr.ipv4_mapped}:{port}" if addr.ipv4_mapped else f"[{addr}]:{port}"
+    return "?"
 
 
 class SrtConnection:
@@ -165,6 +214,7 @@ class SrtPublishServer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept_loop, name="srt-listener", daemon=True)
         self.refused = 0
+        self.address = ""  # where it listens, once started
 
     def start(self) -> None:
         lib = self.lib
@@ -178,7 +228,13 @@ class SrtPublishServer:
                 err = _last_error(lib)
                 lib.srt_close(sock)
                 raise SrtSetupError(f"service.srt_passphrase: {err}")
-        addr = _sockaddr_in(socket.gethostbyname(self.host), self.port)
+        try:
+            addr, dual_stack, shown = listen_address(self.host, self.port)
+        except (OSError, ValueError) as exc:
+            lib.srt_close(sock)
+            raise SrtSetupError(f"service.srt_host {self.host!r}: not an address of this machine ({exc})") from None
+        if dual_stack:
+            self._setint(sock, SRTO_IPV6ONLY, 0)  # IPv4 callers too, on the same port
         if (
             lib.srt_bind(sock, addr, len(addr)) < 0
             or lib.srt_listen_callback(sock, self._callback, None) < 0
@@ -186,10 +242,11 @@ class SrtPublishServer:
         ):
             err = _last_error(lib)
             lib.srt_close(sock)
-            raise SrtSetupError(f"SRT listener on {self.host}:{self.port} (UDP): {err}")
+            raise SrtSetupError(f"SRT listener on {shown} (UDP): {err}")
         self._sock = sock
         self._thread.start()
-        log.info("SRT publishers accepted on %s:%s (UDP)", self.host, self.port)
+        self.address = shown
+        log.info("SRT publishers accepted on %s (UDP%s)", shown, ", IPv6 and IPv4" if dual_stack else "")
 
     def _setint(self, sock: int, opt: int, value: int) -> None:
         v = ctypes.c_int(value)

@@ -31,6 +31,7 @@ from edge.sinks.loop import RunSinks
 from tracking.pipeline import Pipeline
 from tracking.types import FrameResult, RunInfo
 from vision.types import CameraPose, Frame
+from vision.yolo_weights import detector_weights_label
 
 log = logging.getLogger("airpatrol.service.stream")
 
@@ -436,7 +437,7 @@ class StreamWorker:
             fps=self.fps_in,
             frame_count=None,
             config=pipe.config.model_dump(mode="json"),
-            weights=str(pipe.detector.weights),
+            weights=detector_weights_label(pipe.detector),
             mode=pipe.mode,
             device=str(pipe.device),
         )

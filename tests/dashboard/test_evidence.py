@@ -57,9 +57,9 @@ def test_violations_get_a_short_clip_kept_linked_and_exported(tmp_path, db_url, 
     from sqlalchemy import select
 
     from db.engine import session_scope
-    from db.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
     from db.models import TrackRow, Violation
     from db.run_import import import_run_dir
+    from vision.evidence import CLIP_AFTER_S, CLIP_BEFORE_S
 
     fps, frames = 10.0, 60
     run_dir = make_run_dir(tmp_path / "run", video=True, fps=fps, frames=frames)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_path
-from tracking.horizon import estimate_horizon
+from tracking.horizon import estimate_horizon, search_in_background
 
 W, H = 1280, 720
 F_PX = max(W, H) * 24 / 34.6
@@ -60,6 +60,7 @@ def test_real_toll_plaza_horizon_is_where_the_motorway_meets_the_sky():
         ok, frame = cap.read()
         assert ok
         hz = estimate_horizon(frame, max(frame.shape[:2]) * 24 / 34.6)
+        assert search_in_background(frame, max(frame.shape[:2]) * 24 / 34.6).result(timeout=30) == hz  # same search
         if hz is not None:
             rows.append(hz.row)
     cap.release()

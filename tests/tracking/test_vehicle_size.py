@@ -12,7 +12,7 @@ import pytest
 from tracking.config import CalibrationConfig, SpeedConfig
 from tracking.scale import GroundScale
 from tracking.types import ScaleSource
-from tracking.vehicle_size import measure_vehicle
+from tracking.vehicle_size import HORIZON_LAG_FRAMES, VehicleSizeScale, measure_vehicle
 
 W, H, FPS = 1280, 720, 25.0
 
@@ -195,40 +195,48 @@ def test_oblique_view_scale_grows_with_distance():
     assert not g.valid(np.array([[W / 2, y_h - 50]]), 1.0)[0] and g.valid(np.array([[W / 2, 500]]), 1.0)[0]
 
 
-def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
-    """Five cars only (the fit from vehicle sizes alone needs eight at different rows): the lane lines converge on
-    the horizon, 300 px above the frame, so each car gives the ground plane's slope by itself. Without the lines the
-    same cars give one scale for the whole frame."""
-    a, y_h = 0.012, -300.0
+A_FEW, Y_H_FEW = 0.012, -300.0  # the few-cars scene: lateral px/m slope, horizon row (300 px above the frame)
+
+
+def _few_cars(with_lines: bool, horizon_lag_frames: int | None = None, frames: int = 50) -> GroundScale:
+    """Five cars on an oblique view whose lane lines (``with_lines``) converge on the horizon at ``Y_H_FEW``."""
+    a, y_h = A_FEW, Y_H_FEW
     lined = np.zeros((H, W), np.uint8)
     for x_bottom in np.linspace(-400, W + 400, 11):  # lane markings on the ground plane, meeting at the horizon
         p0 = np.array([x_bottom, H + 10.0])
         p1 = p0 + 0.55 * (np.array([W / 2, y_h]) - p0)
         cv2.line(lined, tuple(np.round(p0).astype(int)), tuple(np.round(p1).astype(int)), 255, 2, cv2.LINE_AA)
+    rng = np.random.default_rng(5)
+    gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
+    if horizon_lag_frames is not None:
+        gs.sizes = VehicleSizeScale(gs.speed_cfg, W, H, horizon_lag_frames=horizon_lag_frames)
+    cars = []
+    for i, y in enumerate((150.0, 280.0, 400.0, 520.0, 640.0)):
+        k = float(_oblique_truth(np.array(y), a, y_h))
+        cars.append(
+            dict(x=200.0 if i % 2 else W - 200.0, y=y, k=k, dirn=1 if i % 2 else -1, v=80 / 3.6 * k / FPS, grey=220)
+        )
+    for fr in range(frames):
+        img = _road(rng)
+        if with_lines:
+            img[lined > 0] = np.maximum(img[lined > 0], 200)
+        boxes, ids = [], []
+        for i, c in enumerate(cars):
+            x = c["x"] + c["dirn"] * fr * c["v"]
+            boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(0.9 * c["k"], 2.0), 0, c["grey"]))
+            ids.append(i + 1)
+        gs.observe_vehicles(
+            fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int), np.zeros(len(ids), bool), None
+        )
+    return gs
 
-    def run(with_lines: bool) -> GroundScale:
-        rng = np.random.default_rng(5)
-        gs = GroundScale(CalibrationConfig(), SpeedConfig(), W, H)
-        cars = []
-        for i, y in enumerate((150.0, 280.0, 400.0, 520.0, 640.0)):
-            k = float(_oblique_truth(np.array(y), a, y_h))
-            cars.append(
-                dict(x=200.0 if i % 2 else W - 200.0, y=y, k=k, dirn=1 if i % 2 else -1, v=80 / 3.6 * k / FPS, grey=220)
-            )
-        for fr in range(50):
-            img = _road(rng)
-            if with_lines:
-                img[lined > 0] = np.maximum(img[lined > 0], 200)
-            boxes, ids = [], []
-            for i, c in enumerate(cars):
-                x = c["x"] + c["dirn"] * fr * c["v"]
-                boxes.append(_draw(img, x, c["y"], 4.5 * c["k"], max(0.9 * c["k"], 2.0), 0, c["grey"]))
-                ids.append(i + 1)
-            gs.observe_vehicles(
-                fr / FPS, img, np.array(boxes), np.array(ids), np.zeros(len(ids), int), np.zeros(len(ids), bool), None
-            )
-        return gs
 
+def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
+    """Five cars only (the fit from vehicle sizes alone needs eight at different rows): the lane lines converge on
+    the horizon, 300 px above the frame, so each car gives the ground plane's slope by itself. Without the lines the
+    same cars give one scale for the whole frame."""
+    a, y_h = A_FEW, Y_H_FEW
+    run = _few_cars
     g = run(True).frame(None, None)
     m = g.size_model
     assert m.oblique and m.horizon_from == "lines" and m.horizon_row == pytest.approx(y_h, abs=15)
@@ -239,6 +247,42 @@ def test_oblique_view_with_few_vehicles_takes_its_horizon_from_the_road_lines():
     # the uncertainty grows towards the horizon (the same relative error of the horizon row weighs more there)
     assert g.rel_sigma_at(W / 2, 150) > g.rel_sigma_at(W / 2, 650) >= 0.08
     assert not run(False).frame(None, None).size_model.oblique
+
+
+def test_background_horizon_search_gives_the_inline_results():
+    """The horizon search runs off the frame path and its result enters HORIZON_LAG_FRAMES frames later: the looks
+    are the same (same frames, same vanishing points), and the scale fitted from them agrees with the inline one."""
+    inline, background = _few_cars(True, horizon_lag_frames=0), _few_cars(True)
+    assert background.sizes.horizon_lag_frames == HORIZON_LAG_FRAMES > 0
+    looks_inline, looks_background = list(inline.sizes._horizons), list(background.sizes._horizons)
+    assert len(looks_inline) >= 4
+    # the last look may still be under way when the clip ends
+    assert len(looks_inline) - len(looks_background) <= 1 and looks_background == looks_inline[: len(looks_background)]
+    a, b = inline.frame(None, None), background.frame(None, None)
+    assert b.size_model.horizon_from == "lines"
+    assert b.size_model.horizon_row == pytest.approx(a.size_model.horizon_row, abs=2.0)
+    for y in (150, 400, 650):  # lateral metres per pixel
+        pa, pb = (g.to_ground(np.array([[W / 2, y], [W / 2 + 1, y]])) for g in (a, b))
+        assert np.linalg.norm(pb[1] - pb[0]) == pytest.approx(np.linalg.norm(pa[1] - pa[0]), rel=0.02)
+
+
+def test_the_frame_that_asks_for_a_horizon_does_not_wait_for_it():
+    """A look is only started on its frame; its result is taken, always, HORIZON_LAG_FRAMES observed frames later."""
+    gs = _few_cars(True, frames=1)  # frame 1 starts the first look
+    sizes = gs.sizes
+    assert sizes._pending_look is not None and len(sizes._horizons) == 0
+    assert sizes._pending_look.due == 1 + HORIZON_LAG_FRAMES
+    sizes._pending_look.result.result()  # finished or not, it is not taken before its frame
+    nothing = (np.zeros((0, 4)), np.zeros(0, int), np.zeros(0, int), np.zeros(0, bool), None)  # no vehicles
+    for frame in range(2, 1 + HORIZON_LAG_FRAMES):
+        sizes.observe(frame / FPS, _road(np.random.default_rng(frame)), *nothing)
+        assert len(sizes._horizons) == 0
+    sizes.observe(1.0, _road(np.random.default_rng(0)), *nothing)
+    assert (
+        len(sizes._horizons) == 1
+        and sizes._horizons[0][0] == 0.0
+        and sizes._horizons[0][2] == pytest.approx(Y_H_FEW, abs=15)
+    )
 
 
 # -- detector boxes: the vehicle's 3-D outline (roof nearer the camera, the side off the image centre) ----------------

@@ -120,3 +120,26 @@ def test_streams_share_torch_ego_motion_and_motion_passes(one_thread, torch_conf
         for a, b in zip(alone_fields[i], got_fields):
             np.testing.assert_array_equal(b.mask, a.mask)
             np.testing.assert_array_equal(p.motion.blobs(b), alone[i].motion.blobs(a))
+
+
+def test_stage_settings_are_serialised_once_per_config(monkeypatch):
+    """The shared-pass key's settings JSON is made once per config object, not at every step of every stream."""
+    from edge.batch.batched import stage_settings
+    from vision.config import EgoMotionConfig
+
+    dumps: list[int] = []
+    real_dump = EgoMotionConfig.model_dump_json
+
+    def counting_dump(self, *a, **k):
+        dumps.append(1)
+        return real_dump(self, *a, **k)
+
+    monkeypatch.setattr(EgoMotionConfig, "model_dump_json", counting_dump)
+    ego = TorchEgoMotionEstimator(EgoMotionConfig())
+    first = stage_settings(ego)
+    assert all(stage_settings(ego) is first for _ in range(50)) and len(dumps) == 1
+    assert first == real_dump(ego.config)
+    # a new config object (another stream's settings, or the stage reconfigured) gets its own key
+    ego.config = ego.config.model_copy(update={"backend": "torch"})
+    changed = stage_settings(ego)
+    assert len(dumps) == 2 and changed == real_dump(ego.config) and changed != first

@@ -23,10 +23,10 @@ ENCODERS = {
 }
 
 
-def long_gop_files(clip, folder, loops: int = 14) -> dict:
+def long_gop_files(clip, folder, loops: int = 14, codecs: tuple[str, ...] = tuple(ENCODERS)) -> dict:
     """The clip looped (to 60 s) and encoded with a keyframe every GOP_S seconds: MPEG-TS files per codec."""
     out = {}
-    for codec in ENCODERS:
+    for codec in codecs:
         out[codec] = folder / f"long_{codec}.ts"
         subprocess.run(
             [

@@ -142,6 +142,69 @@ def test_srt_publisher_authenticated_by_its_key_cut_and_back_continues_one_run(s
     check_one_run_with_the_gap(results, status, stopped, cut_s, tmp_path)
 
 
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@needs_libsrt
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1) to publish to")
+def test_srt_listener_takes_ipv6_and_ipv4_publishers_on_one_port(settings_factory, clip, tmp_path):
+    """The default listener (``::``, dual stack): ffmpeg publishes to [::1], then the same device to 127.0.0.1; a
+    wrong key over IPv6 is refused in the handshake as over IPv4."""
+    port, key = free_port(), DEVICE_TOKENS["DRONE-1"]
+    with serve_process(settings_factory(), tmp_path, srt_port=port) as base:
+        device = {"Authorization": f"Bearer {key}"}
+        wrong = publish(clip, f"srt://[::1]:{port}?streamid=apt_not-a-valid-key&connect_timeout=5000", loops=0)
+        assert wrong.wait(30) != 0 and "reject" in wrong.stderr.read().lower()
+        processed = 0
+        for host in ("[::1]", "127.0.0.1"):
+            publisher = publish(clip, f"srt://{host}:{port}?streamid={key}")
+            try:
+                stream = wait_for(
+                    lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0],
+                    20,
+                    f"the publish stream from {host}",
+                )
+                before = processed
+                processed = wait_for(
+                    lambda: (
+                        (n := httpx.get(f"{base}/api/streams/{stream['id']}", headers=device).json()["processed"])
+                        >= before + 10
+                        and n
+                    ),
+                    30,
+                    f"frames published from {host}",
+                )
+            finally:
+                publisher.kill()
+                publisher.wait()
+
+
+def test_srt_listen_address_forms():
+    import socket
+    import struct
+
+    from edge.service.srt_publish import listen_address
+
+    addr, wildcard, shown = listen_address("127.0.0.1", 9000)
+    assert (len(addr), wildcard, shown) == (16, False, "127.0.0.1:9000")
+    assert struct.unpack("=H", addr[:2])[0] == socket.AF_INET and struct.unpack("!H", addr[2:4])[0] == 9000
+    if _ipv6_loopback():
+        addr, wildcard, shown = listen_address("::", 9000)
+        assert (len(addr), wildcard, shown) == (28, True, "[::]:9000") and addr[8:24] == bytes(16)
+        addr, wildcard, shown = listen_address("::1", 9000)
+        assert (wildcard, shown) == (False, "[::1]:9000") and addr[8:24] == socket.inet_pton(socket.AF_INET6, "::1")
+    with pytest.raises(OSError):
+        listen_address("no-such-host.invalid", 9000)
+
+
 @needs_libsrt
 def test_srt_passphrase_is_required_as_well_as_the_key(settings_factory, clip, tmp_path):
     port, key = free_port(), DEVICE_TOKENS["DRONE-1"]
