@@ -10,6 +10,7 @@ cannot suppress boxes above it), at a third of the CPU; ``--check`` compares it 
 contender on M1003 at conf 0.1.
 
   python bench/detector_track.py --weights vision/weights/airpatrol_yolov8n.pt --cache /tmp/track_before.json
+  python bench/detector_track.py --weights W --val      # held-out val split: day and low-light vehicle AP50
 """
 
 from __future__ import annotations
@@ -118,15 +119,42 @@ def check(weights: Path) -> None:
     print("replay: ", {k: replay[k] for k in ("mota", "fp", "fn", "idsw")})
 
 
+def val_ap50(weights: Path, data_dir: Path) -> None:
+    """Class-agnostic vehicle AP50 on the held-out val split of the day data (scenes no training image shows) and on
+    night-like copies of the same images (``low_light``, seed 123), with ``bench/detector_eval.py``'s AP code."""
+    import tempfile
+
+    from ultralytics import YOLO
+
+    from bench.detector_eval import vehicle_ap50
+    from vision.training.detector.lowlight import low_light_copies
+
+    images = sorted((data_dir / "images" / "val").glob("*.jpg"))
+    if not images:
+        raise SystemExit(f"{data_dir / 'images' / 'val'}: no val images (build the data: airpatrol train-detector)")
+    model = YOLO(str(weights), task="detect")
+    ap, p, r = vehicle_ap50(model, images)
+    print(f"day val ({len(images)} images): vehicle AP50 {ap:.3f} (P {p:.2f} R {r:.2f})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        low_light_copies(images, data_dir / "labels" / "val", Path(tmp), seed=123)
+        ap_dark, p, r = vehicle_ap50(model, sorted((Path(tmp) / "images").glob("*.jpg")))
+    print(f"low-light val: vehicle AP50 {ap_dark:.3f} (P {p:.2f} R {r:.2f}); mean {(ap + ap_dark) / 2:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", type=Path, default=REPO / "vision/weights/airpatrol_yolov8n.pt")
     parser.add_argument("--cache", type=Path, help="write (or read, when present) the figures as JSON")
     parser.add_argument("--check", action="store_true", help="compare the replay with model.track on M1003")
+    parser.add_argument("--val", action="store_true", help="instead: vehicle AP50 on the held-out val split")
+    parser.add_argument("--data-dir", type=Path, default=Path("~/.cache/airpatrol/detector_data").expanduser())
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(2)
+    if args.val:
+        val_ap50(args.weights, args.data_dir)
+        return
     if args.check:
         check(args.weights)
         return

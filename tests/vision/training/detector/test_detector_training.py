@@ -143,3 +143,26 @@ def test_shipped_training_records_hold_no_absolute_path():
     for record in records:
         for text in strings(json.loads(record.read_text())):
             assert not any(word.startswith(("/", "~")) for word in text.split()), f"{record.name}: {text!r}"
+
+
+def test_across_scales_run_with_missing_inputs_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    import typer
+    from typer.testing import CliRunner
+
+    from vision.training.detector.cli import cli_train_detector
+
+    app = typer.Typer()
+    app.command()(cli_train_detector)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("AIRPATROL_SHARED", str(shared))
+    args = ["--across-scales", "--start", str(tmp_path / "nope.pt"), "--out", str(tmp_path / "w.pt")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "shared training data not found" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    (shared / "data" / "detection").mkdir(parents=True)
+    gt = shared / "data" / "mot" / "uavdt_M1003_night_dev" / "gt" / "M1003_gt_whole.txt"
+    gt.parent.mkdir(parents=True)
+    gt.write_text("")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and f"{tmp_path / 'nope.pt'}: start weights not found" in result.output
+    assert not (tmp_path / "w.pt").exists()
