@@ -38,9 +38,23 @@ def cli_train_detector(
             "training frames, docs/detector.md)",
         ),
     ] = False,
-    start: Annotated[Path, typer.Option("--start", help="--low-light: the weights to continue from")] = DEFAULT_WEIGHTS,
+    across_scales: Annotated[
+        bool,
+        typer.Option(
+            "--across-scales",
+            help="instead: the shipped weights' run: continue --start on day + night data at several scales "
+            "(--epochs defaults to 2 here; docs/detector.md)",
+        ),
+    ] = False,
+    start: Annotated[
+        Path, typer.Option("--start", help="--low-light / --across-scales: the weights to continue from")
+    ] = DEFAULT_WEIGHTS,
+    fraction: Annotated[float, typer.Option("--fraction", help="share of the training list (smoke runs)")] = 1.0,
 ) -> None:
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
+    if across_scales:
+        _train_across_scales(out, start, data_dir, epochs, seed, fraction)
+        return
     if low_light:
         _train_low_light(out, start, data_dir, epochs, batch, freeze, seed)
         return
@@ -87,6 +101,24 @@ def _train_low_light(
             seed=seed,
         )
     except ValueError as exc:
+        typer.echo(f"airpatrol: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(str(path))
+
+
+def _train_across_scales(
+    out: Path, start: Path, data_dir: Path | None, epochs: int, seed: int, fraction: float
+) -> None:
+    from vision.training.detector.recipe import AcrossScalesMix, train_across_scales
+
+    defaults = AcrossScalesMix()
+    mix = AcrossScalesMix(epochs=defaults.epochs if epochs == DEFAULT_EPOCHS else epochs, seed=seed)
+    if not 0.0 < fraction <= 1.0:
+        typer.echo(f"airpatrol: error: --fraction must be in (0, 1], got {fraction}", err=True)
+        raise typer.Exit(2)
+    try:
+        path = train_across_scales(out, start, mix, data_dir=data_dir, fraction=fraction)
+    except ValueError as exc:  # TrainingError and the data errors: one line, no traceback
         typer.echo(f"airpatrol: error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(str(path))

@@ -35,6 +35,20 @@ def shared_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared"
 
 
+def portable_path(path: Path) -> str:
+    """``path`` as ``training_set.json`` names it: relative to the project, or ``../shared/...`` for shared data.
+
+    A file elsewhere (a copy of earlier weights in /tmp, say) is named by its file name only: the record identifies
+    such inputs by their SHA-256, never by a machine's absolute path.
+    """
+    path = Path(path).resolve()
+    project = Path(__file__).resolve().parents[3]
+    for root, prefix in ((shared_root().resolve(), Path("../shared")), (project, Path("."))):
+        if path.is_relative_to(root):
+            return (prefix / path.relative_to(root)).as_posix()
+    return path.name
+
+
 def vehicle_head_from_coco(coco_model):
     """The COCO model with its class head cut to our classes (rows ``COCO_ROWS_FOR_OURS`` of the last 1x1 convs).
 
@@ -227,11 +241,11 @@ def _train(
     freeze: int,
     run_dir: Path,
     name: str,
+    **overrides,
 ) -> None:
     from ultralytics import YOLO
 
-    YOLO(str(init_ckpt)).train(
-        trainer=_vehicle_trainer(),
+    args = dict(
         data=str(data_yaml),
         epochs=epochs,
         imgsz=imgsz,
@@ -253,6 +267,7 @@ def _train(
         freeze=freeze or None,
         verbose=True,
     )
+    YOLO(str(init_ckpt)).train(trainer=_vehicle_trainer(), **(args | overrides))
 
 
 def finetune_for_low_light(
@@ -331,11 +346,17 @@ def finetune_for_low_light(
     (work / "training_set.json").write_text(
         json.dumps(
             {
-                "start": str(start),
+                "start": portable_path(Path(start)),
                 "day_images": len(day_pick),
                 "low_light_copies": len(dark_pick),
                 "night": [
-                    {"source": str(s), "gt": str(g), "frames": list(f), "step": night_step, "repeat": night_repeat}
+                    {
+                        "source": portable_path(s),
+                        "gt": portable_path(g),
+                        "frames": list(f),
+                        "step": night_step,
+                        "repeat": night_repeat,
+                    }
                     for s, g, f in night
                 ],
                 "night_images": len(night_images),

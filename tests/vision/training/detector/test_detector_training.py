@@ -106,3 +106,63 @@ def test_one_epoch_smoke_run_writes_loadable_vehicle_weights(tmp_path):
     model = YOLO(str(out))
     assert model.names == dict(enumerate(CLASS_NAMES))
     model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=64, verbose=False)
+
+
+def test_training_records_name_data_relative_to_the_project_or_shared(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from vision.training.detector.training import portable_path
+
+    monkeypatch.setenv("AIRPATROL_SHARED", str(tmp_path / "shared"))
+    project = Path(__file__).resolve().parents[4]
+    assert (
+        portable_path(tmp_path / "shared" / "data" / "mot" / "seq" / "video.mp4") == "../shared/data/mot/seq/video.mp4"
+    )
+    assert portable_path(project / "vision" / "weights" / "x.pt") == "vision/weights/x.pt"
+    assert portable_path(tmp_path / "elsewhere" / "start.pt") == "start.pt"  # identified by its SHA-256 instead
+
+
+def test_shipped_training_records_hold_no_absolute_path():
+    import json
+    from pathlib import Path
+
+    weights = Path(__file__).resolve().parents[4] / "vision" / "weights"
+    records = sorted(weights.glob("*.training_set.json"))
+    assert records, f"no training_set.json in {weights}"
+
+    def strings(node):
+        if isinstance(node, dict):
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from strings(value)
+        elif isinstance(node, str):
+            yield node
+
+    for record in records:
+        for text in strings(json.loads(record.read_text())):
+            assert not any(word.startswith(("/", "~")) for word in text.split()), f"{record.name}: {text!r}"
+
+
+def test_across_scales_run_with_missing_inputs_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    import typer
+    from typer.testing import CliRunner
+
+    from vision.training.detector.cli import cli_train_detector
+
+    app = typer.Typer()
+    app.command()(cli_train_detector)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("AIRPATROL_SHARED", str(shared))
+    args = ["--across-scales", "--start", str(tmp_path / "nope.pt"), "--out", str(tmp_path / "w.pt")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "shared training data not found" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    (shared / "data" / "detection").mkdir(parents=True)
+    gt = shared / "data" / "mot" / "uavdt_M1003_night_dev" / "gt" / "M1003_gt_whole.txt"
+    gt.parent.mkdir(parents=True)
+    gt.write_text("")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and f"{tmp_path / 'nope.pt'}: start weights not found" in result.output
+    assert not (tmp_path / "w.pt").exists()

@@ -1,0 +1,170 @@
+"""Plain Ultralytics tracking figures of detector weights on the real dev sequences (issue 23: day accuracy back).
+
+What a user of Ultralytics runs, ``YOLO(w).track(frame, tracker="bytetrack.yaml", persist=True, conf=c, imgsz=640)``,
+for c in 0.1 / 0.2 / 0.3, scored like ``bench/real`` (``bench.real.scoring.score``: motmetrics, IoU 0.5, UAVDT
+ignore regions dropped) on M1303 (day oblique), M1003 frames 1-240 (night) and M0703 frames 1-340 (day nadir).
+
+The detector runs once per frame at conf 0.1; each conf then replays Ultralytics' own ``BYTETracker`` on the
+detections >= c. That is what ``track(conf=c)`` does (conf filtering before NMS removes only boxes below c, which
+cannot suppress boxes above it), at a third of the CPU; ``--check`` compares it with ``bench.real``'s plain
+contender on M1003 at conf 0.1.
+
+  python bench/detector_track.py --weights vision/weights/airpatrol_yolov8n.pt --cache /tmp/track_before.json
+  python bench/detector_track.py --weights W --val      # held-out val split: day and low-light vehicle AP50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from bench.real.scoring import boxes_from_rows, score  # noqa: E402
+from bench.real.sequences import NIGHT_SCORED_FRAMES, Sequence  # noqa: E402
+from vision.training.detector.training import shared_root  # noqa: E402
+
+CONFS = (0.1, 0.2, 0.3)
+
+
+def sequences() -> list[Sequence]:
+    mot = shared_root() / "data" / "mot"
+    return [
+        Sequence("M1303", mot / "uavdt_M1303", mot / "uavdt_M1303/gt/M1303_gt_whole.txt", (1, 445), "day", "oblique"),
+        Sequence(
+            "M1003-night",
+            mot / "uavdt_M1003_night_dev/video.mp4",
+            mot / "uavdt_M1003_night_dev/gt/M1003_gt_whole.txt",
+            NIGHT_SCORED_FRAMES,
+            "night",
+            "oblique",
+        ),
+        Sequence(
+            "M0703-nadir",
+            mot / "uavdt_M0703_nadir_dev/video.mp4",
+            mot / "uavdt_M0703_nadir_dev/gt/M0703_gt_whole.txt",
+            (1, 340),
+            "day",
+            "nadir",
+        ),
+    ]
+
+
+def detections(model, seq: Sequence, imgsz: int = 640) -> list[np.ndarray]:
+    """Per frame, Ultralytics' post-NMS boxes at conf 0.1 as (N, 6) x1 y1 x2 y2 conf cls."""
+    from vision.source import open_source
+
+    out = []
+    with open_source(seq.source, max_frames=seq.run_frames) as src:
+        for frame in src:
+            r = model.predict(frame.image, conf=min(CONFS), imgsz=imgsz, verbose=False)[0]
+            out.append(r.boxes.data.cpu().numpy())
+    return out
+
+
+def replay_bytetrack(dets: list[np.ndarray], conf: float):
+    """Ultralytics' BYTETracker over cached detections, as ``model.track(conf=conf, persist=True)`` feeds it."""
+    from ultralytics.engine.results import Boxes as UBoxes
+    from ultralytics.trackers.byte_tracker import BYTETracker
+    from ultralytics.utils import YAML, IterableSimpleNamespace
+    from ultralytics.utils.checks import check_yaml
+
+    tracker = BYTETracker(args=IterableSimpleNamespace(**YAML.load(check_yaml("bytetrack.yaml"))))
+    rows = []
+    for index, d in enumerate(dets):
+        keep = d[d[:, 4] >= conf]
+        tracks = tracker.update(UBoxes(keep, (1, 1)).cpu().numpy(), None)
+        for x1, y1, x2, y2, tid in tracks[:, :5]:
+            rows.append((index + 1, int(tid), x1, y1, x2 - x1, y2 - y1))
+    return boxes_from_rows(rows)
+
+
+def evaluate(weights: Path) -> dict:
+    from ultralytics import YOLO
+
+    model = YOLO(str(weights), task="detect")
+    results: dict = {}
+    for seq in sequences():
+        dets = detections(model, seq)
+        gt, ignore = seq.ground_truth()
+        for conf in CONFS:
+            s = score(gt, ignore, replay_bytetrack(dets, conf), seq.frames)
+            results[f"{seq.name}@{conf}"] = s
+            print(
+                f"{seq.name:12s} conf {conf}: MOTA {s['mota']:.1f} IDF1 {s['idf1']:.1f} FP {s['fp']} FN {s['fn']} "
+                f"IDsw {s['idsw']}",
+                flush=True,
+            )
+    return results
+
+
+def check(weights: Path) -> None:
+    """The replay against ``bench.real``'s plain contender (model.track) on M1003 at conf 0.1."""
+    from ultralytics import YOLO
+
+    from bench.real.contenders import run_plain
+
+    seq = sequences()[1]
+    gt, ignore = seq.ground_truth()
+    direct = score(gt, ignore, run_plain(seq, weights, 0.1).pred, seq.frames)
+    replay = score(gt, ignore, replay_bytetrack(detections(YOLO(str(weights), task="detect"), seq), 0.1), seq.frames)
+    print("track():", {k: direct[k] for k in ("mota", "fp", "fn", "idsw")})
+    print("replay: ", {k: replay[k] for k in ("mota", "fp", "fn", "idsw")})
+
+
+def val_ap50(weights: Path, data_dir: Path) -> None:
+    """Class-agnostic vehicle AP50 on the held-out val split of the day data (scenes no training image shows) and on
+    night-like copies of the same images (``low_light``, seed 123), with ``bench/detector_eval.py``'s AP code."""
+    import tempfile
+
+    from ultralytics import YOLO
+
+    from bench.detector_eval import vehicle_ap50
+    from vision.training.detector.lowlight import low_light_copies
+
+    images = sorted((data_dir / "images" / "val").glob("*.jpg"))
+    if not images:
+        raise SystemExit(f"{data_dir / 'images' / 'val'}: no val images (build the data: airpatrol train-detector)")
+    model = YOLO(str(weights), task="detect")
+    ap, p, r = vehicle_ap50(model, images)
+    print(f"day val ({len(images)} images): vehicle AP50 {ap:.3f} (P {p:.2f} R {r:.2f})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        low_light_copies(images, data_dir / "labels" / "val", Path(tmp), seed=123)
+        ap_dark, p, r = vehicle_ap50(model, sorted((Path(tmp) / "images").glob("*.jpg")))
+    print(f"low-light val: vehicle AP50 {ap_dark:.3f} (P {p:.2f} R {r:.2f}); mean {(ap + ap_dark) / 2:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weights", type=Path, default=REPO / "vision/weights/airpatrol_yolov8n.pt")
+    parser.add_argument("--cache", type=Path, help="write (or read, when present) the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="compare the replay with model.track on M1003")
+    parser.add_argument("--val", action="store_true", help="instead: vehicle AP50 on the held-out val split")
+    parser.add_argument("--data-dir", type=Path, default=Path("~/.cache/airpatrol/detector_data").expanduser())
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(2)
+    if args.val:
+        val_ap50(args.weights, args.data_dir)
+        return
+    if args.check:
+        check(args.weights)
+        return
+    if args.cache and args.cache.is_file():
+        print(args.cache.read_text())
+        return
+    results = evaluate(args.weights)
+    if args.cache:
+        args.cache.write_text(json.dumps({"weights": str(args.weights), "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
