@@ -455,30 +455,34 @@ class TrafficSim:
         return gap, dv
 
     def _script_near_miss(self, t: float) -> None:
-        """Start a scripted near-miss when one is due: a vehicle in the script area closing in on a slower (or
-        standing) vehicle ahead of it in the same lane, 15-60 m away."""
+        """Start a scripted near-miss when one is due: a vehicle faster than 4 m/s closing in on a slower (or
+        standing) vehicle 12-70 m ahead of it in the same lane, that vehicle inside the script area (the view)."""
         if not self.near_miss_times or t < self.near_miss_times[0]:
             return
         idx = np.flatnonzero(self.active & ~self.distracted)
         if len(idx) < 2:
             return
-        x, y, _, _ = self._pose(idx)
-        inside = np.ones(len(idx), bool)
+        gap, vl = self._leaders(idx, self.route[idx], self.s[idx], self.L[idx], exclude=idx)
+        ok = (self.v[idx] > 4.0) & (gap > 12.0) & (gap < 70.0) & (self.v[idx] - vl > 1.0)
+        if not ok.any():
+            return
+        # where the follower would reach its leader (roughly the leader's position now): inside the script area
+        sj = self._mapped(idx, self.route[idx])  # rows: followers' routes, columns: every vehicle
+        sj = np.where(
+            (sj - self.s[idx][:, None] > 0) & (idx[None, :] != idx[:, None]), sj - self.s[idx][:, None], np.inf
+        )
+        lead = idx[np.argmin(sj, axis=1)]
+        lx, ly, _, _ = self._pose(lead)
         if self.script_area is not None:
             import cv2
 
             poly = np.asarray(self.script_area, np.float32).reshape(-1, 1, 2)
-            inside = np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(x, y)])
-        gap, vl = self._leaders(idx, self.route[idx], self.s[idx], self.L[idx], exclude=idx)
-        ok = inside & (self.v[idx] > 6.0) & (gap > 15.0) & (gap < 60.0) & (self.v[idx] - vl > 1.0)
+            ok &= np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(lx, ly)])
         if not ok.any():
             return
         n = int(np.flatnonzero(ok)[0])
         i = int(idx[n])
-        # the leader: the vehicle ahead on the same route at that gap
-        sj = self._mapped(idx, np.array([self.route[i]]))[0] - self.s[i]
-        sj = np.where((sj > 0) & (idx != i), sj, np.inf)
-        leader = int(self.vid[idx[int(np.argmin(sj))]])
+        leader = int(self.vid[lead[n]])
         self.distracted[i] = True
         self.near_misses.append(NearMiss(int(self.vid[i]), leader, t))
         self.near_miss_times.pop(0)
