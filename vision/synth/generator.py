@@ -290,6 +290,7 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
                 "leader": order.get(nm.leader),
                 "t_start": round(nm.t_start, 3),
                 "t_end": None if nm.t_end is None else round(nm.t_end, 3),
+                "outcome": nm.outcome,
             }
             for nm in scene.near_misses
         ],

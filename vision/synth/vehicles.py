@@ -37,7 +37,7 @@ PALETTE: list[tuple[str, tuple[int, int, int], float]] = [
     ("light_blue", (215, 170, 95), 0.01),
     ("asphalt", (0, 0, 0), 0.04),
 ]
-NEAR_MISS_MAX_S = 8.0  # a scripted distraction that has not closed in on the vehicle ahead by then is given up
+NEAR_MISS_MAX_S = 10.0  # a scripted distraction that has not closed in on the vehicle ahead by then is given up
 LC_FULL_RATE_SPEED = 12.0  # m/s; below it a lane change slows down proportionally
 CONTAINER_COLOURS = [(40, 50, 150), (130, 70, 30), (50, 110, 50), (110, 110, 110), (30, 110, 210), (60, 80, 120)]
 
@@ -153,6 +153,7 @@ class NearMiss:
     leader: int
     t_start: float
     t_end: float | None = None
+    outcome: str = "running"  # "near_miss": time to collision fell below near_miss_ttc_s; "gave_up": it did not
 
 
 @dataclass
@@ -444,12 +445,11 @@ class TrafficSim:
         for n in np.flatnonzero(self.distracted[idx]).tolist():
             i = int(idx[n])
             ttc = gap[n] / dv[n] if dv[n] > 0 and np.isfinite(gap[n]) else math.inf
-            started = next(nm.t_start for nm in self.near_misses if nm.follower == int(self.vid[i]))
-            if ttc < self.cfg.near_miss_ttc_s or gap[n] < 2.0 or t - started > NEAR_MISS_MAX_S:
+            nm = next(nm for nm in self.near_misses if nm.follower == int(self.vid[i]) and nm.t_end is None)
+            if ttc < self.cfg.near_miss_ttc_s or gap[n] < 2.0 or t - nm.t_start > NEAR_MISS_MAX_S:
                 self.distracted[i] = False
-                for nm in self.near_misses:
-                    if nm.follower == int(self.vid[i]) and nm.t_end is None:
-                        nm.t_end = t
+                nm.t_end = t
+                nm.outcome = "gave_up" if t - nm.t_start > NEAR_MISS_MAX_S else "near_miss"
             else:
                 gap[n], dv[n] = math.inf, 0.0
         return gap, dv
@@ -480,7 +480,8 @@ class TrafficSim:
             ok &= np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(lx, ly)])
         if not ok.any():
             return
-        n = int(np.flatnonzero(ok)[0])
+        closing = np.where(ok, (self.v[idx] - vl) / np.maximum(gap, 1.0), -np.inf)
+        n = int(np.argmax(closing))  # the one closing in fastest: it reaches a near-miss before anything changes
         i = int(idx[n])
         leader = int(self.vid[lead[n]])
         self.distracted[i] = True
