@@ -14,7 +14,7 @@ The drone hovers (``HOVER_DRIFT_MPS``, no yaw). The detector and tracker are *no
 Scored vehicles: the moving vehicles that entered and left the view during the flight (truth) and the study's
 vehicles not present at its start or end (those at the edges of a flight are counted by the study as
 present-at-start/-end, by design). Movement counts: per (origin, destination, movement) cell, study approaches
-matched to the truth's arms by bearing from the junction and heading. Conflicts: the truth's time-to-collision
+matched to the truth's arms by position and heading. Conflicts: the truth's time-to-collision
 conflicts (exact states, both vehicles visible) against the study's TTC conflicts; a match is the same pair within
 2 s.
 """
@@ -78,16 +78,16 @@ def observe(sim, cfg: SceneConfig, noise_px: float, seed: int):
 
 
 def match_approaches(study, arms) -> dict[str, str]:
-    """Study approach id -> truth arm name (bearing from the truth centre within 40 deg, heading within 50 deg)."""
+    """Study approach id -> truth arm name: the nearest arm (its ends in the view) within 60 m whose inbound
+    heading agrees within 50 deg."""
     out = {}
     for a in study.approaches:
         best, best_cost = None, math.inf
         for arm in arms:
-            b = math.degrees(math.atan2(a.x - arm.centre[0], a.y - arm.centre[1])) % 360
-            db = abs((b - arm.bearing_deg + 180) % 360 - 180)
+            dist = math.hypot(a.x - arm.point[0], a.y - arm.point[1])
             dh = abs((a.heading_deg - arm.heading_deg + 180) % 360 - 180)
-            if db < 40 and dh < 50 and db + dh < best_cost:
-                best, best_cost = arm.name, db + dh
+            if dist < 60 and dh < 50 and dist + dh < best_cost:
+                best, best_cost = arm.name, dist + dh
         if best is not None:
             out[a.id] = best
     return out
@@ -112,7 +112,7 @@ def score_case(scene: str, pitch: float, altitude: float, args) -> dict:
     sim = simulate_traffic(cfg)
     sim_s = time.perf_counter() - t0
     visible, obs = observe(sim, cfg, args.noise_px, args.seed)
-    arms, routes = route_truth(sim.net)
+    arms, routes = route_truth(sim.net, sim.cam.footprint(0))
     truth = vehicle_truth(sim.net, sim.frames, visible, routes)
     truth_conf = ttc_conflicts(sim.frames, sim.specs, cfg.fps, visible, ttc_s=args.ttc, near_misses=sim.near_misses)
     trajs = [

@@ -233,7 +233,7 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
         }
         for v in order
     }
-    arms, route_facts = route_truth(scene.net)
+    arms, route_facts = route_truth(scene.net, scene.cam.footprint(0))
     study = vehicle_truth(scene.net, scene.traffic, visible, route_facts)
     for v, truth in study.items():
         if v in order:
