@@ -113,12 +113,12 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
     feats = np.column_stack([pos / cfg.approach_cluster_m, dirs / chord])
     labels = fcluster(linkage(feats, "average"), t=1.0, criterion="distance")
     near_edge = area.edge_distance(pos) <= cfg.edge_margin_m
-    groups = []
+    groups: list[list[int]] = []
     for lab in np.unique(labels):
-        members = np.flatnonzero((labels == lab) & near_edge)
-        if len(members) >= cfg.min_approach_tracks:
-            groups.append(members)
-    groups = _merge_carriageways([g.tolist() for g in groups], ends, cfg)
+        in_cluster = np.flatnonzero((labels == lab) & near_edge)
+        if len(in_cluster) >= cfg.min_approach_tracks:
+            groups.append(in_cluster.tolist())
+    groups = _merge_carriageways(groups, ends, cfg)
     approaches = []
     for members in groups:
         p = pos[members]

@@ -119,7 +119,7 @@ def route_truth(net: RoadNetwork, view: np.ndarray | None = None) -> tuple[list[
     used: dict[str, int] = {}
     for k, g in enumerate(groups):
         point = np.mean([e[4] for e in g], axis=0)
-        b = bearing_deg(point - c)
+        bearing = bearing_deg(point - c)
         starts = [e for e in g if e[1]] or g
         h = (
             math.degrees(
@@ -129,10 +129,10 @@ def route_truth(net: RoadNetwork, view: np.ndarray | None = None) -> tuple[list[
             )
             % 360
         )
-        name = COMPASS[int(((b + 22.5) % 360) // 45)]
+        name = COMPASS[int(((bearing + 22.5) % 360) // 45)]
         used[name] = used.get(name, 0) + 1
         label = name if used[name] == 1 else f"{name}{used[name]}"
-        arms.append(Arm(label, b, h, (float(c[0]), float(c[1])), (float(point[0]), float(point[1]))))
+        arms.append(Arm(label, bearing, h, (float(c[0]), float(c[1])), (float(point[0]), float(point[1]))))
         for e in g:
             arm_of[(e[0], e[1])] = k
     routes = []
@@ -299,8 +299,8 @@ def ttc_conflicts(
         episode: list[tuple[int, float, float, float]] = []
         for item in items + [(-1, 0.0, 0.0, 0.0)]:
             if episode and (item[0] < 0 or (item[0] - episode[-1][0]) / fps > 1.0):
-                f, ttc, x, y = min(episode, key=lambda e: e[1])
-                out.append(TruthConflict("ttc", ttc, f, f / fps, x, y, a, b, (a, b) in scripted))
+                f, value, x, y = min(episode, key=lambda e: e[1])
+                out.append(TruthConflict("ttc", value, f, f / fps, x, y, a, b, (a, b) in scripted))
                 episode = []
             if item[0] >= 0:
                 episode.append(item)
