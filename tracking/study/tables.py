@@ -276,8 +276,8 @@ def section_speeds(
                 (ta, _, ia), (tb, _, ib) = (tb, 0.0, ib), (ta, 0.0, ia)
             if tb - ta <= 0:
                 continue
-            path = s.xy[ia : ib + 2]
-            dist = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+            cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(s.xy, axis=0), axis=1))])
+            dist = float(np.interp(tb, s.t, cum) - np.interp(ta, s.t, cum))  # along the path, crossing to crossing
             rows.append(
                 {
                     "section": name,

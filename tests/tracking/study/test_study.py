@@ -111,3 +111,22 @@ def test_write_study_tables_and_geojson(junction, tmp_path):
     assert kinds.count("approach") == 4 and kinds.count("lane") == 8
     with open(tmp_path / "conflicts.csv") as fh:  # empty, but with its header
         assert next(csv.reader(fh))[0] == "kind"
+
+
+def test_section_speed_between_two_counting_lines_and_density(junction):
+    from tracking.study import CountingLine
+
+    trajs, truth = junction
+    lines = [CountingLine("s50", (0.0, -50.0), (8.0, -50.0)), CountingLine("s20", (0.0, -20.0), (8.0, -20.0))]
+    study = compute_study(trajs, None, StudyConfig(counting_lines=lines))
+    rows = study.tables["section_speeds"]
+    from_south = {tid for tid, (origin, *_rest) in truth.items() if origin == "S"}
+    assert {r["track_id"] for r in rows} == from_south
+    assert all(abs(r["speed_kmh"] - 36.0) < 1.5 and abs(r["distance_m"] - 30.0) < 1.5 for r in rows)
+    summary = [r for r in study.tables["section_speed_summary"] if r["vehicles"]]
+    assert sum(r["vehicles"] for r in summary) == len(from_south)
+    # one car at a time on 50 m of a two-lane approach: a low density, level of service A
+    dens = study.tables["density"]
+    assert dens and all(r["lanes"] == 2 and r["los"] == "A" and r["density_veh_km_lane"] < 7 for r in dens)
+    hw = [r for r in study.tables["headway_stats"] if r["measure"] == "headway" and r["n"]]
+    assert hw and all(r["median_s"] >= 7.5 for r in hw)  # vehicles enter 8 s apart, an arm's lane sees one in 32 s
