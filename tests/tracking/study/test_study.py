@@ -130,3 +130,34 @@ def test_section_speed_between_two_counting_lines_and_density(junction):
     assert dens and all(r["lanes"] == 2 and r["los"] == "A" and r["density_veh_km_lane"] < 7 for r in dens)
     hw = [r for r in study.tables["headway_stats"] if r["measure"] == "headway" and r["n"]]
     assert hw and all(r["median_s"] >= 7.5 for r in hw)  # vehicles enter 8 s apart, an arm's lane sees one in 32 s
+
+
+def test_rows_with_lon_lat_give_georeferenced_approaches(junction):
+    from tracking.study import trajectories_from_rows
+
+    trajs, _ = junction
+    # a local east/north tangent plane around 49.97 N, 36.30 E
+    lon0, lat0, m_per_deg_lat = 36.30, 49.97, 111_132.0
+    m_per_deg_lon = m_per_deg_lat * np.cos(np.radians(lat0))
+    rows = [
+        {
+            "track_id": tr.track_id,
+            "vehicle_class": tr.vehicle_class,
+            "t_s": t,
+            "x_m": x,
+            "y_m": y,
+            "lon": lon0 + x / m_per_deg_lon,
+            "lat": lat0 + y / m_per_deg_lat,
+        }
+        for tr in trajs
+        for t, (x, y) in zip(tr.t, tr.xy)
+    ]
+    rows.append(
+        {"track_id": 999, "vehicle_class": "car", "t_s": 1.0, "x_m": None, "y_m": None, "lon": None, "lat": None}
+    )
+    again = trajectories_from_rows(rows)
+    assert len(again) == len(trajs) and all(tr.lonlat is not None for tr in again)
+    study = compute_study(again, None, StudyConfig())
+    for a in study.approaches:
+        assert a.lon == pytest.approx(lon0 + a.x / m_per_deg_lon, abs=1e-7)
+        assert a.lat == pytest.approx(lat0 + a.y / m_per_deg_lat, abs=1e-7)
