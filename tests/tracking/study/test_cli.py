@@ -120,7 +120,7 @@ def test_run_without_ground_coordinates_is_one_line(junction, tmp_path):
         ("none", [], ["not a folder"]),
         ("empty", [], ["tracks.csv", "missing"]),
         ("run", ["--bin", "15x"], ["--bin"]),
-        ("run", ["--approaches", "far.json"], ["outside the area the flight observed"]),
+        ("run", ["--approaches", "far.json"], ["far.json", "outside the area the flight observed"]),
         ("run", ["--approaches", "broken.json"], ["broken.json", "cannot parse"]),
     ],
 )
