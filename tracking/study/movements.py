@@ -18,6 +18,7 @@ import numpy as np
 from tracking.study.approaches import FLIGHT_EDGE_S, ObservedArea, angle_between, end_direction, heading_deg
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
 
+PARALLEL_EIGEN = 0.1  # per approach: below it the approach axes are too parallel to cross at a junction centre
 EDGE_OF_FLIGHT_S = FLIGHT_EDGE_S  # a track starting (ending) this close to the flight's start (end) was there
 
 
@@ -77,7 +78,8 @@ def junction_centre(approaches: list[Approach], area: ObservedArea) -> np.ndarra
         P = n @ n.T
         A += P
         b += P @ np.array([a.x, a.y])
-    if np.linalg.cond(A) > 1e6:  # parallel axes (a straight road): the middle of the approaches
+    # (nearly) parallel axes, a straight road: no crossing point; the middle of the approaches
+    if np.linalg.eigvalsh(A)[0] < PARALLEL_EIGEN * len(approaches):
         return np.mean([[a.x, a.y] for a in approaches], axis=0)
     c = np.linalg.solve(A, b)
     hull_c = area.centre
