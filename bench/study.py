@@ -206,6 +206,8 @@ def perf(args) -> None:
         altitude_m=100,
         traffic_density=1.5,
         parked_vehicles=0,
+        drift_mps=HOVER_DRIFT_MPS,
+        yaw_rate_dps=0.0,
     )
     sim = simulate_traffic(cfg)
     _, obs = observe(sim, cfg, args.noise_px, args.seed)
