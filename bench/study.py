@@ -8,8 +8,8 @@
 What is scored: the generator's traffic (exact routes, vehicle sizes, scripted near-misses) seen through its camera:
 a vehicle is observed while its centre projects inside the 1920x1080 frame (10 px margin), its observed ground
 position carries white noise of ``--noise-px`` pixels at the local ground scale (oblique views: larger far away).
-The drone hovers (``HOVER_DRIFT_MPS``, no yaw). The detector and tracker are *not* in this loop (identity switches and missed vehicles are scored by
-``airpatrol eval``); this measures the study's own logic: approaches, movements, lanes and conflicts.
+The drone hovers (``HOVER_DRIFT_MPS``, no yaw). The detector and tracker are *not* in this loop (identity switches
+and missed vehicles are scored by ``airpatrol eval``); this measures the study's own logic: approaches, movements, lanes and conflicts.
 
 Scored vehicles: the moving vehicles that entered and left the view during the flight (truth) and the study's
 vehicles not present at its start or end (those at the edges of a flight are counted by the study as
