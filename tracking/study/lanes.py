@@ -1,7 +1,7 @@
 """Lanes of each approach by clustering the lateral offsets of its vehicles.
 
-Each vehicle with an origin gets its lateral offset from the approach's axis (median over its samples on the
-approach, before it starts to turn). The offsets of an approach are clustered in one dimension: peaks of a Gaussian
+Each vehicle with an origin gets its lateral offset from the approach's axis (median over its first
+``LANE_WINDOW_M`` on the approach, before it starts to turn: the lane it arrived in). The offsets of an approach are clustered in one dimension: peaks of a Gaussian
 kernel density (scipy) at least ``2 * lane_gap_m`` apart, each vehicle to the nearest peak. Lane 1 is the leftmost
 lane in the direction of travel (nearest the road centre in right-hand traffic).
 """
@@ -15,6 +15,7 @@ from tracking.study.model import Approach, Lane, SmoothedTrack, StudyConfig, Veh
 
 ON_APPROACH_DEG = 20.0  # samples heading within this of the approach count as "still on the approach"
 KDE_BANDWIDTH_M = 0.5
+LANE_WINDOW_M = 25.0  # a vehicle's lane is where it drives over its first metres on the approach
 
 
 def lateral_offset(s: SmoothedTrack, a: Approach) -> float | None:
@@ -33,6 +34,9 @@ def lateral_offset(s: SmoothedTrack, a: Approach) -> float | None:
     stop = np.flatnonzero(~on[idx[0] :])
     last = idx[0] + (stop[0] if len(stop) else len(on) - idx[0])
     seg = rel[idx[0] : last]
+    # the lane it arrived in: the first LANE_WINDOW_M of the approach (a later lane change does not move it)
+    run = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(seg, axis=0), axis=1))])
+    seg = seg[run <= LANE_WINDOW_M]
     return float(np.median(seg @ right))
 
 
