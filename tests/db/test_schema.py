@@ -18,8 +18,8 @@ from db.models import Base, Device, Flight, ProcessingRun, TelemetrySampleRow
 def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
-    assert upgrade(empty_db_url) == head_revision() == "0003"
-    assert upgrade(empty_db_url) == "0003"  # idempotent
+    assert upgrade(empty_db_url) == head_revision() == "0005"
+    assert upgrade(empty_db_url) == "0005"  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
     try:
@@ -47,6 +47,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             "service_jobs",
             "login_throttle",
             "audit_log",
+            "study_approaches",
         } <= names
         indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
         for required in (
@@ -60,7 +61,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             assert required in indexes
     finally:
         engine.dispose()
-    assert current_revision(empty_db_url) == "0003"
+    assert current_revision(empty_db_url) == "0005"
 
 
 def test_same_values_on_both_back_ends(db_url):
@@ -113,7 +114,7 @@ def test_upgrade_adopts_service_tables_made_before_they_were_migrations(empty_db
             )
     finally:
         engine.dispose()
-    assert upgrade(empty_db_url) == "0003"
+    assert upgrade(empty_db_url) == head_revision()
     with session_scope(empty_db_url) as s:
         assert [r.name for r in s.scalars(select(StreamRow))] == ["cam"]
         run = ProcessingRun(status="complete")
@@ -159,7 +160,7 @@ def test_upgrade_to_0003_fills_existing_violations_from_their_speed_rows(empty_d
             )
     finally:
         engine.dispose()
-    assert upgrade(empty_db_url) == "0003"
+    assert upgrade(empty_db_url) == head_revision()
     with session_scope(empty_db_url) as s:
         got = {v.track_id: (v.sigma_kmh, v.lower_bound_kmh, v.rule) for v in s.scalars(select(Violation))}
     assert got == {1: (4.5, 82.0, None), 2: (None, 99.0, None)}
