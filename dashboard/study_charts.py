@@ -37,13 +37,11 @@ def movement_series(starts: list[float], series: dict[str, list[int]], bin_s: fl
     import plotly.graph_objects as go
 
     fig = go.Figure(
-        [
-            go.Scatter(x=starts, y=ys, mode="lines+markers", name=name, line=dict(shape="hv"))
-            for name, ys in series.items()
-        ]
+        [go.Bar(x=starts, y=ys, name=name, offset=0, width=bin_s * 0.9) for name, ys in series.items()]
     )
     fig.update_layout(
-        title=f"vehicles per movement per {bin_label} (by entry time)",
+        barmode="stack",
+        title=f"vehicles per {bin_label} by movement",
         xaxis_title="video time (s)",
         yaxis_title="vehicles",
         height=320,

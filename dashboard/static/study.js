@@ -32,6 +32,12 @@
   A.getJSON(el.dataset.api).then((d) => {
     current = d.approaches.map((a) => ({...a}));
     if (d.message) { el.classList.add("map-empty"); el.textContent = d.message; el.dataset.loaded = "empty"; return; }
+    // the view first: Leaflet adds layers (and makes their elements) only once the map has a centre and zoom
+    const view = L.latLngBounds([]);
+    if (d.imagery) view.extend(L.latLngBounds(d.imagery.bounds));
+    d.approaches.forEach((a) => view.extend([a.lat, a.lon]));
+    d.movements.forEach((m) => m.coordinates.forEach((p) => view.extend([p[1], p[0]])));
+    if (view.isValid()) map.fitBounds(view.pad(0.03)); else map.setView([0, 0], 2);
     const all = L.featureGroup().addTo(map);
     if (d.imagery) L.imageOverlay(`${cfg.run}${d.imagery.run_id}/ortho.png`, d.imagery.bounds,
       {pane: "imagery", className: "ortho", interactive: false}).addTo(map);
@@ -62,8 +68,6 @@
         save(current.map((x) => (x.key === a.key ? {...x, lat: p.lat, lon: p.lng} : x))).catch(() => mk.setLatLng([a.lat, a.lon]));
       });
     });
-    const b = d.imagery ? L.latLngBounds(d.imagery.bounds).extend(all.getBounds()) : all.getBounds();
-    if (b.isValid()) map.fitBounds(b.pad(0.03)); else map.setView([0, 0], 2);
     el.dataset.loaded = "1";
     el.dataset.movements = String(d.movements.length);
   }).catch((e) => { el.textContent = "study map failed: " + e.message; el.dataset.loaded = "error"; });
