@@ -21,6 +21,7 @@ from edge.commands.client import cli_stream, cli_upload
 from edge.commands.config_show import cli_config
 from edge.service.cli import cli_serve
 from tracking.evaluation.report import cli_eval
+from tracking.study.cli import cli_study
 
 # name -> (module, function) of the commands loaded on first use.
 LAZY_COMMANDS = {
@@ -40,6 +41,7 @@ HELP_ORDER = (
     "import-log",
     "synth",
     "eval",
+    "study",
     "train-detector",
     "train-road",
     "import-run",
@@ -82,6 +84,7 @@ app.command("upload")(cli_upload)
 app.command("stream")(cli_stream)
 app.command("import-log")(db_cli.cli_import_log)
 app.command("eval")(cli_eval)
+app.command("study")(cli_study)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 db_app.command("upgrade")(db_cli.cli_db_upgrade)
 db_app.command("backup")(db_cli.cli_db_backup)

@@ -27,6 +27,9 @@ def cli_synth(
         bool, typer.Option(help="draw altitude, pitch, resolution, traffic ... from the seed")
     ] = False,
     count: Annotated[int, typer.Option(min=1, help="number of clips (seeds seed, seed+1, ...)")] = 1,
+    near_misses: Annotated[
+        Optional[int], typer.Option(help="script this many rear-end near-misses (truth in scene.json)")
+    ] = None,
     yolo_every: Annotated[Optional[int], typer.Option(help="also write a YOLO image+label every N frames")] = None,
     no_video: Annotated[bool, typer.Option(help="ground truth only, no video.mp4")] = False,
     procedural: Annotated[bool, typer.Option(help="do not use real imagery from ../shared")] = False,
@@ -44,6 +47,7 @@ def cli_synth(
         altitude_m=altitude,
         gimbal_pitch_deg=pitch,
         yolo_every=yolo_every,
+        near_misses=near_misses,
     )
     if no_video:
         overrides["write_video"] = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -21,7 +21,8 @@ from vision.synth.layout import FreeSpace, add_parking_lot, pick_visible_slots, 
 from vision.synth.render import Placed, Renderer, TruthBox, sun
 from vision.synth.roads import RoadNetwork, build_network
 from vision.synth.scene import SceneConfig, SceneResult, rng_for
-from vision.synth.vehicles import FrameStates, StaticObject, TrafficSim, VehicleSpec, place_parked
+from vision.synth.study_truth import route_truth, ttc_conflicts, vehicle_truth
+from vision.synth.vehicles import FrameStates, NearMiss, StaticObject, TrafficSim, VehicleSpec, place_parked
 from vision.types import VEHICLE_CLASSES
 
 MAX_RASTER_PX = 16e6
@@ -43,6 +44,7 @@ class Scene:
     specs: dict[int, VehicleSpec]
     renderer: Renderer
     assets_source: str
+    near_misses: list[NearMiss] = field(default_factory=list)
 
     def objects(self, i: int) -> list[Placed]:
         st = self.traffic[i]
@@ -72,8 +74,23 @@ def _footprints(cam: CameraTrack) -> list[np.ndarray]:
     return [cam.footprint(i) for i in idx]
 
 
-def build_scene(cfg: SceneConfig) -> Scene:
-    assets = load_assets(cfg)
+@dataclass
+class SimulatedTraffic:
+    """The roads, the camera and the traffic of a scene, without any imagery (enough for trajectories and truth)."""
+
+    cam: CameraTrack
+    net: RoadNetwork
+    frames: list[FrameStates]
+    specs: dict[int, VehicleSpec]
+    near_misses: list[NearMiss]
+    half_len: float
+    feet: list[np.ndarray]
+
+
+def simulate_traffic(cfg: SceneConfig, asphalt: tuple[int, int, int] = (90, 90, 90)) -> SimulatedTraffic:
+    """Roads, camera poses and the traffic simulation of ``cfg`` (the same as :func:`build_scene` draws: only the
+    body colour of "asphalt grey" vehicles depends on ``asphalt``), with ``cfg.near_misses`` scripted near-misses
+    spread evenly over the clip inside the first frame's view."""
     # Road lengths must cover everything the camera sees (plus room for vehicles to appear unseen).
     probe = camera_track(cfg, (0.0, 0.0))
     reach = max(float(np.linalg.norm(fp, axis=1).max()) for fp in _footprints(probe))
@@ -81,6 +98,24 @@ def build_scene(cfg: SceneConfig) -> Scene:
     net = build_network(cfg, rng_for(cfg.seed, "roads"), half_len)
     cam = camera_track(cfg, net.target)
     feet = _footprints(cam)
+    sim = TrafficSim(cfg, net, rng_for(cfg.seed, "traffic"), asphalt)
+    if cfg.near_misses:
+        sim.script_area = shrink(feet[0], 0.8)
+        sim.near_miss_times = [(k + 0.5) * cfg.duration_s / cfg.near_misses for k in range(cfg.near_misses)]
+    limit = max(r.speed_limit for r in net.routes)
+    warmup = max(45.0, 1.5 * half_len / limit)
+    if net.signals is not None:
+        warmup = max(warmup, net.signals.cycle + 20.0)
+    frames = sim.run(warmup, cfg.frame_count, cfg.fps)
+    return SimulatedTraffic(cam, net, frames, dict(sim.specs), sim.near_misses, half_len, feet)
+
+
+def build_scene(cfg: SceneConfig) -> Scene:
+    assets = load_assets(cfg)
+    grng = rng_for(cfg.seed, "ground")
+    asphalt = asphalt_colour(grng)
+    sim = simulate_traffic(cfg, asphalt)
+    net, cam, feet, traffic = sim.net, sim.cam, sim.feet, sim.frames
     allpts = np.vstack(feet)
     margin = 20.0
     extent = (
@@ -91,8 +126,6 @@ def build_scene(cfg: SceneConfig) -> Scene:
     )
     visible = shrink(feet[0], 0.9)
 
-    grng = rng_for(cfg.seed, "ground")
-    asphalt = asphalt_colour(grng)
     lrng = rng_for(cfg.seed, "layout")
     space = FreeSpace(net, extent)
     slots = clear_of_lanes(net, list(net.parking))
@@ -100,13 +133,6 @@ def build_scene(cfg: SceneConfig) -> Scene:
         slots += add_parking_lot(net, space, visible, lrng)
     parked = place_parked(pick_visible_slots(slots, visible), cfg.parked_vehicles, lrng, PARKED_VID0, asphalt)
     clutter = place_clutter(cfg.clutter_objects, space, visible, lrng, CLUTTER_VID0)
-
-    sim = TrafficSim(cfg, net, rng_for(cfg.seed, "traffic"), asphalt)
-    limit = max(r.speed_limit for r in net.routes)
-    warmup = max(45.0, 1.5 * half_len / limit)
-    if net.signals is not None:
-        warmup = max(warmup, net.signals.cycle + 20.0)
-    traffic = sim.run(warmup, cfg.frame_count, cfg.fps)
 
     r = 1.0 / cam.metres_per_pixel(0)
     area = (extent[2] - extent[0]) * (extent[3] - extent[1])
@@ -119,7 +145,7 @@ def build_scene(cfg: SceneConfig) -> Scene:
     statics = parked + clutter
     specs.update({o.spec.vid: o.spec for o in statics})
     renderer = Renderer(cfg, cam, ground, assets.car_crops)
-    return Scene(cfg, cam, net, ground, traffic, statics, specs, renderer, assets.source)
+    return Scene(cfg, cam, net, ground, traffic, statics, specs, renderer, assets.source, sim.near_misses)
 
 
 def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = True) -> SceneResult:
@@ -141,9 +167,11 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
         (out / "yolo" / "labels").mkdir(parents=True, exist_ok=True)
 
     rows: list[tuple[int, TruthBox, float, float, float]] = []  # frame, box, speed m/s, ground x, y
+    visible: list[set[int]] = []  # per frame: simulation ids with a truth box
     try:
         for i in tqdm(range(n), desc=f"synth {cfg.scene}", unit="frame", disable=not progress):
             img, road, boxes = scene.render(i)
+            visible.append({b.vid for b in boxes})
             if video is not None:
                 video.write(img)
             if cfg.road_mask_every and i % cfg.road_mask_every == 0:
@@ -205,6 +233,12 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
         }
         for v in order
     }
+    arms, route_facts = route_truth(scene.net)
+    study = vehicle_truth(scene.net, scene.traffic, visible, route_facts)
+    for v, truth in study.items():
+        if v in order:
+            vehicles[str(order[v])]["study"] = truth.as_dict()
+    conflicts = ttc_conflicts(scene.traffic, scene.specs, cfg.fps, visible, near_misses=scene.near_misses)
     meta = {
         "generator": "airpatrol synth",
         "version": GENERATOR_VERSION,
@@ -235,6 +269,30 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
         "lanes": len(scene.net.routes),
         "ground_px_per_m": scene.ground.grid.r,
         "vehicles": vehicles,
+        "approaches": [a.as_dict() for a in arms],
+        "conflicts": [
+            {
+                "kind": c.kind,
+                "value_s": round(c.value_s, 3),
+                "frame": c.frame + 1,
+                "t": round(c.t, 3),
+                "x_m": round(c.x, 2),
+                "y_m": round(c.y, 2),
+                "id_a": order.get(c.a),
+                "id_b": order.get(c.b),
+                "scripted": c.scripted,
+            }
+            for c in conflicts
+        ],
+        "near_misses": [
+            {
+                "follower": order.get(nm.follower),
+                "leader": order.get(nm.leader),
+                "t_start": round(nm.t_start, 3),
+                "t_end": None if nm.t_end is None else round(nm.t_end, 3),
+            }
+            for nm in scene.near_misses
+        ],
     }
     (out / "scene.json").write_text(json.dumps(meta, indent=1))
     if video is not None:

@@ -56,6 +56,10 @@ class SceneConfig(BaseModel):
     lanes_per_direction: int | None = Field(None, ge=1, le=5, description="None = scene default / random")
     speed_limit_kmh: float | None = Field(None, gt=0, le=200, description="None = scene default")
     lane_changes: bool = True
+    near_misses: int = Field(
+        0, ge=0, le=100, description="scripted rear-end near-misses, spread over the clip (see docs/synth.md)"
+    )
+    near_miss_ttc_s: float = Field(0.8, gt=0, le=3, description="a scripted near-miss ends at this time to collision")
     parked_vehicles: int = Field(6, ge=0, le=200)
     clutter_objects: int = Field(
         6, ge=0, le=200, description="vehicle-like distractors off the road (containers, boxes)"

@@ -37,6 +37,7 @@ PALETTE: list[tuple[str, tuple[int, int, int], float]] = [
     ("light_blue", (215, 170, 95), 0.01),
     ("asphalt", (0, 0, 0), 0.04),
 ]
+NEAR_MISS_MAX_S = 8.0  # a scripted distraction that has not closed in on the vehicle ahead by then is given up
 LC_FULL_RATE_SPEED = 12.0  # m/s; below it a lane change slows down proportionally
 CONTAINER_COLOURS = [(40, 50, 150), (130, 70, 30), (50, 110, 50), (110, 110, 110), (30, 110, 210), (60, 80, 120)]
 
@@ -140,6 +141,18 @@ class FrameStates:
     y: np.ndarray
     heading: np.ndarray  # rad, 0 = east, counter-clockwise
     speed: np.ndarray  # m/s, magnitude of the ground velocity
+    route: np.ndarray | None = None  # index of the route (lane) each vehicle drives on now
+
+
+@dataclass
+class NearMiss:
+    """A scripted rear-end near-miss: ``follower`` stopped keeping its distance to ``leader`` at ``t_start`` until
+    the time to collision fell below the config's ``near_miss_ttc_s`` (at ``t_end``)."""
+
+    follower: int  # simulation vehicle id
+    leader: int
+    t_start: float
+    t_end: float | None = None
 
 
 @dataclass
@@ -245,6 +258,10 @@ class TrafficSim:
         self.lc_dur = np.ones(cap)
         self.lc_d0 = np.zeros(cap)
         self.lc_next = np.zeros(cap)  # next time the vehicle considers a lane change
+        self.distracted = np.zeros(cap, bool)  # scripted near-miss in progress: ignores the vehicle ahead
+        self.script_area: np.ndarray | None = None  # polygon where scripted near-misses must happen (the view)
+        self.near_miss_times: list[float] = []  # when to script the next near-misses (set by the scene)
+        self.near_misses: list[NearMiss] = []
         n_spawn = len(net.spawn_rates)
         self.spawn_next = np.array([self._arrival(r) for r in net.spawn_rates])
         self.spawn_since = np.full(n_spawn, np.nan)
@@ -352,6 +369,7 @@ class TrafficSim:
             self.T[i] = self.rng.uniform(1.0, 1.7) * (1.2 if cls in ("truck", "bus") else 1.0)
             self.L[i] = spec.length
             self.lc_next[i] = t + self.rng.uniform(1, 4)
+            self.distracted[i] = False
 
     def _desired_speed(self, cls: str, limit: float) -> float:
         if cls == "truck":
@@ -381,6 +399,7 @@ class TrafficSim:
             "lc_dur",
             "lc_d0",
             "lc_next",
+            "distracted",
         ):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(n, arr.dtype)]))
@@ -394,6 +413,8 @@ class TrafficSim:
         s, v, L = self.s[idx], self.v[idx], self.L[idx]
         gap, vl = self._leaders(idx, routes, s, L, exclude=idx)
         dv = v - vl
+        if self.distracted[idx].any():  # before signals and give-way lines: a distracted driver still stops at red
+            gap, dv = self._distraction(t, idx, gap, dv)
         front = s + L / 2
         stop = self.stop_s[routes]
         has_stop = ~np.isnan(stop)
@@ -415,6 +436,52 @@ class TrafficSim:
         v0 = np.minimum(self.v0[idx], self.vmax[routes, k])
         acc = _idm(v, v0, gap, dv, self.a[idx], self.b[idx], self.T[idx], 2.0)
         return np.clip(acc, -9.0, self.a[idx])
+
+    def _distraction(self, t: float, idx: np.ndarray, gap: np.ndarray, dv: np.ndarray):
+        """Distracted followers drive as if the road ahead were free until their time to collision with the
+        vehicle ahead falls below ``near_miss_ttc_s``; then they brake as usual (IDM, up to 9 m/s^2)."""
+        gap, dv = gap.copy(), dv.copy()
+        for n in np.flatnonzero(self.distracted[idx]).tolist():
+            i = int(idx[n])
+            ttc = gap[n] / dv[n] if dv[n] > 0 and np.isfinite(gap[n]) else math.inf
+            started = next(nm.t_start for nm in self.near_misses if nm.follower == int(self.vid[i]))
+            if ttc < self.cfg.near_miss_ttc_s or gap[n] < 2.0 or t - started > NEAR_MISS_MAX_S:
+                self.distracted[i] = False
+                for nm in self.near_misses:
+                    if nm.follower == int(self.vid[i]) and nm.t_end is None:
+                        nm.t_end = t
+            else:
+                gap[n], dv[n] = math.inf, 0.0
+        return gap, dv
+
+    def _script_near_miss(self, t: float) -> None:
+        """Start a scripted near-miss when one is due: a vehicle in the script area closing in on a slower (or
+        standing) vehicle ahead of it in the same lane, 15-60 m away."""
+        if not self.near_miss_times or t < self.near_miss_times[0]:
+            return
+        idx = np.flatnonzero(self.active & ~self.distracted)
+        if len(idx) < 2:
+            return
+        x, y, _, _ = self._pose(idx)
+        inside = np.ones(len(idx), bool)
+        if self.script_area is not None:
+            import cv2
+
+            poly = np.asarray(self.script_area, np.float32).reshape(-1, 1, 2)
+            inside = np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(x, y)])
+        gap, vl = self._leaders(idx, self.route[idx], self.s[idx], self.L[idx], exclude=idx)
+        ok = inside & (self.v[idx] > 6.0) & (gap > 15.0) & (gap < 60.0) & (self.v[idx] - vl > 1.0)
+        if not ok.any():
+            return
+        n = int(np.flatnonzero(ok)[0])
+        i = int(idx[n])
+        # the leader: the vehicle ahead on the same route at that gap
+        sj = self._mapped(idx, np.array([self.route[i]]))[0] - self.s[i]
+        sj = np.where((sj > 0) & (idx != i), sj, np.inf)
+        leader = int(self.vid[idx[int(np.argmin(sj))]])
+        self.distracted[i] = True
+        self.near_misses.append(NearMiss(int(self.vid[i]), leader, t))
+        self.near_miss_times.pop(0)
 
     def _conflict(self, i: int, y: _Yield) -> bool:
         act = np.flatnonzero(self.active)
@@ -479,6 +546,7 @@ class TrafficSim:
 
     def step(self, t: float, dt: float) -> None:
         self._spawn(t)
+        self._script_near_miss(t)
         idx = np.flatnonzero(self.active)
         if not len(idx):
             return
@@ -520,7 +588,7 @@ class TrafficSim:
     def snapshot(self) -> FrameStates:
         idx = np.flatnonzero(self.active)
         x, y, hd, sp = self._pose(idx)
-        return FrameStates(self.vid[idx].copy(), x, y, hd, sp)
+        return FrameStates(self.vid[idx].copy(), x, y, hd, sp, self.route[idx].copy())
 
 
 def place_parked(slots: list[Slot], n: int, rng: np.random.Generator, first_vid: int, asphalt) -> list[StaticObject]:

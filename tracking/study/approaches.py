@@ -1,0 +1,190 @@
+"""Approaches (legs of the junction) from where tracks enter and leave the observed area.
+
+Each track end gives an event: a position and the direction *into* the junction (a track's first heading, or the
+reverse of its last). Events are clustered by position and heading (average-linkage on scaled coordinates, scipy);
+clusters with few events or far from the edge of the observed area are dropped (parking, track fragments). Inbound
+and outbound halves of a wide road (a dual carriageway) that came out as two clusters with the same inbound heading
+side by side are merged into one approach.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial import ConvexHull, QhullError
+
+from tracking.study.model import Approach, SmoothedTrack, StudyConfig, Trajectory
+
+END_RUN_M = 6.0  # the heading of a track end is taken over this much travel
+COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
+
+
+@dataclass
+class TrackEnd:
+    track_id: int
+    is_entry: bool
+    xy: np.ndarray  # (2,)
+    inbound: np.ndarray  # unit vector into the junction: travel direction at an entry, its reverse at an exit
+    t: float
+
+
+def heading_deg(v: np.ndarray) -> float:
+    """Direction of a ground vector, clockwise from north."""
+    return math.degrees(math.atan2(float(v[0]), float(v[1]))) % 360.0
+
+
+def angle_between(a_deg: float, b_deg: float) -> float:
+    """Absolute difference of two headings, 0..180."""
+    return abs((a_deg - b_deg + 180.0) % 360.0 - 180.0)
+
+
+def end_direction(xy: np.ndarray, from_start: bool) -> np.ndarray | None:
+    """Unit direction of travel over the first (or last) ``END_RUN_M`` metres; None for a track that barely moved."""
+    pts = xy if from_start else xy[::-1]
+    d = np.linalg.norm(pts - pts[0], axis=1)
+    far = np.flatnonzero(d >= END_RUN_M)
+    if len(far) == 0:
+        return None
+    v = pts[far[0]] - pts[0]
+    v = v / np.linalg.norm(v)
+    return v if from_start else -v
+
+
+def track_ends(tracks: list[tuple[int, np.ndarray, np.ndarray]]) -> list[TrackEnd]:
+    """Entry and exit events of ``(track_id, t, xy)`` tracks that moved at least ``END_RUN_M``."""
+    out = []
+    for tid, t, xy in tracks:
+        d_in = end_direction(xy, True)
+        if d_in is None:
+            continue
+        d_out = end_direction(xy, False)
+        out.append(TrackEnd(tid, True, xy[0].copy(), d_in, float(t[0])))
+        if d_out is not None:
+            out.append(TrackEnd(tid, False, xy[-1].copy(), -d_out, float(t[-1])))
+    return out
+
+
+class ObservedArea:
+    """The convex hull of everything tracked: the part of the ground the flight saw (and tracked traffic on)."""
+
+    def __init__(self, points: np.ndarray):
+        pts = np.asarray(points, np.float64).reshape(-1, 2)
+        self.points = pts
+        self.hull: np.ndarray | None = None
+        if len(pts) >= 3:
+            try:
+                self.hull = pts[ConvexHull(pts).vertices]
+            except QhullError:
+                self.hull = None
+        self.centre = pts.mean(axis=0) if len(pts) else np.zeros(2)
+
+    def edge_distance(self, xy: np.ndarray) -> np.ndarray:
+        """Distance of points to the hull boundary (positive inside, negative outside)."""
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        if self.hull is None:
+            return np.zeros(len(xy))
+        a = self.hull
+        b = np.roll(a, -1, axis=0)
+        ab = b - a
+        # signed distance to each edge line (hull vertices are counter-clockwise: inside is to the left)
+        cross = ab[None, :, 0] * (xy[:, None, 1] - a[None, :, 1]) - ab[None, :, 1] * (xy[:, None, 0] - a[None, :, 0])
+        side = cross / np.maximum(np.linalg.norm(ab, axis=1), 1e-9)[None, :]
+        inside = (side >= 0).all(axis=1)
+        ap = xy[:, None, :] - a[None, :, :]
+        u = np.clip(np.einsum("nki,ki->nk", ap, ab) / np.maximum(np.einsum("ki,ki->k", ab, ab), 1e-9), 0, 1)
+        d = np.linalg.norm(ap - u[..., None] * ab[None], axis=2).min(axis=1)
+        return np.where(inside, d, -d)
+
+
+def _compass(v: np.ndarray) -> str:
+    return COMPASS[int(((heading_deg(v) + 22.5) % 360) // 45)]
+
+
+def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfig) -> list[Approach]:
+    """Approaches from track-end events (see the module doc)."""
+    if len(ends) < max(cfg.min_approach_tracks, 2):
+        return []
+    pos = np.array([e.xy for e in ends])
+    dirs = np.array([e.inbound for e in ends])
+    chord = 2 * math.sin(math.radians(cfg.approach_heading_deg) / 2)
+    feats = np.column_stack([pos / cfg.approach_cluster_m, dirs / chord])
+    labels = fcluster(linkage(feats, "average"), t=1.0, criterion="distance")
+    near_edge = area.edge_distance(pos) <= cfg.edge_margin_m
+    groups = []
+    for lab in np.unique(labels):
+        members = np.flatnonzero((labels == lab) & near_edge)
+        if len(members) >= cfg.min_approach_tracks:
+            groups.append(members)
+    groups = _merge_carriageways([g.tolist() for g in groups], ends, cfg)
+    approaches = []
+    for members in groups:
+        p = pos[members]
+        d = dirs[members].mean(axis=0)
+        d /= max(np.linalg.norm(d), 1e-9)
+        c = p.mean(axis=0)
+        lateral = (p - c) @ np.array([d[1], -d[0]])
+        radius = float(np.abs(lateral).max()) + 5.0
+        approaches.append((c, d, radius))
+    # order around the centre, clockwise from north, so ids read like a compass
+    centre = np.mean([c for c, _, _ in approaches], axis=0) if approaches else area.centre
+    approaches.sort(key=lambda a: heading_deg(a[0] - centre))
+    out: list[Approach] = []
+    used: dict[str, int] = {}
+    for k, (c, d, radius) in enumerate(approaches):
+        name = _compass(c - centre)
+        used[name] = used.get(name, 0) + 1
+        label = name if used[name] == 1 else f"{name}{used[name]}"
+        out.append(
+            Approach(chr(ord("A") + k) if k < 26 else f"A{k}", label, float(c[0]), float(c[1]), heading_deg(d), radius)
+        )
+    return out
+
+
+def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: StudyConfig) -> list[list[int]]:
+    """Merge an inbound-only and an outbound-only cluster lying side by side with the same inbound heading."""
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                a, b = groups[i], groups[j]
+                in_a = {ends[k].is_entry for k in a}
+                in_b = {ends[k].is_entry for k in b}
+                if len(in_a) != 1 or len(in_b) != 1 or in_a == in_b:
+                    continue
+                da = np.mean([ends[k].inbound for k in a], axis=0)
+                db = np.mean([ends[k].inbound for k in b], axis=0)
+                if angle_between(heading_deg(da), heading_deg(db)) > cfg.approach_heading_deg / 2:
+                    continue
+                d = da / np.linalg.norm(da)
+                gap = np.mean([ends[k].xy for k in b], axis=0) - np.mean([ends[k].xy for k in a], axis=0)
+                along, across = abs(float(gap @ d)), abs(float(gap @ np.array([d[1], -d[0]])))
+                if along < cfg.approach_cluster_m and across < 3 * cfg.approach_cluster_m:
+                    groups[i] = a + b
+                    del groups[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return groups
+
+
+def find_approaches(trajs: list[Trajectory], config: StudyConfig | None = None) -> list[Approach]:
+    """The junction's approaches, from where ``trajs`` enter and leave the observed area (ground metres)."""
+    cfg = config or StudyConfig()
+    tracks = [(tr.track_id, np.asarray(tr.t, float), np.asarray(tr.xy, float)) for tr in trajs if len(tr.t) >= 2]
+    if not tracks:
+        return []
+    area = ObservedArea(np.vstack([xy for _, _, xy in tracks]))
+    return cluster_approaches(track_ends(tracks), area, cfg)
+
+
+def approaches_from_smoothed(
+    smoothed: dict[int, SmoothedTrack], cfg: StudyConfig
+) -> tuple[list[Approach], ObservedArea]:
+    tracks = [(tid, s.t, s.xy) for tid, s in smoothed.items()]
+    area = ObservedArea(np.vstack([xy for _, _, xy in tracks]) if tracks else np.zeros((0, 2)))
+    return cluster_approaches(track_ends(tracks), area, cfg), area

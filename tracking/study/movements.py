@@ -1,0 +1,144 @@
+"""Origin, destination and movement of each vehicle.
+
+A vehicle's origin is the approach whose inbound corridor holds the start of its track, heading into the junction
+(so a vehicle already queued on an approach when the flight began still gets its origin); its destination is the
+approach whose outbound corridor holds the end of its track, heading out. The movement follows from the two
+approaches' headings (the turn a driver makes between them), not from the track's own wiggles: left / through /
+right / U-turn. Tracks without an origin or a destination are counted as ``entered_mid_view`` /
+``left_mid_view`` / ``mid_view_only`` (parking manoeuvres, track fragments, the edges of the flight); vehicles that
+never moved as ``stationary``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tracking.study.approaches import ObservedArea, angle_between, end_direction, heading_deg
+from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
+
+EDGE_OF_FLIGHT_S = 0.5  # a track starting (ending) this close to the start (end) of the flight was already there
+
+
+def signed_turn(from_deg: float, to_deg: float) -> float:
+    """Heading change from ``from_deg`` to ``to_deg`` in (-180, 180]; positive = clockwise (a right turn)."""
+    d = (to_deg - from_deg + 180.0) % 360.0 - 180.0
+    return 180.0 if d == -180.0 else d
+
+
+def classify_turn(turn_deg: float, cfg: StudyConfig) -> str:
+    a = abs(turn_deg)
+    if a < cfg.turn_through_deg:
+        return "through"
+    if a > cfg.turn_uturn_deg:
+        return "u_turn"
+    return "right" if turn_deg > 0 else "left"
+
+
+def movement_between(origin: Approach, destination: Approach, cfg: StudyConfig) -> tuple[str, float]:
+    """The movement from one approach to another and the heading change it implies."""
+    if origin.id == destination.id:
+        return "u_turn", 180.0
+    turn = signed_turn(origin.heading_deg, (destination.heading_deg + 180.0) % 360.0)
+    return classify_turn(turn, cfg), turn
+
+
+def corridor_match(
+    xy: np.ndarray, inbound: np.ndarray, approaches: list[Approach], centre: np.ndarray, cfg: StudyConfig
+) -> Approach | None:
+    """The approach whose corridor (from its point towards the centre of the junction, ``radius_m`` either side)
+    holds ``xy`` and whose inbound heading agrees with ``inbound``; the nearest such one."""
+    best, best_d = None, math.inf
+    h = heading_deg(inbound)
+    for a in approaches:
+        if angle_between(h, a.heading_deg) > cfg.approach_heading_deg:
+            continue
+        axis = a.inbound
+        rel = np.asarray(xy, float) - np.array([a.x, a.y])
+        along = float(rel @ axis)
+        across = abs(float(rel @ np.array([axis[1], -axis[0]])))
+        reach = max(float((centre - np.array([a.x, a.y])) @ axis), 0.0)
+        if across > a.radius_m or along < -2 * cfg.edge_margin_m or along > reach:
+            continue
+        if across < best_d:
+            best, best_d = a, across
+    return best
+
+
+def junction_centre(approaches: list[Approach], area: ObservedArea) -> np.ndarray:
+    """Where the approaches meet: the point nearest to all approach axes (least squares), else the area's centre."""
+    if len(approaches) < 2:
+        return area.centre
+    A = np.zeros((2, 2))
+    b = np.zeros(2)
+    for a in approaches:
+        n = np.array([a.inbound[1], -a.inbound[0]])[:, None]
+        P = n @ n.T
+        A += P
+        b += P @ np.array([a.x, a.y])
+    if np.linalg.cond(A) > 1e6:  # parallel axes (a straight road): the middle of the approaches
+        return np.mean([[a.x, a.y] for a in approaches], axis=0)
+    c = np.linalg.solve(A, b)
+    hull_c = area.centre
+    return c if np.linalg.norm(c - hull_c) < 2 * max(np.ptp(area.points, axis=0).max(), 1.0) else hull_c
+
+
+def assign_movements(
+    smoothed: dict[int, SmoothedTrack],
+    classes: dict[int, str],
+    approaches: list[Approach],
+    area: ObservedArea,
+    t0: float,
+    t1: float,
+    cfg: StudyConfig,
+) -> list[VehicleMovement]:
+    """One :class:`VehicleMovement` per smoothed track (none is dropped)."""
+    centre = junction_centre(approaches, area)
+    out = []
+    for tid, s in smoothed.items():
+        speed = s.speed
+        mean_kmh = float(np.mean(speed) * 3.6) if len(speed) else 0.0
+        start_edge = float(s.t[0]) <= t0 + EDGE_OF_FLIGHT_S
+        end_edge = float(s.t[-1]) >= t1 - EDGE_OF_FLIGHT_S
+        origin = destination = None
+        d_in = end_direction(s.xy, True)
+        d_out = end_direction(s.xy, False)
+        moving = len(speed) and float(np.percentile(speed, 95)) * 3.6 >= cfg.stationary_speed_kmh
+        if moving and d_in is not None:
+            origin = corridor_match(s.xy[0], d_in, approaches, centre, cfg)
+        if moving and d_out is not None:
+            destination = corridor_match(s.xy[-1], -d_out, approaches, centre, cfg)
+        turn = 0.0
+        if d_in is not None and d_out is not None:
+            turn = signed_turn(heading_deg(d_in), heading_deg(d_out))
+        if not moving:
+            movement = "stationary"
+        elif origin is not None and destination is not None:
+            movement, turn = movement_between(origin, destination, cfg)
+        elif origin is not None:
+            movement = "left_mid_view"
+        elif destination is not None:
+            movement = "entered_mid_view"
+        else:
+            movement = "mid_view_only"
+        out.append(
+            VehicleMovement(
+                track_id=tid,
+                vehicle_class=classes.get(tid, "car"),
+                origin=origin.id if origin else None,
+                destination=destination.id if destination else None,
+                movement=movement,
+                lane=None,
+                entry_t=float(s.t[0]),
+                exit_t=float(s.t[-1]),
+                heading_change_deg=float(turn),
+                mean_speed_kmh=mean_kmh,
+                present_at_start=start_edge,
+                present_at_end=end_edge,
+                entry_xy=(float(s.xy[0, 0]), float(s.xy[0, 1])),
+                exit_xy=(float(s.xy[-1, 0]), float(s.xy[-1, 1])),
+            )
+        )
+    out.sort(key=lambda v: (v.entry_t, v.track_id))
+    return out
