@@ -36,9 +36,7 @@ def od_heatmap(labels: list[str], matrix: list[list[int]], names: dict[str, str]
 def movement_series(starts: list[float], series: dict[str, list[int]], bin_s: float, bin_label: str) -> str:
     import plotly.graph_objects as go
 
-    fig = go.Figure(
-        [go.Bar(x=starts, y=ys, name=name, offset=0, width=bin_s * 0.9) for name, ys in series.items()]
-    )
+    fig = go.Figure([go.Bar(x=starts, y=ys, name=name, offset=0, width=bin_s * 0.9) for name, ys in series.items()])
     fig.update_layout(
         barmode="stack",
         title=f"vehicles per {bin_label} by movement",

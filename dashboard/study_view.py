@@ -118,7 +118,7 @@ def run_study(db: Session, run: ProcessingRun, bin_s: float = 900.0) -> StudyRes
     site = site_of_run(db, run)
     stored = site_approaches(db, site)
     n_rows = db.scalar(select(func.count()).select_from(TrackSpeed).join(TrackRow).where(TrackRow.run_id == run.id))
-    key = (str(db.get_bind().url), run.id, run.status, run.finished_at, n_rows, _fingerprint(stored), bin_s)
+    key = (str(db.get_bind().engine.url), run.id, run.status, run.finished_at, n_rows, _fingerprint(stored), bin_s)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)

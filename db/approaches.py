@@ -96,4 +96,5 @@ def replace_site_approaches(db: Session, site: Site, items: list[dict], user_id:
 
 
 def clear_site_approaches(db: Session, site: Site) -> int:
-    return db.execute(delete(StudyApproach).where(site.where())).rowcount or 0
+    result = db.execute(delete(StudyApproach).where(site.where()))
+    return result.rowcount or 0  # type: ignore[attr-defined]  # a DELETE's result is a CursorResult, which has it

@@ -440,7 +440,9 @@ def task_study(request: Request, task_id: int, user=Depends(viewer), db: Session
             .order_by(ProcessingRun.id)
         )
     )
-    per_run, totals, od = [], {}, {}
+    per_run: list[dict] = []
+    totals: dict[tuple[str, str, str], int] = {}
+    od: dict[tuple[str, str], int] = {}
     for run in runs:
         r = sv.run_study(db, run, bin_s)
         moves = sv.movement_counts(r.study) if r.study is not None else []
