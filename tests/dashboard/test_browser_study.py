@@ -5,9 +5,7 @@ on the imagery, no console errors), an approach dragged on the map and saved for
 from __future__ import annotations
 
 import base64
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +21,6 @@ from tests.dashboard.browser import (
 from tests.dashboard.dash_helpers import PASSWORDS
 from tests.dashboard.study_helpers import make_junction_run_dir
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 pytest.importorskip("tracking.study", reason="the traffic study (tracking.study, issue 24) is not in this tree")
 
 
@@ -96,7 +93,7 @@ def test_printable_report(junction, tmp_path):
     from selenium.webdriver.common.by import By
 
     base, imported = junction
-    with chromium(1200, 900) as d:
+    with chromium(1200, 1700) as d:
         browser_login(d, base, "viewer", PASSWORDS["viewer"])
         d.get(f"{base}/dashboard/runs/{imported.run_id}/study/report")
         wait_until(d, lambda d: d.find_element(By.ID, "od-heatmap").get_attribute("data-plotted") == "1", what="map")
@@ -112,8 +109,7 @@ def test_printable_report(junction, tmp_path):
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
         assert not d.find_element(By.ID, "print-study").is_displayed()  # controls are not printed
         _full_page_png(d, tmp_path / "report_print.png")
-        if os.environ.get("AIRPATROL_SAVE_SCREENSHOTS") == "1":
-            shutil.copyfile(tmp_path / "report_print.png", DOCS_IMG / "dashboard_study_report.png")
+        save_screenshot(d, tmp_path / "report_top.png", docs_name="dashboard_study_report.png")
         pdf = base64.b64decode(d.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})["data"])
         (tmp_path / "report.pdf").write_bytes(pdf)
         assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages") >= 2
