@@ -164,9 +164,12 @@ def create_app(settings=None, *, migrate: bool = True) -> FastAPI:
     """A stand-alone dashboard app (the edge service mounts the same thing into its own app)."""
     s = dashboard_settings_from(settings)
     if migrate:
+        from dashboard.settings import resolve_data_dir
         from db.cli import ensure_schema
+        from db.json_import import import_data_folder
 
         ensure_schema(s.database_url)
+        import_data_folder(s.database_url, resolve_data_dir(s))  # JSON files of before revision 0004, once
     app = FastAPI(title="AirPatrol dashboard", docs_url=None, redoc_url=None, openapi_url=None)
     mount_dashboard(app, s)
     return app

@@ -1,33 +1,24 @@
 """Counting lines and zones drawn on the map, kept per site: the run's task, or the run itself when it has none.
 
-There is no table for them (the schema is frozen for this change), so they live in one JSON file in the data folder,
-``<data_dir>/counting_lines.json``::
-
-    {"task:3": [{"id": "c1f0...", "name": "north gate", "kind": "line",
-                 "coordinates": [[lon, lat], [lon, lat]], "created_by": "operator", "created_at": "2026-..."}],
-     "run:17": [...]}
-
-A line has two points (its direction, first to second, names its sides); a zone is a polygon of 3 or more points
-(not closed: the last point joins the first). Writes replace the file atomically under a lock, so a reader never
-sees half a file. The wanted table (one row per line: ``id``, ``task_id`` or ``run_id``, ``name``, ``kind``,
-``geometry_geojson``, ``created_by_id``, ``created_at``) is described in docs/dashboard.md.
+They are rows of the ``counting_lines`` table (``db/counting.py``, revision 0004), so every dashboard process and
+service worker sees the same lines and ``airpatrol db backup`` takes them. A site is named by its key, ``task:3`` or
+``run:17``; a line is ``{"id", "name", "kind": "line"|"zone", "coordinates": [[lon, lat], ...], "created_by",
+"created_at"}``. A line has two points (its direction, first to second, names its sides); a zone is a polygon of 3
+or more points (not closed: the last point joins the first). Lines drawn before revision 0004 were kept in
+``<data_dir>/counting_lines.json``; ``db/json_import.py`` moves them into the table once.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import threading
-import uuid
-from datetime import datetime, timezone
-from pathlib import Path
 
-FILE_NAME = "counting_lines.json"
+from sqlalchemy.orm import Session
+
+from db import counting
+
 KINDS = ("line", "zone")
 MAX_POINTS = 50
 MAX_PER_SITE = 50
-_lock = threading.Lock()
 
 
 class BadCountingLine(ValueError):
@@ -38,26 +29,16 @@ def site_key(task_id: int | None, run_id: int) -> str:
     return f"task:{task_id}" if task_id is not None else f"run:{run_id}"
 
 
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise OSError(f"{path}: not a readable counting-lines file ({exc})") from None
-    return data if isinstance(data, dict) else {}
+def _parse(key: str) -> tuple[int | None, int | None]:
+    """(task_id, run_id) of a site key."""
+    kind, _, num = key.partition(":")
+    if kind not in ("task", "run") or not num.isdigit():
+        raise ValueError(f"not a counting site: {key!r}")
+    return (int(num), None) if kind == "task" else (None, int(num))
 
 
-def _write(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def site_lines(data_dir: Path, key: str) -> list[dict]:
-    with _lock:
-        return list(_read(Path(data_dir) / FILE_NAME).get(key, []))
+def site_lines(db: Session, key: str) -> list[dict]:
+    return counting.site_lines(db, *_parse(key))
 
 
 def validate(body: dict) -> dict:
@@ -87,34 +68,17 @@ def validate(body: dict) -> dict:
     return {"name": name, "kind": kind, "coordinates": pts}
 
 
-def add_line(data_dir: Path, key: str, body: dict, created_by: str) -> dict:
+def add_line(db: Session, key: str, body: dict, created_by: str) -> dict:
+    """Validate and add a line or zone to the site (flushed; the caller commits)."""
     line = validate(body)
-    line.update(
-        id=uuid.uuid4().hex[:12],
-        created_by=created_by,
-        created_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-    )
-    path = Path(data_dir) / FILE_NAME
-    with _lock:
-        data = _read(path)
-        lines = data.setdefault(key, [])
-        if len(lines) >= MAX_PER_SITE:
-            raise BadCountingLine(
-                f"this site has {len(lines)} counting lines and zones already (at most {MAX_PER_SITE})"
-            )
-        lines.append(line)
-        _write(path, data)
-    return line
+    task_id, run_id = _parse(key)
+    have = counting.count_site_lines(db, task_id, run_id)
+    if have >= MAX_PER_SITE:
+        raise BadCountingLine(f"this site has {have} counting lines and zones already (at most {MAX_PER_SITE})")
+    row = counting.add_line(db, task_id, run_id, created_by=created_by, **line)
+    return counting.as_dict(row)
 
 
-def delete_line(data_dir: Path, key: str, line_id: str) -> bool:
-    path = Path(data_dir) / FILE_NAME
-    with _lock:
-        data = _read(path)
-        lines = data.get(key, [])
-        kept = [x for x in lines if x.get("id") != line_id]
-        if len(kept) == len(lines):
-            return False
-        data[key] = kept
-        _write(path, data)
-    return True
+def delete_line(db: Session, key: str, line_id: str) -> bool:
+    """Delete one of the site's lines (flushed; the caller commits); False when the site has no such line."""
+    return counting.delete_line(db, *_parse(key), line_id)

@@ -114,16 +114,29 @@ def cli_db_upgrade(
     database_url: Annotated[
         Optional[str], typer.Option(help="SQLAlchemy URL (default: AIRPATROL_DATABASE_URL or the local SQLite file)")
     ] = None,
+    data_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="data folder whose counting_lines.json / stream_calibrations.json are imported "
+            "(default: AIRPATROL_DATA_DIR or the user's data folder)"
+        ),
+    ] = None,
 ) -> None:
-    """Create or migrate the database schema (Alembic) to the latest revision."""
+    """Create or migrate the database schema (Alembic) to the latest revision; counting lines and stream
+    calibrations still in JSON files of the data folder are then moved into the database (once)."""
     from sqlalchemy.engine import make_url
 
     from db.engine import database_url as resolve
+    from db.engine import default_data_dir
+    from db.json_import import import_data_folder
     from db.migrate import upgrade
 
     with _connection_errors(database_url):
         rev = upgrade(database_url, revision)
+        moved = import_data_folder(database_url, data_dir or default_data_dir(), log_messages=False)
     typer.echo(f"{make_url(resolve(database_url)).render_as_string(hide_password=True)}: schema at revision {rev}")
+    for line in moved:
+        typer.echo(line)
 
 
 @user_errors

@@ -473,5 +473,36 @@ class AuditEntry(Base):
     detail: Mapped[dict[str, Any] | None]
 
 
+COUNTING_KINDS = ("line", "zone")
+
+
+class CountingLine(Base):
+    """A counting line (two points; first to second names its sides) or zone (a polygon) drawn on a site's map.
+
+    The site is a task (every run of the task sees it) or, for a run without a task, the run itself: exactly one of
+    ``task_id`` / ``run_id`` is set. ``public_id`` is the id the pages and exports name it by (kept from the JSON
+    file the lines lived in before revision 0004); ``id`` orders a site's lines as they were drawn.
+    """
+
+    __tablename__ = "counting_lines"
+    __table_args__ = (
+        CheckConstraint(_in("kind", COUNTING_KINDS), name="kind"),
+        CheckConstraint(
+            "(task_id IS NOT NULL AND run_id IS NULL) OR (task_id IS NULL AND run_id IS NOT NULL)", name="one_site"
+        ),
+        MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("processing_runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    kind: Mapped[str] = mapped_column(String(8))
+    geometry_geojson: Mapped[str] = mapped_column(Text)  # LineString (line) or Polygon with a closed ring (zone)
+    created_by: Mapped[str | None] = mapped_column(String(96))  # the username then; kept if the account goes
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 # The edge service's tables share this metadata (one Alembic history); imported last, as it subclasses Base.
 from db import service_models  # noqa: E402,F401

@@ -38,6 +38,22 @@ _CONNECTION_CODES = {
 }
 
 
+_last_unreachable: float | None = None  # time.monotonic() of the last connection failure seen in this process
+
+
+def note_unreachable() -> None:
+    """Record that the database could not be reached (``retry_db`` does; so do callers that retry on their own)."""
+    global _last_unreachable
+    _last_unreachable = time.monotonic()
+
+
+def reachable_for(since: float) -> float:
+    """Seconds this process has reached the database without a connection failure, counting from ``since`` (a
+    ``time.monotonic()`` value, e.g. when the caller started) at the earliest."""
+    last = _last_unreachable
+    return time.monotonic() - (since if last is None else max(since, last))
+
+
 class DatabaseUnavailable(RuntimeError):
     """The database stayed unreachable for the whole retry budget."""
 
@@ -80,6 +96,7 @@ def retry_db(
         except DBAPIError as exc:
             if not is_connection_error(exc):
                 raise
+            note_unreachable()
             tries += 1
             waited = max(time.monotonic() - start, slept)
             if waited + wait > budget_s:

@@ -35,11 +35,13 @@ class StreamRow(Base):
     created_by: Mapped[str] = mapped_column(String(96))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     stopped_at: Mapped[datetime | None]
+    # the stream's own scale (CalibrationConfig fields; edge/service/stream_calibration.py), NULL: the service's
+    calibration_json: Mapped[dict[str, Any] | None]
 
 
 class UploadRow(Base):
     __tablename__ = "service_uploads"
-    __table_args__ = (MYSQL_TABLE,)
+    __table_args__ = (Index(None, "owner", "created_at"), MYSQL_TABLE)  # a user's uploads, newest first (limits)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)  # random hex: unguessable, never a path
     kind: Mapped[str] = mapped_column(String(16))  # video | flight_log

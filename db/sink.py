@@ -25,6 +25,7 @@ import json
 import math
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -90,8 +91,12 @@ class DatabaseSink:
         min_over_limit_s: float = 1.0,
         session_maker: sessionmaker | None = None,
         retry_s: float = DEFAULT_RETRY_S,
+        fence: Callable[[Session], None] | None = None,
     ):
         self._sessions = session_maker or session_factory(url)
+        # Run first in every transaction that writes results; raises to refuse the write. The service's batch jobs
+        # check (and renew) their lease with it: a worker that lost its job commits nothing more.
+        self._fence = fence
         self.video_id, self.flight_id, self.task_round_id = video_id, flight_id, task_round_id
         self.speed_limit_kmh, self.time_offset_s = speed_limit_kmh, time_offset_s
         self.batch_rows, self.min_over_limit_s, self.retry_s = batch_rows, min_over_limit_s, retry_s
@@ -111,6 +116,8 @@ class DatabaseSink:
         def attempt() -> tuple[int, int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
+                if self._fence is not None:
+                    self._fence(s)
                 video_id = self.video_id if self.video_id is not None else self._video_for(s, info).id
                 run = ProcessingRun(
                     video_id=video_id,
@@ -174,6 +181,8 @@ class DatabaseSink:
         def attempt() -> tuple[dict[int, int], int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
+                if self._fence is not None:
+                    self._fence(s)
                 self._confirm_unknown_commit(s)
                 n = len(self._rows)
                 self._unconfirmed = (self._frames, n)  # until the commit's answer arrives
@@ -186,6 +195,8 @@ class DatabaseSink:
         def attempt() -> tuple[dict[int, int], int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
+                if self._fence is not None:
+                    self._fence(s)
                 self._confirm_unknown_commit(s)
                 run = s.get(ProcessingRun, self.run_id)
                 assert run is not None  # created by open(); a run is not deleted while its sink writes

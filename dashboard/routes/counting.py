@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from dashboard import counting_lines, counting_store
 from dashboard.auth import ROLE_RANK, operator, verify_csrf, viewer
-from dashboard.context import ctx, get_db
+from dashboard.context import get_db
 from dashboard.routes.common import not_found
 from db.models import ProcessingRun, TaskRound
 
@@ -33,7 +33,7 @@ def _run_and_site(db: Session, run_id: int) -> tuple[ProcessingRun, str]:
     return run, site_of(db, run)
 
 
-def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
+def site_line_features(db: Session, run_ids: list[int]) -> dict:
     """The counting lines and zones of the shown runs' sites as GeoJSON (each once, with a run to count them on)."""
     features, seen = [], set()
     for run_id in run_ids:
@@ -44,11 +44,7 @@ def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
         if key in seen:
             continue
         seen.add(key)
-        try:
-            lines = counting_store.site_lines(data_dir, key)
-        except OSError:
-            continue  # the map still draws; the run page says why the lines are missing
-        for line in lines:
+        for line in counting_store.site_lines(db, key):
             coords = line["coordinates"]
             geom = (
                 {"type": "LineString", "coordinates": coords}
@@ -73,11 +69,7 @@ def site_line_features(db: Session, data_dir, run_ids: list[int]) -> dict:
 
 def _result(request: Request, db: Session, run_id: int) -> tuple[ProcessingRun, str, dict]:
     run, key = _run_and_site(db, run_id)
-    try:
-        lines = counting_store.site_lines(ctx(request).data_dir, key)
-    except OSError as exc:
-        raise HTTPException(500, str(exc)) from None
-    return run, key, counting_lines.count_at_lines(db, run, lines)
+    return run, key, counting_lines.count_at_lines(db, run, counting_store.site_lines(db, key))
 
 
 @router.get("/api/runs/{run_id}/counting")
@@ -100,9 +92,11 @@ async def add_counting_line(request: Request, run_id: int, user=Depends(operator
     except ValueError:
         raise HTTPException(422, "expected a JSON body") from None
     try:
-        return counting_store.add_line(ctx(request).data_dir, key, body, user.username)
+        line = counting_store.add_line(db, key, body, user.username)
     except counting_store.BadCountingLine as exc:
         raise HTTPException(422, str(exc)) from None
+    db.commit()
+    return line
 
 
 @router.post("/api/runs/{run_id}/counting-lines/{line_id}/delete", dependencies=[Depends(verify_csrf)])
@@ -110,8 +104,9 @@ def delete_counting_line(
     request: Request, run_id: int, line_id: str, user=Depends(operator), db: Session = Depends(get_db)
 ):
     _run, key = _run_and_site(db, run_id)
-    if not counting_store.delete_line(ctx(request).data_dir, key, line_id):
+    if not counting_store.delete_line(db, key, line_id):
         raise not_found(f"counting line {line_id} of {key}")
+    db.commit()
     return {"deleted": line_id}
 
 

@@ -76,7 +76,7 @@ def map_data(request: Request, user=Depends(viewer), db: Session = Depends(get_d
 
     c = ctx(request)
     layers = map_layers(db, map_filter(request), max_runs=c.settings.map_max_runs, live_stale_s=c.settings.live_stale_s)
-    layers["counting_lines"] = site_line_features(db, c.data_dir, [r["run_id"] for r in layers["runs"]])
+    layers["counting_lines"] = site_line_features(db, [r["run_id"] for r in layers["runs"]])
     return layers
 
 

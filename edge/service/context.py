@@ -153,11 +153,13 @@ class ServiceContext:
     # -- start / stop --------------------------------------------------------------------------------------
     def _prepare_database(self) -> None:
         from db.cli import ensure_schema
+        from db.json_import import import_data_folder
         from db.migrate import require_current
 
         try:
             # The service's own tables are in the Alembic history too (db/service_models.py)
             (ensure_schema if self.config.auto_migrate else require_current)(self.database_url)
+            import_data_folder(self.database_url, self.data_dir)  # JSON files of before revision 0004, once
         except ValueError:
             raise
         except Exception as exc:  # cannot connect, no permission...: one line naming the database
@@ -295,7 +297,8 @@ class ServiceContext:
         if row.kind == "pull":
             assert row.url is not None  # a pull stream is created with its URL
             source = check_source(row.url, self.config.stream_file_root)
-        calibration = stream_calibration.load(self.data_dir, row.id)
+        with self.sessions() as s:
+            calibration = stream_calibration.load(s, row.id)
         spec = StreamSpec(
             row.id,
             row.name,
@@ -448,17 +451,19 @@ class ServiceContext:
         self.metrics.forget_stream(str(row.id))
         return worker
 
-    def calibrate_stream(self, row: StreamRow, calibration) -> StreamWorker:
+    def calibrate_stream(self, s: Session, row: StreamRow, calibration) -> StreamWorker:
         """Give a running stream its own calibration: its run is completed with the old scale and the stream goes
-        on in a new run with the new one (a run has one scale). A push device reconnects to the same push URL;
-        an RTMP publisher's relay source is kept."""
+        on in a new run with the new one (a run has one scale). The source is kept: a push client, an RTMP or SRT
+        publisher stays connected. Stored in the caller's session ``s`` (the caller commits)."""
         with self._streams_lock:
-            old = self.streams.get(row.id)
-        if old is None or old.finished:
+            worker = self.streams.get(row.id)
+        if worker is None or worker.finished:
             raise LookupError(f"stream {row.id} is not running")
-        stream_calibration.save(self.data_dir, row.id, calibration)
-        old.stop()
-        return self.start_stream(row, old.spec.source if row.kind == "publish" else None)
+        stream_calibration.save(s, row.id, calibration)
+        worker.recalibrate(
+            functools.partial(self._stream_pipeline, calibration), stream_calibration.describe(calibration)
+        )
+        return worker
 
     def stream(self, stream_id: int) -> StreamWorker | None:
         with self._streams_lock:

@@ -8,6 +8,16 @@ a restart) claims the job again; a worker that comes back from the dead finds it
 without completing. The same UPDATEs work on SQLite and MariaDB (no SKIP LOCKED needed). A job that died
 ``job_max_attempts`` times is failed instead of retried forever. Graceful shutdown hands running jobs back
 (``release``: queued again, the attempt not counted).
+
+A database outage longer than the lease stops every renewal, so every lease it outlasted looks expired although its
+owner is alive and waiting in its retry loop. Two rules keep such a job from running twice:
+
+* a worker takes over an *expired* lease only after its process has reached the database without a connection
+  failure for a whole lease period (``db.retry.reachable_for``); queued jobs are claimed at once. When the database
+  is back, the owners renew within their retry back-off (at most 5 s), long before that;
+* fencing: every transaction that writes the job's results (``DatabaseSink(fence=...)``) first renews the lease with
+  an UPDATE that matches only the owner *and* the attempt number it claimed (the fencing token). A worker whose
+  job was taken over anyway (a network cut that only it saw) commits nothing more and stops (``lease_lost``).
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import ProcessingRun, utcnow
-from db.retry import DEFAULT_RETRY_S, is_connection_error, retry_db, short
+from db.retry import DEFAULT_RETRY_S, is_connection_error, note_unreachable, reachable_for, retry_db, short
 from db.sink import DatabaseSink
 from edge.rundir import OutputWriteError
 from edge.service.config import ServiceConfig
@@ -56,10 +66,22 @@ def _fail_run(s: Session, run_id: int | None, why: str) -> None:
 
 class JobQueue:
     """``heartbeat``, ``finish`` and ``release`` wait for a database that went away (up to ``retry_s``): a running
-    job rides out a database restart instead of failing (``claim`` is simply tried again at the next poll)."""
+    job rides out a database restart instead of failing (``claim`` is simply tried again at the next poll).
+    ``claim`` takes over expired leases only once this process has reached the database for ``takeover_wait_s``
+    (default: one lease) without a connection failure, counted from the queue's creation (module doc)."""
 
-    def __init__(self, sessions: sessionmaker, lease_s: float, max_attempts: int, retry_s: float = DEFAULT_RETRY_S):
+    def __init__(
+        self,
+        sessions: sessionmaker,
+        lease_s: float,
+        max_attempts: int,
+        retry_s: float = DEFAULT_RETRY_S,
+        takeover_wait_s: float | None = None,
+    ):
         self.sessions, self.lease_s, self.max_attempts, self.retry_s = sessions, lease_s, max_attempts, retry_s
+        # how long the database must have been reachable before an expired lease is taken over (default: a lease)
+        self.takeover_wait_s = lease_s if takeover_wait_s is None else takeover_wait_s
+        self._started = time.monotonic()
 
     def enqueue(
         self, s: Session, *, video_upload_id: str, log_upload_id: str | None, params: dict[str, Any], created_by: str
@@ -81,12 +103,20 @@ class JobQueue:
 
     def claim(self, owner: str) -> JobRow | None:
         now = utcnow()
+        # Expired leases say their owner is gone only when the database was reachable all the while (module doc).
+        take_over = reachable_for(self._started) >= self.takeover_wait_s
         with self.sessions() as s, s.begin():
-            for job in s.scalars(select(JobRow).where(self._expired(now), JobRow.attempts >= JobRow.max_attempts)):
-                job.status, job.finished_at, job.lease_owner = "failed", now, None
-                job.error = f"gave up after {job.attempts} attempts: the worker stopped each time (crash or kill)"
-                _fail_run(s, job.run_id, "the worker died (job abandoned)")
-            claimable = or_(JobRow.status == "queued", and_(self._expired(now), JobRow.attempts < JobRow.max_attempts))
+            if take_over:
+                gone = s.scalars(select(JobRow).where(self._expired(now), JobRow.attempts >= JobRow.max_attempts))
+                for job in gone:
+                    job.status, job.finished_at, job.lease_owner = "failed", now, None
+                    job.error = f"gave up after {job.attempts} attempts: the worker stopped each time (crash or kill)"
+                    _fail_run(s, job.run_id, "the worker died (job abandoned)")
+            claimable = (
+                or_(JobRow.status == "queued", and_(self._expired(now), JobRow.attempts < JobRow.max_attempts))
+                if take_over
+                else JobRow.status == "queued"
+            )
             job_id = s.scalar(select(JobRow.id).where(claimable).order_by(JobRow.id).limit(1))
             if job_id is None:
                 return None
@@ -113,6 +143,22 @@ class JobQueue:
                 return None  # another worker was faster; try again at the next poll
             _fail_run(s, previous_run, "the worker running this attempt stopped; the job was retried")
             return s.get(JobRow, job_id)
+
+    def fence(self, job_id: int, owner: str, attempt: int) -> Callable[[Session], None]:
+        """For ``DatabaseSink(fence=...)``: renews the lease inside the result transaction, or raises
+        ``JobInterrupted("lease_lost")`` (rolling it back) when this claim - owner and attempt - is no longer the job's."""
+
+        def check(s: Session) -> None:
+            now = utcnow()
+            claim = and_(
+                JobRow.id == job_id, JobRow.lease_owner == owner, JobRow.attempts == attempt, JobRow.status == "running"
+            )
+            renew = {"lease_expires_at": now + timedelta(seconds=self.lease_s), "heartbeat_at": now}
+            renewed = s.execute(update(JobRow).where(claim).values(**renew))
+            if renewed.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
+                raise JobInterrupted("lease_lost")
+
+        return check
 
     def heartbeat(self, job_id: int, owner: str, **values) -> tuple[bool, bool]:
         """Renew the lease and store progress. Returns (still the owner, cancel requested)."""
@@ -291,6 +337,7 @@ class JobWorker(threading.Thread):
                 job = self.queue.claim(self.owner)
             except Exception as exc:  # database away for a moment: keep polling
                 if is_connection_error(exc):
+                    note_unreachable()  # expired leases are not taken over for a lease period (module doc)
                     log.warning(
                         "job worker %s: database unreachable (%s); polling again in %.0f s",
                         self.owner,
@@ -334,6 +381,7 @@ class JobWorker(threading.Thread):
                 time_offset_s=params.get("time_offset_s"),
                 batch_rows=d.config.db_batch_rows,
                 retry_s=d.config.db_retry_s,
+                fence=self.queue.fence(job.id, self.owner, job.attempts),
             )
             progress = JobProgressSink(
                 self.queue, job.id, self.owner, d.config.job_heartbeat_s, self.stop_event, db_sink

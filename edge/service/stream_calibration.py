@@ -1,62 +1,34 @@
 """A live stream's own calibration (the scale its speeds are measured with), set when the stream is added or later
 from the Live page.
 
-The service's ``service_streams`` table has no column for it (no schema change this time), so it is kept in
-``<data_dir>/stream_calibrations.json`` (``{"<stream id>": {CalibrationConfig fields}}``), written atomically, and
-read back when a stream is resumed after a restart. Wanted instead: a JSON column ``calibration_json`` on
-``service_streams``.
+Kept in ``service_streams.calibration_json`` (``CalibrationConfig`` fields; revision 0004), so it is read back when a
+stream is resumed after a restart, seen by every service worker and carried by ``airpatrol db backup``. Before 0004
+it lived in ``<data_dir>/stream_calibrations.json``; ``db/json_import.py`` moves that file's entries in once.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import threading
-from pathlib import Path
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
+from edge.service.models import StreamRow
 from tracking.config import CalibrationConfig
 
-FILE_NAME = "stream_calibrations.json"
-_lock = threading.Lock()
 
-
-def _path(data_dir: Path) -> Path:
-    return Path(data_dir) / FILE_NAME
-
-
-def _read(data_dir: Path) -> dict:
-    try:
-        data = json.loads(_path(data_dir).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):  # unreadable: the streams run without their own calibration (logged by the caller)
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def load(data_dir: Path, stream_id: int) -> CalibrationConfig | None:
-    with _lock:
-        raw = _read(data_dir).get(str(stream_id))
+def load(session: Session, stream_id: int) -> CalibrationConfig | None:
+    raw = session.scalar(select(StreamRow.calibration_json).where(StreamRow.id == stream_id))
     if not raw:
         return None
     try:
         return CalibrationConfig(**raw)
-    except ValueError:
+    except (TypeError, ValueError):  # not one any more (a field renamed): the stream runs with the service's scale
         return None
 
 
-def save(data_dir: Path, stream_id: int, calibration: CalibrationConfig | None) -> None:
-    with _lock:
-        data = _read(data_dir)
-        if calibration is None or not calibration.is_set:
-            data.pop(str(stream_id), None)
-        else:
-            data[str(stream_id)] = calibration.model_dump(exclude_none=True)
-        path = _path(data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+def save(session: Session, stream_id: int, calibration: CalibrationConfig | None) -> None:
+    """Store (or clear, with None) the stream's calibration; the caller commits."""
+    value = None if calibration is None or not calibration.is_set else calibration.model_dump(exclude_none=True)
+    session.execute(update(StreamRow).where(StreamRow.id == stream_id).values(calibration_json=value))
 
 
 def describe(calibration: CalibrationConfig | None) -> str | None:

@@ -150,6 +150,7 @@ class StreamWorker:
         self._processed_at: deque = deque(maxlen=50)
         self._preview_lock = threading.Lock()
         self._preview: tuple[int, bytes] | None = None
+        self._recalibration: tuple[Callable[[], Pipeline], str | None] | None = None  # taken by the processing thread
         self._thread = threading.Thread(target=self._process_loop, name=f"stream-{spec.id}", daemon=True)
         self._reader: PullReader | None = None
         if spec.kind in ("pull", "publish"):
@@ -204,6 +205,26 @@ class StreamWorker:
     @property
     def finished(self) -> bool:
         return self._done.is_set()
+
+    def recalibrate(self, make_pipeline: Callable[[], Pipeline], calibration: str | None) -> None:
+        """A new scale: the processing thread completes the current run and goes on in a new one with a pipeline
+        from ``make_pipeline`` (a run has one scale). The source - a pull connection, a push client, an RTMP or SRT
+        publisher - is not touched: stopping and restarting the worker closed the publisher's connection."""
+        self.spec = dataclasses.replace(self.spec, calibration=calibration)
+        self._recalibration = (make_pipeline, calibration)
+
+    def _apply_recalibration(self) -> None:
+        pending, self._recalibration = self._recalibration, None
+        if pending is None:
+            return
+        make_pipeline, calibration = pending
+        if self._run_size is not None:
+            log.info(
+                "stream %s: new calibration (%s), starting a new run", self.spec.id, calibration or "the service's"
+            )
+            self._end_run(None)
+            self._run_size = None  # the next frame starts the new run
+        self._pipeline = make_pipeline()
 
     # -- ingest (reader thread or WebSocket handler) ---------------------------------------------------------
     def begin_connection(self) -> None:
@@ -307,6 +328,8 @@ class StreamWorker:
             self._pipeline = self.deps.make_pipeline()  # model loading: here, never in a request handler
             consecutive = 0
             while True:
+                if self._recalibration is not None:
+                    self._apply_recalibration()
                 item = self.queue.get(timeout=0.25)
                 if item is None:
                     if self._input_done.is_set() and not len(self.queue):

@@ -180,17 +180,38 @@ def test_viewers_cannot_draw_and_csrf_is_required(tmp_path, db_url, client_for):
     assert op.post(f"/dashboard/api/runs/{imported.run_id}/counting-lines", json=line).status_code in (400, 403)
 
 
-def test_lines_are_kept_per_task(tmp_path, db_url, settings):
+def test_lines_are_kept_per_task_in_the_database(db_url):
+    """Lines are rows: a task's lines are seen from each of its runs and from any other session (another dashboard
+    process or host), a run's own lines only from it; deleting the task deletes its lines."""
     from dashboard import counting_store
+    from db.engine import session_scope
+    from db.models import CountingLine, ProcessingRun, Task
 
-    key_a, key_b = counting_store.site_key(3, 10), counting_store.site_key(3, 11)
-    assert key_a == key_b == "task:3" and counting_store.site_key(None, 10) == "run:10"
-    line = counting_store.add_line(settings.data_dir, key_a, {"kind": "line", "coordinates": [[1, 2], [1, 3]]}, "op")
-    assert [x["id"] for x in counting_store.site_lines(settings.data_dir, key_b)] == [line["id"]]
-    assert counting_store.site_lines(settings.data_dir, "run:10") == []
-    (settings.data_dir / counting_store.FILE_NAME).write_text("{broken", encoding="utf-8")
-    with pytest.raises(OSError, match="counting_lines.json"):
-        counting_store.site_lines(settings.data_dir, key_a)
+    with session_scope(db_url) as s:
+        task, run_a, run_b = Task(name="gate"), ProcessingRun(status="complete"), ProcessingRun(status="complete")
+        s.add_all([task, run_a, run_b])
+        s.flush()
+        key_a, key_b = counting_store.site_key(task.id, run_a.id), counting_store.site_key(task.id, run_b.id)
+        assert key_a == key_b == f"task:{task.id}"
+        run_key = counting_store.site_key(None, run_a.id)
+        assert run_key == f"run:{run_a.id}"
+        line = counting_store.add_line(s, key_a, {"kind": "line", "coordinates": [[1, 2], [1, 3]]}, "op")
+        zone = counting_store.add_line(
+            s, run_key, {"kind": "zone", "name": "yard", "coordinates": [[1, 2], [1, 3], [2, 3]]}, "op"
+        )
+        task_id = task.id
+    with session_scope(db_url) as s:
+        assert counting_store.site_lines(s, key_b) == [line]
+        assert counting_store.site_lines(s, run_key) == [zone]
+        assert zone["coordinates"] == [[1, 2], [1, 3], [2, 3]] and zone["created_by"] == "op"
+        assert counting_store.site_lines(s, counting_store.site_key(None, run_b.id)) == []
+        assert not counting_store.delete_line(s, key_a, zone["id"])  # not a line of that site
+        assert counting_store.delete_line(s, run_key, zone["id"])
+    with session_scope(db_url) as s:
+        assert counting_store.site_lines(s, run_key) == []
+        s.delete(s.get(Task, task_id))
+    with session_scope(db_url) as s:
+        assert s.scalars(select(CountingLine)).all() == []
 
 
 def test_a_run_without_map_positions_says_so(tmp_path, db_url, client_for):

@@ -19,7 +19,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
     assert upgrade(empty_db_url) == head_revision() == "0005"
-    assert upgrade(empty_db_url) == "0005"  # idempotent
+    assert upgrade(empty_db_url) == head_revision()  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
     try:
@@ -47,6 +47,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             "service_jobs",
             "login_throttle",
             "audit_log",
+            "counting_lines",
             "study_approaches",
         } <= names
         indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
@@ -57,11 +58,13 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             "ix_violations_cell_occurred_at",
             "ix_telemetry_samples_flight_id_t_s",
             "ix_track_speeds_track_id_frame",
+            "ix_service_uploads_owner_created_at",
+            "ix_counting_lines_task_id",
         ):
             assert required in indexes
     finally:
         engine.dispose()
-    assert current_revision(empty_db_url) == "0005"
+    assert current_revision(empty_db_url) == head_revision()
 
 
 def test_same_values_on_both_back_ends(db_url):

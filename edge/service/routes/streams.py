@@ -106,7 +106,8 @@ def register_stream(body: StreamIn, who: Writer, ctx: Accepting, session: Sessio
     session.add(row)
     session.commit()
     if calibration is not None:
-        stream_calibration.save(ctx.data_dir, row.id, calibration)
+        stream_calibration.save(session, row.id, calibration)
+        session.commit()
     return _out(ctx.start_stream(row))
 
 
@@ -152,7 +153,7 @@ def calibrate_stream(
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"calibration: {exc}") from None
     try:
-        worker = ctx.calibrate_stream(row, calibration)
+        worker = ctx.calibrate_stream(session, row, calibration)
     except LookupError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
     audit(

@@ -42,7 +42,7 @@ def queue(request, settings):
     if request.param == "mariadb":
         settings = settings.model_copy(update={"database_url": request.getfixturevalue("mariadb_url")})
     ctx = create_app(settings).state.ctx  # schema only; no workers running
-    q = JobQueue(ctx.sessions, lease_s=30, max_attempts=2)
+    q = JobQueue(ctx.sessions, lease_s=30, max_attempts=2, takeover_wait_s=0)  # expired leases at once
     with ctx.sessions() as s, s.begin():
         s.execute(delete(JobRow))
         ids = [
@@ -97,6 +97,52 @@ def test_graceful_release_does_not_count_an_attempt(queue):
     with sessions() as s:
         job = s.get(JobRow, job_id)
         assert job.status == "queued" and job.attempts == 0 and job.lease_owner is None
+
+
+def test_after_an_outage_expired_leases_wait_a_lease_period(queue, monkeypatch):
+    """A database outage stops every renewal: a lease it outlasted is not taken over until the database has been
+    reachable for ``takeover_wait_s`` (the owner renews in that time); a queued job is claimed at once."""
+    import time
+
+    from db import retry
+
+    q, sessions, (first, second) = queue
+    q.takeover_wait_s = 1.0
+    assert q.claim("owner").id == first
+    _expire(sessions, first)
+    monkeypatch.setattr(retry, "_last_unreachable", retry._last_unreachable)  # restored after the test
+    retry.note_unreachable()  # what a failed claim or a retried transaction records
+    assert q.claim("other").id == second  # queued: claimed at once
+    assert q.claim("third") is None  # expired during the outage: not yet
+    time.sleep(1.1)
+    taken = q.claim("third")
+    assert taken is not None and taken.id == first and taken.attempts == 2
+
+
+def test_a_fenced_off_worker_writes_no_results(queue):
+    """The fencing token: result transactions of a claim (owner + attempt) renew its lease, and refuse - rolled back,
+    nothing written - once the job was claimed again, even by the same owner."""
+    from db.sink import DatabaseSink
+    from edge.service.jobs import JobInterrupted
+    from tracking.types import RunInfo
+
+    q, sessions, (job_id, _) = queue
+    job = q.claim("w1")
+    fence = q.fence(job_id, "w1", job.attempts)
+    with sessions() as s, s.begin():
+        s.execute(update(JobRow).where(JobRow.id == job_id).values(lease_expires_at=utcnow()))
+        fence(s)  # renews
+    with sessions() as s:
+        assert s.get(JobRow, job_id).lease_expires_at > utcnow() + timedelta(seconds=20)
+    _expire(sessions, job_id)
+    assert q.claim("w1").attempts == job.attempts + 1  # the same worker name, a new claim
+    with sessions() as s:
+        runs_before = len(s.scalars(select(ProcessingRun)).all())
+    sink = DatabaseSink(session_maker=sessions, fence=fence, retry_s=0)
+    with pytest.raises(JobInterrupted, match="lease_lost"):
+        sink.open(RunInfo("job.mp4", 64, 48, 25.0, 10, {}, "fake.pt", "dual_layer", "cpu"))
+    with sessions() as s:
+        assert len(s.scalars(select(ProcessingRun)).all()) == runs_before  # rolled back
 
 
 def _upload_video(base: str, clip, headers: dict) -> dict:

@@ -168,6 +168,62 @@ def test_srt_passphrase_is_required_as_well_as_the_key(settings_factory, clip, t
             good.wait()
 
 
+@pytest.mark.parametrize("protocol", [pytest.param("rtmp", marks=needs_nginx), pytest.param("srt", marks=needs_libsrt)])
+def test_calibrating_a_publish_stream_keeps_the_publisher_connected(settings_factory, clip, tmp_path, protocol):
+    """The device calibrates its live publish stream: the run with the old scale is completed and the stream goes on
+    in a new run with the new one, over the same connection (before, the worker was restarted: the SRT publisher's
+    connection was closed under it and ffmpeg gave up)."""
+    port, key = free_port(), DEVICE_TOKENS["DRONE-1"]
+    port_option = {"rtmp_port": port} if protocol == "rtmp" else {"srt_port": port}
+    url = f"rtmp://127.0.0.1:{port}/live/{key}" if protocol == "rtmp" else f"srt://127.0.0.1:{port}?streamid={key}"
+    with serve_process(settings_factory(), tmp_path, **port_option) as base:
+        device = {"Authorization": f"Bearer {key}"}
+        publisher = publish(clip, url, loops=10)
+        feed = None
+        try:
+            stream = wait_for(
+                lambda: (s := httpx.get(f"{base}/api/streams", headers=device).json()) and s[0],
+                20,
+                "the publish stream to appear",
+            )
+            sid = stream["id"]
+            feed = Feed(f"ws://{base[len('http://') :]}{stream['feed_url']}", device)
+            feed.start()
+            wait_for(lambda: len(feed.results) >= 30, 30, "results of the first run")
+            first_run = feed.results[-1]["run_id"]
+            r = httpx.post(
+                f"{base}/api/streams/{sid}/calibration", headers=device, json={"metres_per_pixel": 0.05}, timeout=30
+            )
+            assert r.status_code == 200, r.text
+            assert r.json()["calibration"] == "0.05 m per pixel"
+            wait_for(
+                lambda: sum(m["run_id"] not in (None, first_run) for m in feed.results) >= 30,
+                30,
+                "results of the new run",
+            )
+            assert publisher.poll() is None, f"the publisher was disconnected: {publisher.stderr.read()}"
+            status = httpx.get(f"{base}/api/streams/{sid}", headers=device).json()
+            assert status["calibration"] == "0.05 m per pixel" and status["reconnects"] == 0, status
+            new_runs = {m["run_id"] for m in feed.results} - {first_run}
+            assert len(new_runs) == 1, new_runs
+            assert {m["metres_per_pixel"] for m in feed.results if m["run_id"] in new_runs} == {0.05}
+        finally:
+            publisher.kill()
+            publisher.wait()
+            if feed is not None:
+                feed.running = False
+    from sqlalchemy import create_engine, select
+
+    from db.models import ProcessingRun
+    from db.service_models import StreamRow
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'airpatrol.db'}")
+    with engine.connect() as c:
+        assert c.execute(select(ProcessingRun.status).where(ProcessingRun.id == first_run)).scalar() == "complete"
+        assert c.execute(select(StreamRow.calibration_json).where(StreamRow.id == sid)).scalar() is not None
+    engine.dispose()
+
+
 def cut_and_back(base: str, device: dict, start_publisher, name: str, key: str, cut_s: float):
     """A device publishes, its link is cut (the publisher killed) for ``cut_s``, it publishes again. Returns the
     live feed's results, the stream's status before it is stopped, and the stopped stream."""

@@ -1,5 +1,5 @@
-"""A stream's own calibration: given when it is added or later (a new run with the new scale), kept in the data
-folder for a resumed stream, refused with the reason when it is not one."""
+"""A stream's own calibration: given when it is added or later (a new run with the new scale), kept in the database
+for a resumed stream, refused with the reason when it is not one."""
 
 from __future__ import annotations
 
@@ -24,6 +24,15 @@ def _recording_factory():
     return make, seen
 
 
+def _stored(settings, stream_id: int) -> dict | None:
+    """The calibration in the stream's database row (``service_streams.calibration_json``)."""
+    from db.engine import session_scope
+    from db.service_models import StreamRow
+
+    with session_scope(settings.database_url) as s:
+        return s.get(StreamRow, stream_id).calibration_json
+
+
 def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
     make, seen = _recording_factory()
     with running_app(settings, pipeline_factory=make) as client:
@@ -36,8 +45,7 @@ def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
         sid = r.json()["id"]
         assert r.json()["calibration"] == "0.2 m per pixel"
         wait_for(lambda: 0.2 in seen, timeout=30, what="the stream pipeline with its calibration")
-        stored = json.loads((Path(settings.data_dir) / "stream_calibrations.json").read_text())
-        assert stored[str(sid)] == {"metres_per_pixel": 0.2}
+        assert _stored(settings, sid) == {"metres_per_pixel": 0.2}
 
         r = client.post(
             f"/api/streams/{sid}/calibration",
@@ -51,6 +59,7 @@ def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
             client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()["calibration"]
             == "4 georeferenced points"
         )
+        assert len(_stored(settings, sid)["lonlat_points"]) == 4
 
         for body, code in (
             ({"metres_per_pixel": 0.2, "corners_lonlat": [[0, 0]] * 4}, 422),
@@ -75,3 +84,28 @@ def test_a_stream_is_added_and_recalibrated_with_its_own_scale(settings):
             == 404
         )
         assert client.delete(f"/api/streams/{sid}", headers=client.creds["operator"]).status_code == 200
+
+
+def test_a_calibration_from_the_old_json_file_is_imported_at_start_and_the_resumed_stream_uses_it(settings):
+    """An installation upgraded from before revision 0004: its ``stream_calibrations.json`` is moved into the
+    database when the service starts (the file renamed, never read again) and the resumed stream measures with it."""
+    from db.engine import session_scope
+    from db.service_models import StreamRow
+
+    with session_scope(settings.database_url) as s:
+        row = StreamRow(name="gate", kind="push", created_by="user:operator", active=True)
+        s.add(row)
+        s.flush()
+        sid = row.id
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "stream_calibrations.json").write_text(json.dumps({str(sid): {"metres_per_pixel": 0.2}}))
+    make, seen = _recording_factory()
+    with running_app(settings, pipeline_factory=make) as client:  # resume_streams is on by default
+        assert client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json()["calibration"] == (
+            "0.2 m per pixel"
+        )
+        wait_for(lambda: 0.2 in seen, timeout=30, what="the resumed stream's pipeline with its calibration")
+        client.delete(f"/api/streams/{sid}", headers=client.creds["operator"])
+    assert _stored(settings, sid) == {"metres_per_pixel": 0.2}
+    assert sorted(p.name for p in data.glob("stream_calibrations*")) == ["stream_calibrations.json.imported"]
