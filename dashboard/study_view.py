@@ -199,13 +199,14 @@ def _lonlat(frame: LocalFrame | None, x: float, y: float) -> tuple[float | None,
 
 
 def od_matrix(study) -> tuple[list[str], list[list[int]]]:
-    """Origins x destinations (approach ids, then ``mid-view`` for vehicles that entered or left inside the view)."""
+    """Origins x destinations (approach ids, then ``mid-view`` for vehicles that entered or left inside the view;
+    every moving vehicle is in it, those seen only mid-view in the mid-view corner; parked ones are not)."""
     keys = [a.id for a in study.approaches]
     labels = keys + [MID_VIEW]
     index = {k: i for i, k in enumerate(keys)}
     m = [[0] * len(labels) for _ in labels]
     for v in study.vehicles:
-        if v.origin is None and v.destination is None:
+        if v.movement == "stationary":
             continue
         m[index.get(v.origin, len(keys))][index.get(v.destination, len(keys))] += 1
     return labels, m

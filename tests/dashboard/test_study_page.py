@@ -177,6 +177,11 @@ def test_bad_inputs_are_explained_on_the_page(tmp_path, db_url, client_for):
     r = viewer.get(f"/dashboard/runs/{short.run_id}/study")
     assert r.status_code == 200
     assert 'id="study-warnings"' in r.text and "shorter than one" in r.text  # a 4 s flight: shorter bins, said
+    # its vehicles mostly entered or left mid-view: all of them in the O-D matrix, none dropped
+    vehicles = list(csv.DictReader(io.StringIO(viewer.get(f"/dashboard/runs/{short.run_id}/study/vehicles.csv").text)))
+    moving = [v for v in vehicles if v["movement"] != "stationary"]
+    assert any(not v["origin"] or not v["destination"] for v in moving)
+    assert sum(_page_od(r.text).values()) == len(moving)
     r = viewer.get(f"/dashboard/runs/{short.run_id}/study?bin=fortnight")
     assert r.status_code == 200 and "bin &#39;fortnight&#39;" in r.text
     assert viewer.get("/dashboard/runs/999999/study").status_code == 404
