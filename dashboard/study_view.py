@@ -223,9 +223,7 @@ def movement_counts(study) -> list[dict]:
 
 def movement_series(study) -> tuple[list[float], dict[str, list[int]]]:
     """Vehicles per movement (``A→B right``) per time bin of their entry."""
-    bin_s = float(getattr(study, "bin_s", study.config.bin_s))
-    t0 = float(getattr(study, "t0", 0.0))
-    t1 = float(getattr(study, "t1", max((v.exit_t for v in study.vehicles), default=t0)))
+    bin_s, t0, t1 = float(study.bin_s), float(study.t0), float(study.t1)
     n_bins = max(1, int(math.ceil((t1 - t0) / bin_s - 1e-9)))
     series: dict[str, list[int]] = {}
     for v in study.vehicles:

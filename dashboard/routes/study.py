@@ -72,7 +72,7 @@ def _page_values(db: Session, run: ProcessingRun, bin_s: float) -> dict:
     names = {a.id: a.name for a in s.approaches}
     labels, matrix = sv.od_matrix(s)
     starts, series = sv.movement_series(s)
-    used_bin = float(getattr(s, "bin_s", bin_s))
+    used_bin = float(s.bin_s)
     partial: dict[str, int] = {}
     for v in s.vehicles:
         if v.origin is None or v.destination is None:
@@ -93,15 +93,14 @@ def _page_values(db: Session, run: ProcessingRun, bin_s: float) -> dict:
         conflicts=_conflicts(run, db, result),
         warnings=list(s.warnings) + result.notes,
         approaches=sv.approach_rows(result),
-        lanes=list(getattr(s, "lanes", []) or []),
+        lanes=list(s.lanes),
     )
     return values
 
 
-def _site_links(db: Session, run: ProcessingRun, site: store.Site) -> dict:
-    if site.task_id is None:
-        return {"task": None}
-    return {"task": db.get(Task, site.task_id)}
+def _site_task(db: Session, site: store.Site) -> dict:
+    """The task whose site the run is (for the page's link), or None."""
+    return {"task": db.get(Task, site.task_id) if site.task_id is not None else None}
 
 
 @router.get("/runs/{run_id}/study", name="run_study")
@@ -121,7 +120,7 @@ def study_page(request: Request, run_id: int, user=Depends(viewer), db: Session 
         bin_query=request.query_params.get("bin") or "15m",
         can_edit=_can_edit(user),
         has_folder=exports.run_output_dir(run, db) is not None,
-        **_site_links(db, run, values["result"].site),
+        **_site_task(db, values["result"].site),
         **values,
     )
 
@@ -133,7 +132,7 @@ def study_report(request: Request, run_id: int, user=Depends(viewer), db: Sessio
     bin_s, bin_error = _bin(request)
     values = _page_values(db, run, bin_s)
     out_dir = exports.run_output_dir(run, db)
-    diagram = _diagram_svg(request, run, out_dir, values["result"]) if values["study"] is not None else None
+    diagram = _diagram_svg(out_dir, values["result"]) if values["study"] is not None else None
     return render(
         request,
         "study_report.html",
@@ -143,7 +142,7 @@ def study_report(request: Request, run_id: int, user=Depends(viewer), db: Sessio
         bin_error=bin_error,
         diagram=diagram,
         video=db.get(Video, run.video_id) if run.video_id else None,
-        **_site_links(db, run, values["result"].site),
+        **_site_task(db, values["result"].site),
         **values,
     )
 
@@ -172,7 +171,7 @@ def study_api(request: Request, run_id: int, user=Depends(viewer), db: Session =
 def _lanes(result: sv.StudyResult) -> list[dict]:
     s, frame = result.study, result.frame
     out = []
-    for lane in getattr(s, "lanes", []) or [] if s is not None else []:
+    for lane in s.lanes if s is not None else []:
         pts = np.asarray(lane.line, float).reshape(-1, 2)
         coords = [list(sv._lonlat(frame, float(x), float(y))) for x, y in pts]
         out.append({"approach": lane.approach, "lane": lane.lane, "vehicles": lane.vehicles, "coordinates": coords})
@@ -361,7 +360,7 @@ def _png_size(path) -> tuple[int, int] | None:
     return w, h
 
 
-def _diagram_svg(request: Request, run: ProcessingRun, out_dir, result: sv.StudyResult) -> dict:
+def _diagram_svg(out_dir, result: sv.StudyResult) -> dict:
     """The movement diagram as SVG drawing data: the orthophoto (when the run has one) with the approaches and an
     arrow per movement whose width is its volume; coordinates in the picture's pixels."""
     s, frame = result.study, result.frame
@@ -379,7 +378,7 @@ def _diagram_svg(request: Request, run: ProcessingRun, out_dir, result: sv.Study
             lat = frame.lat0 + xy[:, 1] / frame.ky
             return np.column_stack([(lon - west) / (east - west) * w, (north - lat) / (north - south) * h])
 
-        image = str(request.url_for("run_study", run_id=run.id)).rsplit("/study", 1)[0] + "/ortho.png"
+        image = True  # the run's orthophoto route (the template writes its URL)
     else:
         allpts = np.vstack(pts_m + [t.xy for t in list(s.smoothed.values())[:300]])
         lo, hi = allpts.min(axis=0) - 20, allpts.max(axis=0) + 20
@@ -389,7 +388,7 @@ def _diagram_svg(request: Request, run: ProcessingRun, out_dir, result: sv.Study
         def px(xy: np.ndarray) -> np.ndarray:
             return np.column_stack([(xy[:, 0] - lo[0]) * scale, (hi[1] - xy[:, 1]) * scale])
 
-        image = None
+        image = False
     unit = max(w, h) / 900.0  # stroke widths in picture pixels for a ~900 px wide print
     paths = [
         {

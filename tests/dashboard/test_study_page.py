@@ -61,6 +61,9 @@ def test_movements_and_od_matrix_match_the_scripted_routes(tmp_path, db_url, cli
     assert {k: m["vehicles"] for k, m in arrows.items()} == dict(Counter((o, d) for o, d, _t in ROUTES))
     busiest = max(arrows.values(), key=lambda m: m["vehicles"])
     assert busiest["width"] == 1.0 and all(0 < m["width"] <= 1 for m in arrows.values())
+    # one lane per approach (every route drives 2 m right of the centre line), with the vehicles that entered there
+    lanes = re.findall(r"<td>([A-Z]) <span[^>]*>[^<]*</span></td><td class=\"num\">(\d+)</td>", page.text)
+    assert sorted(k for k, _lane in lanes) == sorted(legs) and {lane for _k, lane in lanes} == {"1"}
     # the scripted near miss: W->E and S->N pass (2 m, -2 m) 0.5 s apart
     scripted = {1, 2}
     assert any({c["track_a"], c["track_b"]} == scripted for c in data["conflicts"]), data["conflicts"]
