@@ -1,29 +1,27 @@
-"""The traffic study of a run (and of a task's site): page, printable report, map data, CSV exports, the site's
-approaches (edited on the page's map: drag, rename, merge) and the conflicts' evidence clips."""
+"""The traffic study of a run (and of a task's site): page, printable report, map data, CSV exports and the
+conflicts' evidence clips. The approaches' editing is :mod:`dashboard.routes.approaches`, the computing
+:mod:`dashboard.study_view`."""
 
 from __future__ import annotations
 
 import csv
 import io
-import math
-import struct
 
 import numpy as np
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from dashboard import exports, study_charts, study_evidence
+from dashboard import exports, study_charts, study_diagram, study_evidence
 from dashboard import study_view as sv
 from dashboard.auth import ROLE_RANK, operator, verify_csrf, viewer
 from dashboard.context import flash, get_db, render
-from dashboard.counting_lines import LocalFrame
 from dashboard.labels import run_label
 from dashboard.routes.common import not_found, redirect
 from db import approaches as store
 from db.models import ProcessingRun, Task, TaskRound, Video
-from db.orthophoto import ORTHO_PNG, read_orthophoto
+from db.orthophoto import read_orthophoto
 
 router = APIRouter()
 
@@ -132,7 +130,7 @@ def study_report(request: Request, run_id: int, user=Depends(viewer), db: Sessio
     bin_s, bin_error = _bin(request)
     values = _page_values(db, run, bin_s)
     out_dir = exports.run_output_dir(run, db)
-    diagram = _diagram_svg(out_dir, values["result"]) if values["study"] is not None else None
+    diagram = study_diagram.movement_diagram(out_dir, values["result"]) if values["study"] is not None else None
     return render(
         request,
         "study_report.html",
@@ -176,115 +174,6 @@ def _lanes(result: sv.StudyResult) -> list[dict]:
         coords = [list(sv._lonlat(frame, float(x), float(y))) for x, y in pts]
         out.append({"approach": lane.approach, "lane": lane.lane, "vehicles": lane.vehicles, "coordinates": coords})
     return out
-
-
-# -- approaches of the site ---------------------------------------------------------------------------------------
-
-
-async def _json(request: Request) -> dict:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise HTTPException(422, "expected a JSON body") from None
-    if not isinstance(body, dict):
-        raise HTTPException(422, "expected a JSON object")
-    return body
-
-
-def _check_in_view(db: Session, run: ProcessingRun, items: list[dict]) -> None:
-    """Refuse approaches drawn outside what this flight saw (422 naming them)."""
-    from tracking.study import Approach
-
-    rows, _ = sv._rows(db, run)
-    if not rows:
-        raise HTTPException(422, f"run {run.id} has no map positions: approaches cannot be placed on its map")
-    frame = LocalFrame(float(np.median([r["lon"] for r in rows])), float(np.median([r["lat"] for r in rows])))
-    points = np.array([frame.to_local(r["lon"], r["lat"]) for r in rows])
-    candidates = [
-        Approach(a["key"], a["name"], *frame.to_local(a["lon"], a["lat"]), a["heading_deg"], a["radius_m"])
-        for a in items
-    ]
-    far = sv.outside_view(candidates, points)
-    if far:
-        a, d = far[0]
-        raise HTTPException(
-            422,
-            f"approach {a.id} ({a.name}) is {d:.0f} m from the nearest vehicle this flight tracked: outside its "
-            "view; place it on a road the vehicles use",
-        )
-
-
-def _save(db: Session, run: ProcessingRun, items: list[dict], user) -> dict:
-    site = store.site_of_run(db, run)
-    rows = store.replace_site_approaches(db, site, items, user.id)
-    db.commit()
-    return {"site": site.key, "approaches": [{k: getattr(r, k) for k in _FIELDS} for r in rows]}
-
-
-_FIELDS = ("key", "name", "lon", "lat", "heading_deg", "radius_m")
-
-
-@router.post("/api/runs/{run_id}/approaches", dependencies=[Depends(verify_csrf)])
-async def save_approaches(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
-    """Replace the site's approaches with ``{"approaches": [{"key", "name", "lon", "lat", "heading_deg",
-    "radius_m"}]}`` (what the map shows after a drag or a rename); 422 with the reason when they cannot be used."""
-    body = await _json(request)
-    run = _run(db, run_id)
-    try:
-        items = store.clean(body.get("approaches"))
-    except store.BadApproach as exc:
-        raise HTTPException(422, str(exc)) from None
-    _check_in_view(db, run, items)
-    return _save(db, run, items, user)
-
-
-@router.post("/api/runs/{run_id}/approaches/merge", dependencies=[Depends(verify_csrf)])
-async def merge_approaches(request: Request, run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
-    """Merge approach ``merge`` into ``keep`` (``{"keep": "A", "merge": "B"}``): one approach, named as ``keep``,
-    centred between the two and wide enough to take in both, so the vehicles of either now count for it."""
-    body = await _json(request)
-    run = _run(db, run_id)
-    result = sv.run_study(db, run)
-    current = sv.approach_rows(result)
-    by_key = {a["key"]: a for a in current}
-    keep, merge = str(body.get("keep") or ""), str(body.get("merge") or "")
-    if keep not in by_key or merge not in by_key or keep == merge:
-        raise HTTPException(
-            422, f"merge: 'keep' and 'merge' must be two different approaches of this site ({', '.join(by_key)})"
-        )
-    a, b = by_key[keep], by_key[merge]
-    from tracking.study import StudyConfig
-
-    turn = abs((a["heading_deg"] - b["heading_deg"] + 180.0) % 360.0 - 180.0)
-    if turn > StudyConfig().approach_heading_deg:
-        raise HTTPException(
-            422,
-            f"approaches {keep} and {merge} carry traffic in different directions (headings "
-            f"{a['heading_deg']:.0f}° and {b['heading_deg']:.0f}°): only approaches of one road leg can be merged",
-        )
-    frame = LocalFrame(a["lon"], a["lat"])
-    bx, by = frame.to_local(b["lon"], b["lat"])
-    dist = math.hypot(bx, by)
-    ha, hb = math.radians(a["heading_deg"]), math.radians(b["heading_deg"])
-    merged = {
-        **a,
-        "lon": (a["lon"] + b["lon"]) / 2,
-        "lat": (a["lat"] + b["lat"]) / 2,
-        "heading_deg": math.degrees(math.atan2(math.sin(ha) + math.sin(hb), math.cos(ha) + math.cos(hb))) % 360,
-        "radius_m": min(500.0, dist / 2 + max(a["radius_m"], b["radius_m"])),
-    }
-    items = [merged if x["key"] == keep else x for x in current if x["key"] != merge]
-    return _save(db, run, store.clean(items), user)
-
-
-@router.post("/api/runs/{run_id}/approaches/reset", dependencies=[Depends(verify_csrf)])
-def reset_approaches(run_id: int, user=Depends(operator), db: Session = Depends(get_db)):
-    """Forget the site's saved approaches: the study finds them from the trajectories again."""
-    run = _run(db, run_id)
-    site = store.site_of_run(db, run)
-    n = store.clear_site_approaches(db, site)
-    db.commit()
-    return {"site": site.key, "deleted": n}
 
 
 # -- exports and evidence -----------------------------------------------------------------------------------------
@@ -343,82 +232,6 @@ def study_clip(run_id: int, name: str, user=Depends(viewer), db: Session = Depen
     if path is None:
         raise not_found(f"conflict clip {name} of run {run_id}")
     return FileResponse(path, media_type="video/mp4")
-
-
-# -- the report's movement diagram --------------------------------------------------------------------------------
-
-
-def _png_size(path) -> tuple[int, int] | None:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(24)
-    except OSError:
-        return None
-    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
-        return None
-    w, h = struct.unpack(">II", head[16:24])
-    return w, h
-
-
-def _diagram_svg(out_dir, result: sv.StudyResult) -> dict:
-    """The movement diagram as SVG drawing data: the orthophoto (when the run has one) with the approaches and an
-    arrow per movement whose width is its volume; coordinates in the picture's pixels."""
-    s, frame = result.study, result.frame
-    assert s is not None and frame is not None
-    meta = read_orthophoto(out_dir)
-    size = _png_size(out_dir / ORTHO_PNG) if meta else None
-    arrows = sv.movement_arrows(s)
-    pts_m = [np.array([[a.x, a.y] for a in s.approaches])] + [m["xy"] for m in arrows]
-    if meta and size:
-        (south, west), (north, east) = meta["bounds"]
-        w, h = size
-
-        def px(xy: np.ndarray) -> np.ndarray:
-            lon = frame.lon0 + xy[:, 0] / frame.kx
-            lat = frame.lat0 + xy[:, 1] / frame.ky
-            return np.column_stack([(lon - west) / (east - west) * w, (north - lat) / (north - south) * h])
-
-        image = True  # the run's orthophoto route (the template writes its URL)
-    else:
-        allpts = np.vstack(pts_m + [t.xy for t in list(s.smoothed.values())[:300]])
-        lo, hi = allpts.min(axis=0) - 20, allpts.max(axis=0) + 20
-        scale = 1000.0 / max(1.0, float((hi - lo).max()))
-        w, h = int((hi[0] - lo[0]) * scale) + 1, int((hi[1] - lo[1]) * scale) + 1
-
-        def px(xy: np.ndarray) -> np.ndarray:
-            return np.column_stack([(xy[:, 0] - lo[0]) * scale, (hi[1] - xy[:, 1]) * scale])
-
-        image = False
-    unit = max(w, h) / 900.0  # stroke widths in picture pixels for a ~900 px wide print
-    paths = [
-        {
-            "d": "M " + " L ".join(f"{x:.1f},{y:.1f}" for x, y in px(m["xy"])),
-            "head": " ".join(f"{x:.1f},{y:.1f}" for x, y in px(sv.arrow_head(m["xy"], 2.0 + 6.0 * m["width"]))),
-            "width": round((2 + 14 * m["width"]) * unit, 1),
-            "label": f"{m['origin']}→{m['destination']} {m['movement']}: {m['vehicles']}",
-            "movement": m["movement"],
-            "vehicles": m["vehicles"],
-            "mid": [round(float(v), 1) for v in px(m["xy"][len(m["xy"]) // 2 : len(m["xy"]) // 2 + 1])[0]],
-        }
-        for m in sorted(arrows, key=lambda m: -m["vehicles"])
-    ]
-    tracks = [
-        " ".join(f"{x:.0f},{y:.0f}" for x, y in px(t.xy[:: max(1, len(t.xy) // 30)]))
-        for t in list(s.smoothed.values())[:300]
-    ]
-    approaches = [
-        {"key": a.id, "name": a.name, "x": round(float(p[0]), 1), "y": round(float(p[1]), 1)}
-        for a, p in zip(s.approaches, px(np.array([[a.x, a.y] for a in s.approaches]).reshape(-1, 2)))
-    ]
-    return {
-        "width": w,
-        "height": h,
-        "image": image,
-        "paths": paths,
-        "tracks": tracks,
-        "approaches": approaches,
-        "unit": round(unit, 2),
-    }
 
 
 # -- a task's site ------------------------------------------------------------------------------------------------
