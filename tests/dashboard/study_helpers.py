@@ -65,6 +65,7 @@ def make_junction_run_dir(
     routes=tuple(ROUTES),
     georeferenced: bool = True,
     video: bool = False,
+    origin: tuple[float, float] = ORIGIN,
 ) -> Path:
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from tracking.types import FrameResult, RunInfo, Sink, TrackState
@@ -99,7 +100,7 @@ def make_junction_run_dir(
         ]
         placed += [(100 + j, np.array(xy), 0.0, 0) for j, xy in enumerate(PARKED)]
         for tid, (east, north), speed, cls in placed:
-            lat, lon = _metres_to_latlon(east, north, ORIGIN)
+            lat, lon = _metres_to_latlon(east, north, origin)
             x, y = CENTRE_PX[0] + east * PX_PER_M, CENTRE_PX[1] - north * PX_PER_M
             tracks.append(
                 TrackState(

@@ -163,9 +163,14 @@ def test_approaches_are_kept_for_the_task_and_used_by_its_other_runs(tmp_path, d
     assert r.status_code == 200 and r.json()["site"] == f"task:{task_id}"
     other = op.get(f"/dashboard/api/runs/{second.run_id}/study").json()
     assert other["saved"] is True and sorted(a["name"] for a in other["approaches"]) == sorted(a["name"] for a in named)
+    # a flight of the task over another place: the site's approaches are outside its view, and the page says so
+    elsewhere = _import(tmp_path, db_url, "elsewhere", task_round_id=round_id, origin=(52.52, 13.40))
+    r = op.get(f"/dashboard/runs/{elsewhere.run_id}/study")
+    assert r.status_code == 200 and 'id="study-message"' in r.text and "outside the view" in r.text
     site = op.get(f"/dashboard/tasks/{task_id}/study")
     assert site.status_code == 200 and "W road" in site.text
     assert site.text.count(f"/dashboard/runs/{first.run_id}/study") == 1
+    assert "every approach of this site lies outside the view" in site.text  # the far run, listed with why
 
 
 def test_bad_inputs_are_explained_on_the_page(tmp_path, db_url, client_for):
