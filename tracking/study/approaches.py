@@ -53,16 +53,26 @@ def end_direction(xy: np.ndarray, from_start: bool) -> np.ndarray | None:
     return v if from_start else -v
 
 
+FLIGHT_EDGE_S = 0.5  # a track starting (ending) this close to the flight's start (end) did not enter (leave) there
+
+
 def track_ends(tracks: list[tuple[int, np.ndarray, np.ndarray]]) -> list[TrackEnd]:
-    """Entry and exit events of ``(track_id, t, xy)`` tracks that moved at least ``END_RUN_M``."""
+    """Entry and exit events of ``(track_id, t, xy)`` tracks that moved at least ``END_RUN_M``; a track already
+    there when the flight began (still there when it ended) has no entry (exit) event: it did not cross the edge
+    of the view there, the flight just started (stopped) filming it."""
+    if not tracks:
+        return []
+    t0 = min(float(t[0]) for _, t, _ in tracks)
+    t1 = max(float(t[-1]) for _, t, _ in tracks)
     out = []
     for tid, t, xy in tracks:
         d_in = end_direction(xy, True)
         if d_in is None:
             continue
         d_out = end_direction(xy, False)
-        out.append(TrackEnd(tid, True, xy[0].copy(), d_in, float(t[0])))
-        if d_out is not None:
+        if float(t[0]) > t0 + FLIGHT_EDGE_S:
+            out.append(TrackEnd(tid, True, xy[0].copy(), d_in, float(t[0])))
+        if d_out is not None and float(t[-1]) < t1 - FLIGHT_EDGE_S:
             out.append(TrackEnd(tid, False, xy[-1].copy(), -d_out, float(t[-1])))
     return out
 
@@ -113,12 +123,12 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
     feats = np.column_stack([pos / cfg.approach_cluster_m, dirs / chord])
     labels = fcluster(linkage(feats, "average"), t=1.0, criterion="distance")
     near_edge = area.edge_distance(pos) <= cfg.edge_margin_m
-    groups = []
+    groups: list[list[int]] = []
     for lab in np.unique(labels):
-        members = np.flatnonzero((labels == lab) & near_edge)
-        if len(members) >= cfg.min_approach_tracks:
-            groups.append(members)
-    groups = _merge_carriageways([g.tolist() for g in groups], ends, cfg)
+        in_cluster = np.flatnonzero((labels == lab) & near_edge)
+        if len(in_cluster) >= cfg.min_approach_tracks:
+            groups.append(in_cluster.tolist())
+    groups = _merge_carriageways(groups, ends, cfg)
     approaches = []
     for members in groups:
         p = pos[members]

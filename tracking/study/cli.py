@@ -54,7 +54,12 @@ def cli_study(
             cfg.counting_lines = load_counting_lines(lines)
         given = load_approaches(approaches) if approaches is not None else None
         trajs = load_run_trajectories(run_dir)
-        study = compute_study(trajs, given, cfg)
+        try:
+            study = compute_study(trajs, given, cfg)
+        except StudyInputError as exc:
+            if approaches is not None and str(exc).startswith("approach "):
+                raise StudyInputError(f"{approaches}: {exc}") from None  # name the file that holds it
+            raise
         target = out or Path(run_dir) / "study"
         try:
             paths = write_study(study, target)

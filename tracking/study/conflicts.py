@@ -5,7 +5,8 @@ time (PET).
   extrapolated at constant velocity, as rectangles of their class's size along their heading; the TTC is the first
   time (sampled every 0.05 s) the rectangles overlap. A pair overlapping already at that instant is skipped (a
   measurement artefact, not a conflict). Consecutive instants of one pair below ``ttc_s`` form one conflict,
-  reported at its minimum.
+  reported at its minimum. The first and last ``TRACK_END_S`` of each track are left out: the smoother's
+  velocity there rests on one side of the data only.
 * **PET**: where the paths of two vehicles cross at an angle of at least ``CROSSING_DEG``, the time between the
   first vehicle's rear leaving the crossing point and the second's front reaching it (centre passing times corrected
   by half a vehicle length over the speed there). Pairs below ``pet_s`` are conflicts.
@@ -25,6 +26,7 @@ GRID_DT = 0.1
 TTC_STEP_S = 0.05
 CROSSING_DEG = 30.0
 CELL_M = 2.0
+TRACK_END_S = 0.5  # TTC is not measured this close to either end of a track
 HEADING_MIN_SPEED = 1.5  # m/s; slower, the velocity direction is mostly noise: keep the last good heading
 SIZE_M = {"car": (4.5, 1.8), "van": (5.4, 2.0), "truck": (9.0, 2.5), "bus": (12.0, 2.55)}
 
@@ -95,6 +97,13 @@ def ttc_conflicts(
     pairs = cKDTree(np.column_stack([pos, k * far])).query_pairs(cfg.conflict_max_range_m, output_type="ndarray")
     if len(pairs) == 0:
         return []
+    # the first and last instants of a track carry the smoother's least certain velocity (one-sided data)
+    span = np.zeros(len(ids))
+    start = np.full(len(ids), np.inf)
+    np.minimum.at(start, ti, k)
+    np.maximum.at(span, ti, k)
+    edge = ((k - start[ti]) * GRID_DT < TRACK_END_S) | ((span[ti] - k) * GRID_DT < TRACK_END_S)
+    pairs = pairs[~edge[pairs[:, 0]] & ~edge[pairs[:, 1]]]
     i, j = pairs[:, 0], pairs[:, 1]
     rel_p = pos[j] - pos[i]
     rel_v = vel[j] - vel[i]

@@ -43,12 +43,12 @@ def trajectories_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Trajectory
     out = []
     for tid in sorted(pts):
         arr = sorted(pts[tid], key=lambda p: p[0])
-        t = np.array([p[0] for p in arr])
+        times = np.array([p[0] for p in arr])
         xy = np.array([[p[1], p[2]] for p in arr])
         lonlat = None
         if all(p[3] is not None and p[4] is not None for p in arr):
             lonlat = np.array([[p[3], p[4]] for p in arr], np.float64)
-        out.append(Trajectory(tid, classes[tid].most_common(1)[0][0], t, xy, lonlat))
+        out.append(Trajectory(tid, classes[tid].most_common(1)[0][0], times, xy, lonlat))
     return out
 
 

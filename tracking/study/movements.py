@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from tracking.study.approaches import ObservedArea, angle_between, end_direction, heading_deg
+from tracking.study.approaches import FLIGHT_EDGE_S, ObservedArea, angle_between, end_direction, heading_deg
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
 
-EDGE_OF_FLIGHT_S = 0.5  # a track starting (ending) this close to the start (end) of the flight was already there
+EDGE_OF_FLIGHT_S = FLIGHT_EDGE_S  # a track starting (ending) this close to the flight's start (end) was there
 
 
 def signed_turn(from_deg: float, to_deg: float) -> float:

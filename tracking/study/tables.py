@@ -189,16 +189,16 @@ def lane_flows(
             if v.lane == ln.lane:
                 per_bin[bin_index(t, t0, bin_s, len(spans))].append(sp * 3.6)
         for b, (lo, hi) in enumerate(spans):
-            sp = np.array(per_bin.get(b, []))
-            moving = sp[sp > 1.0]
+            spot = np.array(per_bin.get(b, []))
+            moving = spot[spot > 1.0]
             rows.append(
                 {
                     "bin_start_s": round(lo, 2),
                     "bin_end_s": round(hi, 2),
                     "approach": ln.approach,
                     "lane": ln.lane,
-                    "vehicles": len(sp),
-                    "flow_veh_h": round(len(sp) * 3600.0 / max(hi - lo, 1e-9), 1),
+                    "vehicles": len(spot),
+                    "flow_veh_h": round(len(spot) * 3600.0 / max(hi - lo, 1e-9), 1),
                     "time_mean_speed_kmh": round(float(moving.mean()), 1) if len(moving) else "",
                     "space_mean_speed_kmh": round(float(len(moving) / np.sum(1.0 / moving)), 1) if len(moving) else "",
                 }
@@ -261,7 +261,7 @@ def section_speeds(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per vehicle crossing two consecutive counting lines (1->2, 3->4, ...): travel time, path length, speed; and
     per bin the mean (time-mean) and harmonic-mean (space-mean) section speed."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     cls = {v.track_id: v.vehicle_class for v in vehicles}
     for k in range(0, len(lines) - 1, 2):
         la, lb = lines[k], lines[k + 1]
@@ -276,8 +276,8 @@ def section_speeds(
                 (ta, _, ia), (tb, _, ib) = (tb, 0.0, ib), (ta, 0.0, ia)
             if tb - ta <= 0:
                 continue
-            path = s.xy[ia : ib + 2]
-            dist = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+            cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(s.xy, axis=0), axis=1))])
+            dist = float(np.interp(tb, s.t, cum) - np.interp(ta, s.t, cum))  # along the path, crossing to crossing
             rows.append(
                 {
                     "section": name,

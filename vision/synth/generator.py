@@ -233,7 +233,7 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
         }
         for v in order
     }
-    arms, route_facts = route_truth(scene.net)
+    arms, route_facts = route_truth(scene.net, scene.cam.footprint(0))
     study = vehicle_truth(scene.net, scene.traffic, visible, route_facts)
     for v, truth in study.items():
         if v in order:
@@ -290,6 +290,7 @@ def generate_scene(config: SceneConfig, out_dir: str | Path, progress: bool = Tr
                 "leader": order.get(nm.leader),
                 "t_start": round(nm.t_start, 3),
                 "t_end": None if nm.t_end is None else round(nm.t_end, 3),
+                "outcome": nm.outcome,
             }
             for nm in scene.near_misses
         ],

@@ -1,8 +1,10 @@
 """Traffic-study ground truth of a synthetic scene: each vehicle's entry and exit approach (arm), movement and lane,
 the scene's arms, and the near-misses (time-to-collision conflicts) that really happened.
 
-Arms: route start and end points grouped by their bearing from the scene's centre (``net.target``); an arm's
-inbound heading is the direction its routes start in (clockwise from north). A route's movement is the turn from its
+Arms: route start and end points (where the routes enter and leave the view, when given) with the same inbound
+direction (a route's start direction, or its end direction reversed) and near each other; an arm's inbound heading
+is the direction its routes start in (clockwise from north), its name the compass bearing of its ends from the
+scene's centre (``net.target``). A route's movement is the turn from its
 origin arm's inbound heading to its destination arm's outbound heading (< 45 deg through, > 135 deg U-turn, else
 left/right), the definition the study uses (tracking.study.movements). Its lane is the rank of its start point's
 lateral offset among the routes of its arm (1 = leftmost in the direction of travel).
@@ -23,7 +25,8 @@ import numpy as np
 from vision.synth.roads import RoadNetwork
 from vision.synth.vehicles import FrameStates, NearMiss, VehicleSpec
 
-ARM_BEARING_DEG = 25.0
+ARM_HEADING_DEG = 30.0
+ARM_REACH_M = 45.0
 THROUGH_DEG, UTURN_DEG = 45.0, 135.0
 COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
 TTC_STEP_S = 0.05
@@ -42,7 +45,8 @@ class Arm:
     name: str
     bearing_deg: float  # from the scene centre
     heading_deg: float  # inbound direction of travel
-    centre: tuple[float, float]
+    centre: tuple[float, float]  # the scene centre
+    point: tuple[float, float] = (0.0, 0.0)  # mean of the arm's route ends (in the view, when one was given)
 
     def as_dict(self) -> dict:
         return {
@@ -50,6 +54,8 @@ class Arm:
             "bearing_deg": round(self.bearing_deg, 1),
             "heading_deg": round(self.heading_deg, 1),
             "centre": [round(self.centre[0], 2), round(self.centre[1], 2)],
+            "x_m": round(self.point[0], 2),
+            "y_m": round(self.point[1], 2),
         }
 
 
@@ -66,31 +72,54 @@ def _tangent(pts: np.ndarray, at_start: bool) -> np.ndarray:
     return seg / max(float(np.linalg.norm(seg)), 1e-9)
 
 
-def route_truth(net: RoadNetwork) -> tuple[list[Arm], list[RouteTruth]]:
-    """The arms of the network and, per route, its origin, destination, movement and lane."""
+def _in_view(pts: np.ndarray, view: np.ndarray | None) -> np.ndarray:
+    """The part of a route inside the view polygon (the whole route without one, or when it never enters it)."""
+    if view is None:
+        return pts
+    import cv2
+
+    poly = np.asarray(view, np.float32).reshape(-1, 1, 2)
+    inside = np.array([cv2.pointPolygonTest(poly, (float(x), float(y)), False) >= 0 for x, y in pts[::4]])
+    k = np.flatnonzero(inside) * 4
+    if len(k) == 0:
+        return pts
+    return pts[k[0] : min(k[-1] + 1, len(pts))] if k[-1] - k[0] >= 12 else pts
+
+
+def route_truth(net: RoadNetwork, view: np.ndarray | None = None) -> tuple[list[Arm], list[RouteTruth]]:
+    """The arms of the network and, per route, its origin, destination, movement and lane. With ``view`` (the
+    ground polygon the camera sees), arms and movements are taken where the routes enter and leave it: a curved
+    ramp is the approach it looks like in the view."""
     c = np.asarray(net.target, float)
-    ends = []  # (route, is_start, bearing, inbound heading)
+    ends = []  # (route, is_start, bearing, inbound heading, point)
     for r, route in enumerate(net.routes):
-        ends.append((r, True, bearing_deg(route.pts[0] - c), bearing_deg(_tangent(route.pts, True))))
-        ends.append((r, False, bearing_deg(route.pts[-1] - c), bearing_deg(-_tangent(route.pts, False))))
-    groups: list[list[tuple[int, bool, float, float]]] = []
-    for e in sorted(ends, key=lambda e: e[2]):
-        for g in groups:
-            if abs(_diff(g[0][2], e[2])) < ARM_BEARING_DEG:
-                g.append(e)
-                break
-        else:
-            groups.append([e])
+        pts = _in_view(route.pts, view)
+        ends.append((r, True, bearing_deg(pts[0] - c), bearing_deg(_tangent(pts, True)), pts[0]))
+        ends.append((r, False, bearing_deg(pts[-1] - c), bearing_deg(-_tangent(pts, False)), pts[-1]))
+    # one arm: ends with the same inbound heading (within ARM_HEADING_DEG) near each other (ARM_REACH_M), chained
+    parent = list(range(len(ends)))
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a in range(len(ends)):
+        for b in range(a + 1, len(ends)):
+            near = float(np.linalg.norm(ends[a][4] - ends[b][4])) < ARM_REACH_M
+            if near and abs(_diff(ends[a][3], ends[b][3])) < ARM_HEADING_DEG:
+                parent[root(a)] = root(b)
+    by_root: dict[int, list] = {}
+    for a, e in enumerate(ends):
+        by_root.setdefault(root(a), []).append(e)
+    groups = sorted(by_root.values(), key=lambda g: bearing_deg(np.mean([e[4] for e in g], axis=0) - c))
     arms: list[Arm] = []
     arm_of: dict[tuple[int, bool], int] = {}
     used: dict[str, int] = {}
     for k, g in enumerate(groups):
-        b = (
-            math.degrees(
-                math.atan2(*np.mean([[math.sin(math.radians(e[2])), math.cos(math.radians(e[2]))] for e in g], axis=0))
-            )
-            % 360
-        )
+        point = np.mean([e[4] for e in g], axis=0)
+        bearing = bearing_deg(point - c)
         starts = [e for e in g if e[1]] or g
         h = (
             math.degrees(
@@ -100,9 +129,10 @@ def route_truth(net: RoadNetwork) -> tuple[list[Arm], list[RouteTruth]]:
             )
             % 360
         )
-        name = COMPASS[int(((b + 22.5) % 360) // 45)]
+        name = COMPASS[int(((bearing + 22.5) % 360) // 45)]
         used[name] = used.get(name, 0) + 1
-        arms.append(Arm(name if used[name] == 1 else f"{name}{used[name]}", b, h, (float(c[0]), float(c[1]))))
+        label = name if used[name] == 1 else f"{name}{used[name]}"
+        arms.append(Arm(label, bearing, h, (float(c[0]), float(c[1])), (float(point[0]), float(point[1]))))
         for e in g:
             arm_of[(e[0], e[1])] = k
     routes = []
@@ -125,7 +155,7 @@ def route_truth(net: RoadNetwork) -> tuple[list[Arm], list[RouteTruth]]:
         h = math.radians(arm.heading_deg)
         right = np.array([math.cos(h), -math.sin(h)])
         members = [r for r, rt in enumerate(routes) if rt.origin == arm.name]
-        offs = {r: round(float((net.routes[r].pts[0] - c) @ right) * 2) / 2 for r in members}
+        offs = {r: round(float((_in_view(net.routes[r].pts, view)[0] - c) @ right) * 2) / 2 for r in members}
         levels = sorted(set(offs.values()))
         merged: list[float] = []
         for v in levels:  # starts closer than 1.5 m apart are the same lane
@@ -269,8 +299,8 @@ def ttc_conflicts(
         episode: list[tuple[int, float, float, float]] = []
         for item in items + [(-1, 0.0, 0.0, 0.0)]:
             if episode and (item[0] < 0 or (item[0] - episode[-1][0]) / fps > 1.0):
-                f, ttc, x, y = min(episode, key=lambda e: e[1])
-                out.append(TruthConflict("ttc", ttc, f, f / fps, x, y, a, b, (a, b) in scripted))
+                f, value, x, y = min(episode, key=lambda e: e[1])
+                out.append(TruthConflict("ttc", value, f, f / fps, x, y, a, b, (a, b) in scripted))
                 episode = []
             if item[0] >= 0:
                 episode.append(item)

@@ -37,7 +37,7 @@ PALETTE: list[tuple[str, tuple[int, int, int], float]] = [
     ("light_blue", (215, 170, 95), 0.01),
     ("asphalt", (0, 0, 0), 0.04),
 ]
-NEAR_MISS_MAX_S = 8.0  # a scripted distraction that has not closed in on the vehicle ahead by then is given up
+NEAR_MISS_MAX_S = 10.0  # a scripted distraction that has not closed in on the vehicle ahead by then is given up
 LC_FULL_RATE_SPEED = 12.0  # m/s; below it a lane change slows down proportionally
 CONTAINER_COLOURS = [(40, 50, 150), (130, 70, 30), (50, 110, 50), (110, 110, 110), (30, 110, 210), (60, 80, 120)]
 
@@ -153,6 +153,7 @@ class NearMiss:
     leader: int
     t_start: float
     t_end: float | None = None
+    outcome: str = "running"  # "near_miss": time to collision fell below near_miss_ttc_s; "gave_up": it did not
 
 
 @dataclass
@@ -444,41 +445,45 @@ class TrafficSim:
         for n in np.flatnonzero(self.distracted[idx]).tolist():
             i = int(idx[n])
             ttc = gap[n] / dv[n] if dv[n] > 0 and np.isfinite(gap[n]) else math.inf
-            started = next(nm.t_start for nm in self.near_misses if nm.follower == int(self.vid[i]))
-            if ttc < self.cfg.near_miss_ttc_s or gap[n] < 2.0 or t - started > NEAR_MISS_MAX_S:
+            nm = next(nm for nm in self.near_misses if nm.follower == int(self.vid[i]) and nm.t_end is None)
+            if ttc < self.cfg.near_miss_ttc_s or gap[n] < 2.0 or t - nm.t_start > NEAR_MISS_MAX_S:
                 self.distracted[i] = False
-                for nm in self.near_misses:
-                    if nm.follower == int(self.vid[i]) and nm.t_end is None:
-                        nm.t_end = t
+                nm.t_end = t
+                nm.outcome = "gave_up" if t - nm.t_start > NEAR_MISS_MAX_S else "near_miss"
             else:
                 gap[n], dv[n] = math.inf, 0.0
         return gap, dv
 
     def _script_near_miss(self, t: float) -> None:
-        """Start a scripted near-miss when one is due: a vehicle in the script area closing in on a slower (or
-        standing) vehicle ahead of it in the same lane, 15-60 m away."""
+        """Start a scripted near-miss when one is due: a vehicle faster than 4 m/s closing in on a slower (or
+        standing) vehicle 12-70 m ahead of it in the same lane, that vehicle inside the script area (the view)."""
         if not self.near_miss_times or t < self.near_miss_times[0]:
             return
         idx = np.flatnonzero(self.active & ~self.distracted)
         if len(idx) < 2:
             return
-        x, y, _, _ = self._pose(idx)
-        inside = np.ones(len(idx), bool)
+        gap, vl = self._leaders(idx, self.route[idx], self.s[idx], self.L[idx], exclude=idx)
+        ok = (self.v[idx] > 4.0) & (gap > 12.0) & (gap < 70.0) & (self.v[idx] - vl > 1.0)
+        if not ok.any():
+            return
+        # where the follower would reach its leader (roughly the leader's position now): inside the script area
+        sj = self._mapped(idx, self.route[idx])  # rows: followers' routes, columns: every vehicle
+        sj = np.where(
+            (sj - self.s[idx][:, None] > 0) & (idx[None, :] != idx[:, None]), sj - self.s[idx][:, None], np.inf
+        )
+        lead = idx[np.argmin(sj, axis=1)]
+        lx, ly, _, _ = self._pose(lead)
         if self.script_area is not None:
             import cv2
 
             poly = np.asarray(self.script_area, np.float32).reshape(-1, 1, 2)
-            inside = np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(x, y)])
-        gap, vl = self._leaders(idx, self.route[idx], self.s[idx], self.L[idx], exclude=idx)
-        ok = inside & (self.v[idx] > 6.0) & (gap > 15.0) & (gap < 60.0) & (self.v[idx] - vl > 1.0)
+            ok &= np.array([cv2.pointPolygonTest(poly, (float(a), float(b)), False) > 0 for a, b in zip(lx, ly)])
         if not ok.any():
             return
-        n = int(np.flatnonzero(ok)[0])
+        closing = np.where(ok, (self.v[idx] - vl) / np.maximum(gap, 1.0), -np.inf)
+        n = int(np.argmax(closing))  # the one closing in fastest: it reaches a near-miss before anything changes
         i = int(idx[n])
-        # the leader: the vehicle ahead on the same route at that gap
-        sj = self._mapped(idx, np.array([self.route[i]]))[0] - self.s[i]
-        sj = np.where((sj > 0) & (idx != i), sj, np.inf)
-        leader = int(self.vid[idx[int(np.argmin(sj))]])
+        leader = int(self.vid[lead[n]])
         self.distracted[i] = True
         self.near_misses.append(NearMiss(int(self.vid[i]), leader, t))
         self.near_miss_times.pop(0)

@@ -1,0 +1,163 @@
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from tracking.study import (
+    Approach,
+    StudyConfig,
+    StudyInputError,
+    Trajectory,
+    compute_study,
+    find_approaches,
+    write_study,
+)
+
+
+def test_approaches_found_where_tracks_enter_and_leave(junction):
+    trajs, _ = junction
+    found = find_approaches(trajs, StudyConfig())
+    assert sorted(a.name for a in found) == ["E", "N", "S", "W"]
+    for a in found:
+        # the inbound heading of each arm points at the junction centre
+        to_centre = np.degrees(np.arctan2(-a.x, -a.y)) % 360
+        assert abs((a.heading_deg - to_centre + 180) % 360 - 180) < 15
+
+
+def test_every_vehicle_gets_its_origin_destination_movement_and_lane(junction):
+    trajs, truth = junction
+    study = compute_study(trajs, None, StudyConfig())
+    names = {a.id: a.name for a in study.approaches}
+    assert len(study.vehicles) == len(trajs)
+    for v in study.vehicles:
+        origin, dest, movement, lane = truth[v.track_id]
+        assert (names.get(v.origin), names.get(v.destination), v.movement, v.lane) == (origin, dest, movement, lane)
+    assert study.conflicts == []
+
+
+def test_turning_movement_table_counts_every_vehicle_once_per_bin(junction):
+    trajs, _ = junction
+    study = compute_study(trajs, None, StudyConfig())
+    # a ~3-minute flight is shorter than one 15-minute bin: shorter bins and a note
+    assert study.bin_s == 120.0
+    assert any("shorter than one 900 s bin" in w for w in study.warnings)
+    rows = study.tables["turning_movements"]
+    assert sum(r["count"] for r in rows) == len(trajs)
+    n_bins = int(np.ceil((study.t1 - study.t0) / 120.0))
+    assert {r["bin_start_s"] for r in rows} == {round(study.t0 + 120.0 * k, 2) for k in range(n_bins)}
+    od = {
+        (r["origin_name"], r["destination_name"]): r["count"]
+        for r in study.tables["od_matrix"]
+        if r["vehicle_class"] == "all"
+    }
+    assert od[("S", "N")] == 4 and od[("S", "E")] == 2 and od[("S", "W")] == 2
+    flows = [r for r in study.tables["lane_flows"] if r["vehicles"]]
+    assert flows and all(abs(r["time_mean_speed_kmh"] - 36.0) < 2.0 for r in flows)
+
+
+def test_vehicles_entering_or_leaving_mid_view_are_counted_as_such(junction):
+    trajs, _ = junction
+    t = np.arange(0, 6, 0.1)
+    from_middle = Trajectory(900, "car", 200 + t, np.column_stack([np.full_like(t, 1.75), 10.0 * t]))  # to N
+    parked = Trajectory(901, "car", 200 + t, np.tile([[30.0, 30.0]], (len(t), 1)))
+    study = compute_study([*trajs, from_middle, parked], None, StudyConfig())
+    by_id = {v.track_id: v for v in study.vehicles}
+    assert by_id[900].movement == "entered_mid_view" and by_id[900].origin is None
+    assert {a.id: a.name for a in study.approaches}[by_id[900].destination] == "N"
+    assert by_id[901].movement == "stationary"
+    counted = {r["movement"] for r in study.tables["turning_movements"] if r["count"]}
+    assert {"entered_mid_view", "stationary"} <= counted
+
+
+def test_rear_end_and_crossing_conflicts():
+    t = np.arange(0, 8, 0.1)
+    standing = Trajectory(1, "car", t, np.tile([[1.75, 0.0]], (len(t), 1)))
+    closing = Trajectory(2, "car", t, np.column_stack([np.full_like(t, 1.75), -60.0 + 12.0 * t]))
+    # crossing paths at (0, 40): a northbound car there at t=3.0 s, an eastbound one at 3.6 s
+    north = Trajectory(3, "car", t, np.column_stack([np.zeros_like(t), 40.0 + 10.0 * (t - 3.0)]))
+    east = Trajectory(4, "car", t, np.column_stack([10.0 * (t - 3.6), np.full_like(t, 40.0)]))
+    late = Trajectory(5, "car", t, np.column_stack([-40.0 + 10.0 * (t - 7.0), np.full_like(t, 40.0)]))
+    study = compute_study([standing, closing, north, east, late], None, StudyConfig(ttc_s=1.5, pet_s=1.0))
+    ttc = [c for c in study.conflicts if c.kind == "ttc"]
+    pet = [c for c in study.conflicts if c.kind == "pet"]
+    # the crossing pair is on a collision course too; the late car (5) conflicts with nobody
+    assert {(c.track_a, c.track_b) for c in ttc} == {(1, 2), (3, 4)}
+    rear_end = next(c for c in ttc if (c.track_a, c.track_b) == (1, 2))
+    assert rear_end.value_s <= 1.5 and abs(rear_end.y) < 10
+    assert [(c.track_a, c.track_b) for c in pet] == [(3, 4)]
+    # centres 0.6 s apart, less half a car length each way at 10 m/s
+    assert pet[0].value_s == pytest.approx(0.6 - 0.45, abs=0.1)
+
+
+def test_approaches_outside_the_view_are_refused(junction):
+    trajs, _ = junction
+    far = [Approach("A", "nowhere", 900.0, 900.0, 180.0, 10.0)]
+    with pytest.raises(StudyInputError, match="outside the area the flight observed"):
+        compute_study(trajs, far, StudyConfig())
+
+
+def test_write_study_tables_and_geojson(junction, tmp_path):
+    trajs, _ = junction
+    study = compute_study(trajs, None, StudyConfig(bin_s=60))
+    paths = write_study(study, tmp_path)
+    names = {p.name for p in paths}
+    assert {"turning_movements.csv", "od_matrix.csv", "vehicles.csv", "conflicts.csv", "study.geojson"} <= names
+    with open(tmp_path / "turning_movements.csv") as fh:
+        header = next(csv.reader(fh))
+    assert header[:2] == ["bin_start_s", "bin_end_s"] and "movement" in header and "vehicle_class" in header
+    gj = json.loads((tmp_path / "study.geojson").read_text())
+    kinds = [f["properties"]["kind"] for f in gj["features"]]
+    assert kinds.count("approach") == 4 and kinds.count("lane") == 8
+    with open(tmp_path / "conflicts.csv") as fh:  # empty, but with its header
+        assert next(csv.reader(fh))[0] == "kind"
+
+
+def test_section_speed_between_two_counting_lines_and_density(junction):
+    from tracking.study import CountingLine
+
+    trajs, truth = junction
+    lines = [CountingLine("s50", (0.0, -50.0), (8.0, -50.0)), CountingLine("s20", (0.0, -20.0), (8.0, -20.0))]
+    study = compute_study(trajs, None, StudyConfig(counting_lines=lines))
+    rows = study.tables["section_speeds"]
+    from_south = {tid for tid, (origin, *_rest) in truth.items() if origin == "S"}
+    assert {r["track_id"] for r in rows} == from_south
+    assert all(abs(r["speed_kmh"] - 36.0) < 1.5 and abs(r["distance_m"] - 30.0) < 1.5 for r in rows)
+    summary = [r for r in study.tables["section_speed_summary"] if r["vehicles"]]
+    assert sum(r["vehicles"] for r in summary) == len(from_south)
+    # one car at a time on 50 m of a two-lane approach: a low density, level of service A
+    dens = study.tables["density"]
+    assert dens and all(r["lanes"] == 2 and r["los"] == "A" and r["density_veh_km_lane"] < 7 for r in dens)
+    hw = [r for r in study.tables["headway_stats"] if r["measure"] == "headway" and r["n"]]
+    assert hw and all(r["median_s"] >= 7.5 for r in hw)  # vehicles enter 8 s apart, an arm's lane sees one in 32 s
+
+
+def test_rows_with_lon_lat_give_georeferenced_approaches(junction):
+    from tracking.study import trajectories_from_rows
+
+    trajs, _ = junction
+    # a local east/north tangent plane around 49.97 N, 36.30 E
+    lon0, lat0, m_per_deg_lat = 36.30, 49.97, 111_132.0
+    m_per_deg_lon = m_per_deg_lat * np.cos(np.radians(lat0))
+    rows = [
+        {
+            "track_id": tr.track_id,
+            "vehicle_class": tr.vehicle_class,
+            "t_s": t,
+            "x_m": x,
+            "y_m": y,
+            "lon": lon0 + x / m_per_deg_lon,
+            "lat": lat0 + y / m_per_deg_lat,
+        }
+        for tr in trajs
+        for t, (x, y) in zip(tr.t, tr.xy)
+    ]
+    rows.append(
+        {"track_id": 999, "vehicle_class": "car", "t_s": 1.0, "x_m": None, "y_m": None, "lon": None, "lat": None}
+    )
+    again = trajectories_from_rows(rows)
+    assert len(again) == len(trajs) and all(tr.lonlat is not None for tr in again)
+    study = compute_study(again, None, StudyConfig())
+    for a in study.approaches:
+        assert a.lon == pytest.approx(lon0 + a.x / m_per_deg_lon, abs=1e-7)
+        assert a.lat == pytest.approx(lat0 + a.y / m_per_deg_lat, abs=1e-7)
