@@ -33,11 +33,12 @@
     current = d.approaches.map((a) => ({...a}));
     if (d.message) { el.classList.add("map-empty"); el.textContent = d.message; el.dataset.loaded = "empty"; return; }
     // the view first: Leaflet adds layers (and makes their elements) only once the map has a centre and zoom
+    // on the junction (its approaches and movements), else on the imagery
     const view = L.latLngBounds([]);
-    if (d.imagery) view.extend(L.latLngBounds(d.imagery.bounds));
     d.approaches.forEach((a) => view.extend([a.lat, a.lon]));
     d.movements.forEach((m) => m.coordinates.forEach((p) => view.extend([p[1], p[0]])));
-    if (view.isValid()) map.fitBounds(view.pad(0.03)); else map.setView([0, 0], 2);
+    if (!view.isValid() && d.imagery) view.extend(L.latLngBounds(d.imagery.bounds));
+    if (view.isValid()) map.fitBounds(view.pad(0.15)); else map.setView([0, 0], 2);
     const all = L.featureGroup().addTo(map);
     if (d.imagery) L.imageOverlay(`${cfg.run}${d.imagery.run_id}/ortho.png`, d.imagery.bounds,
       {pane: "imagery", className: "ortho", interactive: false}).addTo(map);

@@ -71,6 +71,7 @@ def test_study_page_at_400_px_and_an_approach_dragged_on_the_map(junction, tmp_p
         assert len(d.find_elements(By.CSS_SELECTOR, "#study-map path.study-arrow")) == n_moves
         assert d.find_elements(By.CSS_SELECTOR, "#study-map img.ortho"), "no imagery under the movements"
         assert not console_errors(d)
+        d.execute_script("document.getElementById('study-map-card').scrollIntoView()")
         save_screenshot(d, tmp_path / "study400.png", docs_name="dashboard_study_phone.png")
         _full_page_png(d, tmp_path / "study400_full.png")
 
