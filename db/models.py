@@ -341,6 +341,38 @@ class Violation(Base):
     cell: Mapped[int | None] = mapped_column(Integer)  # grid_cell(lat, lon)
 
 
+class StudyApproach(Base):
+    """An approach of a junction for the traffic study (``tracking.study``): where vehicles enter and leave the view.
+
+    Kept per **site**, as counting lines are: the run's task (every flight of the task is studied with the same
+    approaches), or the run itself when it has no task. Position in lon/lat (a site outlives any one run's local
+    metres); ``key`` is the approach's id in the study's tables (``A``, ``B``, ...), ``name`` what people call it.
+    """
+
+    __tablename__ = "study_approaches"
+    __table_args__ = (
+        CheckConstraint(
+            "(task_id IS NOT NULL AND run_id IS NULL) OR (task_id IS NULL AND run_id IS NOT NULL)", name="site"
+        ),
+        CheckConstraint("radius_m > 0", name="radius"),
+        UniqueConstraint("task_id", "key"),
+        UniqueConstraint("run_id", "key"),
+        MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("processing_runs.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(80))
+    lon: Mapped[float] = mapped_column(Double)
+    lat: Mapped[float] = mapped_column(Double)
+    heading_deg: Mapped[float] = mapped_column(Float)  # direction of travel into the junction, compass degrees
+    radius_m: Mapped[float] = mapped_column(Float)
+    updated_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class FieldTest(Base):
     __tablename__ = "field_tests"
     __table_args__ = (MYSQL_TABLE,)

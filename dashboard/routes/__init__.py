@@ -2,9 +2,10 @@
 
 from fastapi import APIRouter
 
-from dashboard.routes import admin, counting, fieldwork, flights, live, login, maps, runs
+from dashboard.routes import admin, approaches, counting, fieldwork, flights, live, login, maps, runs, study
 
-MODULES = (login, maps, flights, live, counting, runs, fieldwork, admin)  # counting before runs: export.lines
+# counting before runs: export.lines
+MODULES = (login, maps, flights, live, counting, runs, study, approaches, fieldwork, admin)
 router = APIRouter()
 for _module in MODULES:
     router.include_router(_module.router)

@@ -371,6 +371,8 @@ PAGES = [
     "/map",
     "/runs",
     "/runs/{run}",
+    "/runs/{run}/study",
+    "/runs/{run}/study/report",
     "/flights",
     "/flights/{flight}",
     "/live",

@@ -1,6 +1,6 @@
 """Back up -> restore into a fresh database keeps every object a user makes: users, devices and their tokens, tasks
-and rounds, flights, runs and their results, counting lines and zones, stream calibrations, uploads, jobs, field
-tests, the audit log. The test makes one of each, runs `airpatrol db backup`, restores into a new, empty database
+and rounds, flights, runs and their results, counting lines and zones, study approaches, stream calibrations, uploads,
+jobs, field tests, the audit log. The test makes one of each, runs `airpatrol db backup`, restores into a new, empty database
 with `airpatrol db restore --yes` and compares every table row by row - on SQLite and on a real MariaDB server."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from db import crud
+from db import approaches, crud
 from db.engine import dispose_engines, make_db_engine, session_scope
 from db.models import (
     AuditEntry,
@@ -78,6 +78,12 @@ def _make_one_of_each(url: str) -> None:
             counting_store.site_key(None, run_alone.id),
             {"kind": "zone", "name": "yard", "coordinates": [[8.54, 47.38], [8.541, 47.38], [8.541, 47.381]]},
             user.username,
+        )
+        approaches.replace_site_approaches(  # a junction's study approaches, kept for the task (issue 24)
+            s,
+            approaches.Site(task.id, None),
+            approaches.clean([{"key": "A", "name": "north arm", "lon": 8.541, "lat": 47.382, "heading_deg": 180}]),
+            user.id,
         )
         stream = StreamRow(name="gate cam", kind="push", device_id=device.id, created_by=f"user:{user.username}")
         s.add(stream)

@@ -18,7 +18,7 @@ from db.models import Base, Device, Flight, ProcessingRun, TelemetrySampleRow
 def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
-    assert upgrade(empty_db_url) == head_revision() == "0004"
+    assert upgrade(empty_db_url) == head_revision() == "0005"
     assert upgrade(empty_db_url) == head_revision()  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
@@ -48,6 +48,7 @@ def test_upgrade_builds_the_model_schema(empty_db_url):
             "login_throttle",
             "audit_log",
             "counting_lines",
+            "study_approaches",
         } <= names
         indexes = {ix["name"] for t in names for ix in inspect(engine).get_indexes(t)}
         for required in (
