@@ -9,7 +9,7 @@ import struct
 import numpy as np
 
 from dashboard import study_view as sv
-from db.orthophoto import ORTHO_PNG, read_orthophoto
+from vision.orthophoto import ORTHO_PNG, read_orthophoto
 
 
 def png_size(path) -> tuple[int, int] | None:

@@ -1,4 +1,4 @@
-"""An evidence clip per study conflict, cut the way violation clips are (:func:`db.evidence.make_clips`: the run's
+"""An evidence clip per study conflict, cut the way violation clips are (:func:`vision.evidence.make_clips`: the run's
 annotated video, else its source video, from 2 s before to 2 s after, the first vehicle of the pair ringed), and kept
 in the run folder as ``study/conflict_<a>_<b>_<deciseconds>.mp4``."""
 
@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from db import evidence
+from vision import evidence
 
 CONFLICT_DIR = "study"
 _RUN_FILES = ("annotated.mp4", "summary.json", "tracks.csv")

@@ -21,7 +21,7 @@ from dashboard.labels import run_label
 from dashboard.routes.common import not_found, redirect
 from db import approaches as store
 from db.models import ProcessingRun, Task, TaskRound, Video
-from db.orthophoto import read_orthophoto
+from vision.orthophoto import read_orthophoto
 
 router = APIRouter()
 
