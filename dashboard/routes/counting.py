@@ -5,25 +5,21 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from dashboard import counting_lines, counting_store
 from dashboard.auth import ROLE_RANK, operator, verify_csrf, viewer
 from dashboard.context import get_db
 from dashboard.routes.common import not_found
-from db.models import ProcessingRun, TaskRound
+from db.approaches import site_of_run
+from db.models import ProcessingRun
 
 router = APIRouter()
 
 
 def site_of(db: Session, run: ProcessingRun) -> str:
-    task_id = (
-        db.scalar(select(TaskRound.task_id).where(TaskRound.id == run.task_round_id))
-        if run.task_round_id is not None
-        else None
-    )
-    return counting_store.site_key(task_id, run.id)
+    """The run's site key: its task, else the run itself (the same site the study's approaches are kept per)."""
+    return site_of_run(db, run).key
 
 
 def _run_and_site(db: Session, run_id: int) -> tuple[ProcessingRun, str]:
