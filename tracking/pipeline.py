@@ -170,6 +170,8 @@ class Pipeline:
 
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
         dets = self.detector.detect(img, road)
         t = self._tick("detect", t)
 
@@ -325,7 +327,7 @@ class Pipeline:
         # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
         # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
         # pixels long in its input.
-        det_scale = (
+        det_scale = getattr(self.detector, "input_scale", None) or (
             1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
         )
         ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
@@ -466,6 +468,8 @@ class Pipeline:
             "ego_motion_failures": self.ego_failures,
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
+            # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it
+            "detector_scales": list(getattr(self.detector, "scale_log", [])) if not self.config.baseline else None,
         }
 
 

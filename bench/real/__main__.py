@@ -385,9 +385,12 @@ def _interchange(results: dict) -> list[str]:
     for label, k in (
         ("plain Ultralytics track, ByteTrack, imgsz 640, conf 0.1", "plain"),
         ("`airpatrol process` (dual, defaults)", "dual"),
+        ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
         ("reference: dual at native resolution, detector every frame", "native"),
     ):
-        r = ic[k]
+        r = ic.get(k)
+        if r is None:
+            continue
         lines.append(
             f"| {label} | {r['vehicles']} | {100 * r['vehicles'] / max(ic['native']['vehicles'], 1):.0f} % | "
             f"{r['cpu']:.0f} | {r['wall']:.0f} | {r['cpu'] / p['cpu']:.2f} |"
