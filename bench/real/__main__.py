@@ -55,18 +55,25 @@ def _weights_tag(weights: Path) -> str:
 
 def _code_tag(pipeline: bool = True) -> str:
     """Fingerprint of the code a run depends on: a cached result is reused only for the same code. Plain Ultralytics
-    runs depend on the benchmark's own runner and scoring only (``pipeline=False``), so they survive pipeline edits."""
+    runs depend on the benchmark's plain runner and scoring only (``pipeline=False``), so they survive other edits."""
+    import inspect
+
+    from bench.real import contenders
+
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    files = [root / "bench" / "real" / "contenders.py", root / "bench" / "real" / "scoring.py"]
-    if pipeline:
-        files += [
+    h.update((root / "bench" / "real" / "scoring.py").read_bytes())
+    h.update(inspect.getsource(contenders.run_plain_sweep).encode())
+    if not pipeline:
+        return h.hexdigest()[:12]
+    for path in sorted(
+        [
             *(root / "vision").rglob("*.py"),
             *(root / "tracking").rglob("*.py"),
             root / "edge" / "runner.py",
             *(root / "bench" / "real").glob("*.py"),
         ]
-    for path in sorted(set(files)):
+    ):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
