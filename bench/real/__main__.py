@@ -37,6 +37,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-motion": {"motion.enabled": False},
     "no-road-no-motion": {"road.enabled": False, "motion.enabled": False},
     "road-crop": {"detector.crop_to_road": True},
+    # the previous rule for frames up to 1280 px: the detector at native resolution whatever the vehicles' size
+    "native-always": {"detector.tiling": "on"},
 }
 # Each layer's ablation: the setting without it, against the shipped default (and both off against each alone).
 LAYER_ABLATIONS = {"road": "no-road", "motion": "no-motion"}
