@@ -81,6 +81,10 @@ def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[
 
 
 class VehicleDetector:
+    scale_log: list[dict]  # frame range x rows -> input scale (summary.json -> detector_scales)
+    _open: dict[tuple[int, int], dict]  # scale_log entries still growing
+    _last_f: int
+
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
         self.device = resolve_device(device)
@@ -310,8 +314,8 @@ class VehicleDetector:
         self._native_last = self.config.tiling == "on"
         self._input_scale = 1.0
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
-        self.scale_log: list[dict] = []
-        self._open: dict[tuple[int, int], dict] = {}
+        self.scale_log = []
+        self._open = {}
         self._last_f = 0
         self.frame_number: int | None = None  # the video frame being detected, set by the pipeline
 

@@ -23,6 +23,7 @@ import json
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.real.contenders import RunResult, run_airpatrol, run_plain, run_plain_sweep
 from bench.real.scoring import score
@@ -129,7 +130,13 @@ def evaluate(
             "plain": {},
             "dual": {},
         }
-        key = {"seq": seq.name, "frames": seq.frames, "contender": "plain-sweep", "confs": plain_confs, "weights": tag}
+        key: dict[str, Any] = {
+            "seq": seq.name,
+            "frames": seq.frames,
+            "contender": "plain-sweep",
+            "confs": plain_confs,
+            "weights": tag,
+        }
 
         def sweep() -> dict:
             runs = run_plain_sweep(seq, weights, plain_confs)
@@ -450,6 +457,7 @@ def write_markdown(results: dict, choice: dict, path: Path, command: str) -> Non
         "disagree with the ground truth's. ms/frame = whole loop incl. decoding, on this machine (2 CPU cores, other "
         "jobs running: compare times within a run only).",
         f"- **Weights**: `{Path(results['weights']).name}` (sha256 {results['weights_sha256_12']}...).",
+        *[f"- Note: {n}" for n in results.get("notes", [])],
         "",
         "## Targets",
         "",

@@ -82,7 +82,7 @@ def run_plain_sweep(
 
     model = YOLO(str(weights), task="detect")
     lowest = min(confs)
-    runs = {}
+    runs: dict[tuple[str, float], tuple[Any, list, list[float]]] = {}
     for name in trackers:
         cfg = IterableSimpleNamespace(**YAML.load(check_yaml(f"{name}.yaml")))
         for conf in confs:
@@ -92,7 +92,7 @@ def run_plain_sweep(
     with open_source(seq.source, max_frames=seq.run_frames) as src:
         for frame in src:
             # what `track` runs: predict in track mode (batch 1), then the tracker on the boxes
-            result = model.predict(frame.image, conf=lowest, imgsz=imgsz, verbose=False, batch=1)[0]
+            result: Any = list(model.predict(frame.image, conf=lowest, imgsz=imgsz, verbose=False, batch=1))[0]
             t1 = time.perf_counter()
             shared_s += t1 - t0
             h, w = frame.image.shape[:2]

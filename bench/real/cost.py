@@ -12,6 +12,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,9 @@ def _plain_tracks(source: Path, weights: Path, frames: int) -> dict:
     with open_source(source, max_frames=frames) as src:
         fps = src.info.fps
         for frame in src:
-            r = model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False)[0]
+            r: Any = list(
+                model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False)
+            )[0]
             if r.boxes is not None and r.boxes.id is not None:
                 rows += [(frame.index + 1, int(t), 0, 0, 0, 0) for t in r.boxes.id.cpu().numpy()]
             n += 1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from bench.real.__main__ import DUAL_CANDIDATES, best_plain, layer_effects, leave_one_out, targets, write_markdown
 from bench.real.cost import vehicles_found
 from bench.real.scoring import touches_border
@@ -89,14 +92,16 @@ def test_layer_effect_is_default_minus_the_run_without_the_layer():
 
 
 def test_border_boxes_and_vehicles_found():
-    assert touches_border([[0, 10, 5, 5], [10, 10, 5, 5], [95, 10, 5, 5], [10, 48, 5, 2]], (100, 50)).tolist() == [
+    assert touches_border(
+        np.array([[0, 10, 5, 5], [10, 10, 5, 5], [95, 10, 5, 5], [10, 48, 5, 2]]), (100, 50)
+    ).tolist() == [
         True,
         False,
         True,
         True,
     ]
     rows = [(f, 1, 0, 0, 0, 0) for f in range(1, 31)] + [(f, 2, 0, 0, 0, 0) for f in range(1, 10)]
-    assert vehicles_found(rows, 25.0) == 1 and vehicles_found(rows, 5.0) == 2
+    assert vehicles_found(np.array(rows), 25.0) == 1 and vehicles_found(np.array(rows), 5.0) == 2
 
 
 def test_night_scored_frames_never_overlap_the_training_frames():
@@ -106,11 +111,9 @@ def test_night_scored_frames_never_overlap_the_training_frames():
             assert seq.frames == NIGHT_SCORED_FRAMES
 
 
+@pytest.mark.slow
 def test_the_one_pass_sweep_gives_exactly_what_ultralytics_track_gives():
     from dataclasses import replace
-
-    import numpy as np
-    import pytest
 
     from bench.real.contenders import run_plain, run_plain_sweep
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
