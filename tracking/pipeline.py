@@ -220,6 +220,9 @@ class Pipeline:
         share of the tracks. Coasting carries tracks the detector sees; vehicles too small for it are tracked from
         motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
+        share = getattr(self.detector, "budget_share", None)
+        if self.config.detector.stride_follows_scale and share is not None:
+            k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
         if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):

@@ -76,6 +76,12 @@ class DetectorConfig(BaseModel):
         description="dual layer: run the detector on every N-th frame only; in between, tracks are carried by "
         "their Kalman motion and the drone's ego-motion (DeepStream's 'interval')",
     )
+    stride_follows_scale: bool = Field(
+        False,
+        description="'auto': shorten every_n_frames in proportion to the share of the max_input_pixels budget the "
+        "scale plan uses (a downscaled nadir frame costs what plain 640 px costs: the detector can run on every "
+        "frame for the same compute); scored as a candidate in docs/accuracy.md",
+    )
     tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
     probe_every: int = Field(
         50,

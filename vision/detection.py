@@ -172,6 +172,9 @@ class VehicleDetector:
             if self._frames == 0 or max(s for *_, s in plan) >= 1.0:
                 self._measure(self._predict([image])[0])  # letterboxed to imgsz
         plan = self._plan(w, h)
+        letterbox = min(1.0, cfg.imgsz / max(w, h)) ** 2 * w * h
+        used = sum((y1 - y0) * w * s * s for y0, y1, s in plan)
+        self.budget_share = used / (cfg.max_input_pixels * letterbox)
         if len(plan) == 1:
             dets = self._pass(image, road_mask, 0, h, plan[0][2])
         else:
@@ -313,6 +316,7 @@ class VehicleDetector:
         self._tiling_now = False
         self._native_last = self.config.tiling == "on"
         self._input_scale = 1.0
+        self.budget_share: float | None = None  # share of the CPU budget the last plan used ('auto' only)
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
         self.scale_log = []
         self._open = {}

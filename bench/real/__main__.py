@@ -40,6 +40,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "road-crop": {"detector.crop_to_road": True},
     # the previous rule for frames up to 1280 px: the detector at native resolution whatever the vehicles' size
     "native-always": {"detector.tiling": "on"},
+    # the detector stride shortened where the scale plan leaves CPU budget (a downscaled nadir frame)
+    "stride-follows-scale": {"detector.stride_follows_scale": True},
 }
 # Each layer's ablation: the setting without it, against the shipped default (and both off against each alone).
 LAYER_ABLATIONS = {"road": "no-road", "motion": "no-motion"}
