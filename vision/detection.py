@@ -84,6 +84,7 @@ class VehicleDetector:
     scale_log: list[dict]  # frame range x rows -> input scale (summary.json -> detector_scales)
     _open: dict[tuple[int, int], dict]  # scale_log entries still growing
     _last_f: int
+    budget_share: float | None  # share of the CPU budget (max_input_pixels) the last plan used; 'auto' only
 
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
@@ -316,7 +317,7 @@ class VehicleDetector:
         self._tiling_now = False
         self._native_last = self.config.tiling == "on"
         self._input_scale = 1.0
-        self.budget_share: float | None = None  # share of the CPU budget the last plan used ('auto' only)
+        self.budget_share = None
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
         self.scale_log = []
         self._open = {}

@@ -35,13 +35,13 @@ def _plain(seq, weights: Path, frames: int, imgsz: int = 640) -> tuple[float, fl
     return 1000 * (time.perf_counter() - w0) / frames, 1000 * (time.process_time() - c0) / frames
 
 
-def _airpatrol(seq, baseline: bool, frames: int) -> tuple[float, float, dict]:
+def _airpatrol(seq, baseline: bool, frames: int, overrides: dict | None = None) -> tuple[float, float, dict]:
     import json
 
     from edge.runner import process_video
     from tracking.pipeline import Pipeline
 
-    config = pipeline_config(baseline)
+    config = pipeline_config(baseline, overrides)
     pipeline = Pipeline(config)  # models loaded before timing
     with tempfile.TemporaryDirectory() as tmp:
         w0, c0 = time.perf_counter(), time.process_time()
@@ -59,7 +59,7 @@ def _airpatrol(seq, baseline: bool, frames: int) -> tuple[float, float, dict]:
     return 1000 * wall / frames, 1000 * cpu / frames, stages
 
 
-def measure(seq, frames: int, repeats: int, log=print) -> dict:
+def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | None = None) -> dict:
     """Median wall and CPU ms/frame of plain, baseline and dual (shipped defaults) on the first ``frames`` frames,
     interleaved ``repeats`` times, with the ratios to plain."""
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
@@ -69,7 +69,7 @@ def measure(seq, frames: int, repeats: int, log=print) -> dict:
     for r in range(repeats):
         rows["plain"].append(_plain(seq, DEFAULT_DETECTOR_WEIGHTS, frames))
         for name, base in (("baseline", True), ("dual", False)):
-            wall, cpu, st = _airpatrol(seq, base, frames)
+            wall, cpu, st = _airpatrol(seq, base, frames, None if base else dual_overrides)
             rows[name].append((wall, cpu))
             stages[name] = st
         log(
@@ -208,12 +208,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sequence", default="M1303")
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument(
+        "--dual",
+        nargs="*",
+        default=[],
+        metavar="KEY=JSON",
+        help="dual config overrides, e.g. detector.every_n_frames=1",
+    )
     args = ap.parse_args(argv)
     seq = next((s for s in real_sequences() if s.name == args.sequence), None)
     if seq is None:
         print(f"sequence {args.sequence} not found (../shared/data/mot missing?)")
         return 2
-    result = measure(seq, args.frames, args.repeats)
+    import json
+
+    try:
+        overrides = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.dual)}
+    except ValueError:
+        print(f"--dual {' '.join(args.dual)}: expected KEY=JSON pairs")
+        return 2
+    result = measure(seq, args.frames, args.repeats, dual_overrides=overrides)
     print(f"\n{seq.name}, first {args.frames} frames, {args.repeats} interleaved repeats (median):")
     for name, r in result.items():
         print(
