@@ -172,6 +172,7 @@ def _summary(
         },
         "ego_motion_failures": stats["ego_motion_failures"],
         "detector_tiles": stats["detector_tiles"],
+        "detector_scales": stats.get("detector_scales"),
         "versions": {
             "python": platform.python_version(),
             "torch": torch.__version__,

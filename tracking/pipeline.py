@@ -175,6 +175,8 @@ class Pipeline:
 
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
         dets = self.detector.detect(img, road)
         t = self._tick("detect", t)
 
@@ -223,6 +225,9 @@ class Pipeline:
         share of the tracks. Coasting carries tracks the detector sees; vehicles too small for it are tracked from
         motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
+        share = getattr(self.detector, "budget_share", None)
+        if self.config.detector.stride_follows_scale and share is not None:
+            k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
         if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):
@@ -330,7 +335,7 @@ class Pipeline:
         # Vehicles big enough for the detector are left to it: a motion blob's box (vehicle + shadow, or two vehicles
         # merged) is looser than a detector box. Blobs fill in where the detector is blind: vehicles only a few
         # pixels long in its input.
-        det_scale = (
+        det_scale = getattr(self.detector, "input_scale", None) or (
             1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
         )
         ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
@@ -471,6 +476,8 @@ class Pipeline:
             "ego_motion_failures": self.ego_failures,
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
+            # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it
+            "detector_scales": list(getattr(self.detector, "scale_log", [])) if not self.config.baseline else None,
         }
 
 

@@ -32,16 +32,30 @@ class DetectorConfig(BaseModel):
     imgsz: int = Field(640, ge=32, description="detector input size")
     tiling: Literal["auto", "on", "off"] = Field(
         "auto",
-        description="native-resolution detection, so small vehicles survive: 'on' always (one pass over the "
-        "road's bounding box, or tiles for frames beyond single_pass_max), 'off' never (the frame "
-        "letterboxed to imgsz), 'auto' when a probe every probe_every detector frames finds more",
+        description="the detector's input scale: 'auto' chooses it from the vehicles' measured pixel size, per row "
+        "band (target_vehicle_px); 'on' always the frame's native resolution (one pass over the road's bounding "
+        "box, or tiles for frames beyond single_pass_max); 'off' the frame letterboxed to imgsz",
     )
-    native_up_to: int = Field(
-        1280,
-        ge=0,
-        description="tiling 'auto': frames whose long side is at most this are always detected at native "
-        "resolution (one pass; at most ~4x the pixels of the letterboxed frame, paid for by "
-        "detector.every_n_frames); larger frames when the probe finds it pays",
+    target_vehicle_px: float = Field(
+        48.0,
+        gt=0,
+        description="'auto': the median vehicle length (px) the detector's input should show. Measured "
+        "(docs/accuracy.md): the shipped detector finds vehicles of about 24-96 px in its input best; smaller "
+        "ones are missed, larger ones are boxed in parts (roof, bonnet) or missed; 48 is the middle of that range",
+    )
+    min_scale: float = Field(0.25, gt=0, description="'auto': smallest input scale (input px per frame px)")
+    max_scale: float = Field(
+        1.0, gt=0, description="'auto': largest input scale; above 1 upscales bands of tiny vehicles (CPU cost)"
+    )
+    max_input_pixels: float = Field(
+        2.6,
+        gt=0,
+        description="'auto': CPU budget of one detector pass, in pixels of the frame letterboxed to imgsz (2.6: a "
+        "1024x540 frame at native resolution; a 1920x1080 frame at half scale, where the motion layer carries the "
+        "vehicles too small for the detector)",
+    )
+    scale_bands: int = Field(
+        3, ge=1, le=8, description="'auto': row bands of the frame that get their own scale (oblique views)"
     )
     single_pass_max: int = Field(
         2048,
@@ -62,12 +76,18 @@ class DetectorConfig(BaseModel):
         description="dual layer: run the detector on every N-th frame only; in between, tracks are carried by "
         "their Kalman motion and the drone's ego-motion (DeepStream's 'interval')",
     )
-    tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
-    min_tile_gain: float = Field(
-        1.0, ge=0, description="'auto' tiling: extra vehicles a tile pass must find to be worth it"
+    stride_follows_scale: bool = Field(
+        False,
+        description="'auto': shorten every_n_frames in proportion to the share of the max_input_pixels budget the "
+        "scale plan uses (a downscaled nadir frame costs what plain 640 px costs: the detector can run on every "
+        "frame for the same compute); scored as a candidate in docs/accuracy.md",
     )
+    tile_overlap: float = Field(0.15, ge=0.0, lt=0.5)
     probe_every: int = Field(
-        50, ge=1, description="'auto' tiling re-checks every N frames whether tiles find more vehicles"
+        50,
+        ge=1,
+        description="'auto': every N detector frames one extra pass at the other end of the scale range measures "
+        "vehicles the chosen scale cannot see, so a wrong choice recovers",
     )
     max_box_fraction: float = Field(
         0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame"

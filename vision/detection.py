@@ -65,6 +65,11 @@ def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[
 
 
 class VehicleDetector:
+    scale_log: list[dict]  # frame range x rows -> input scale (summary.json -> detector_scales)
+    _open: dict[tuple[int, int], dict]  # scale_log entries still growing
+    _last_f: int
+    budget_share: float | None  # share of the CPU budget (max_input_pixels) the last plan used; 'auto' only
+
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
         self.device = resolve_device(device)
@@ -82,34 +87,128 @@ class VehicleDetector:
 
     # -- planning -------------------------------------------------------------------------------------------
     def wants_tiles(self, width: int, height: int) -> bool | None:
-        """True/False when the answer is fixed; None when 'auto' must decide by probing."""
+        """True/False when the scale is fixed (native / letterboxed); None when 'auto' plans it per row band."""
         mode = self.config.tiling
         if mode != "auto":
             return mode == "on"
-        if max(width, height) <= 1.25 * self.config.imgsz:
+        if max(width, height) <= 1.25 * self.config.imgsz and self.config.max_scale <= 1.0:
             return False  # native resolution is hardly more than the letterboxed frame
-        if max(width, height) <= self.config.native_up_to:
-            return True
         return None
 
-    def _decide_by_probe(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
-        """Run both ways; keep tiling while it finds clearly more vehicles than the whole frame does.
+    def _measure(self, dets: Detections, min_score: float = 0.4) -> None:
+        """Remember the confident vehicles' lengths (frame px) and rows; a box mostly inside a larger one (a roof
+        or windscreen boxed inside its car) is a part, not a vehicle, and is not measured."""
+        d = dets[dets.score >= min_score]
+        if not len(d):
+            self._sizes.append(np.zeros((0, 2), np.float32))
+            return
+        wh = d.wh
+        inside = _overlap_fraction_xyxy(d.xyxy, d.xyxy)
+        np.fill_diagonal(inside, 0)
+        area = wh[:, 0] * wh[:, 1]
+        part = ((inside > 0.6) & (area[:, None] < area[None, :])).any(1)
+        keep = ~part
+        self._sizes.append(np.column_stack([d.centers[keep, 1], wh[keep].max(1)]).astype(np.float32))
 
-        Whether small vehicles are lost by letterboxing depends on altitude, zoom and perspective, which change
-        during a flight, so the choice is re-checked every ``probe_every`` frames instead of fixed once.
-        """
-        whole = self._predict([image])[0]
-        runs_before = self.tiles_run
-        tiled = self._tiled(image, road_mask)
-        n_tiles = self.tiles_run - runs_before
-        n_whole = _count_on_road(whole, road_mask)
-        n_tiled = _count_on_road(tiled, road_mask)
-        # Tiles cost one detector pass each: keep them only when they pay, i.e. find clearly more vehicles and at
-        # least one more per extra pass (a nadir frame full of road needs 8 tiles at 1080p for a handful of cars
-        # that the motion layer finds anyway).
-        gain = n_tiled - n_whole
-        self._tiling_now = gain > 0.15 * n_whole + 1 and gain >= max(1, n_tiles - 1) * self.config.min_tile_gain
-        return tiled if self._tiling_now else whole
+    def _plan(self, width: int, height: int) -> list[tuple[int, int, float]]:
+        """Row bands (y0, y1, scale). Each band's median vehicle length is brought to ``target_vehicle_px``, but a
+        band is downscaled only as far as the band with the smallest vehicles allows: the frame is downscaled where
+        all its vehicles are large (low-altitude nadir), and bands of tiny vehicles (far rows of an oblique view) are
+        upscaled on their own when ``max_scale`` > 1. Downscaling only the near rows of an oblique view cost recall on
+        both oblique sequences (M1303 -1.3, night -1.8 MOTA, docs/detector_scale.md)."""
+        cfg = self.config
+        sizes = np.concatenate(list(self._sizes)) if self._sizes else np.zeros((0, 2), np.float32)
+        lo = cfg.min_scale
+        letterbox = min(1.0, cfg.imgsz / max(width, height))
+        hi = max(lo, min(cfg.max_scale, np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels) + 1e-6) / 8))
+
+        def scale_for(lengths: np.ndarray) -> float:
+            if len(lengths) < 3:
+                return float(np.clip(1.0, lo, hi))  # nothing measured: native (the probe corrects it)
+            s = cfg.target_vehicle_px / float(np.median(lengths))
+            return float(np.clip(np.round(s * 8) / 8, lo, hi))  # steps of 1/8: no flicker
+
+        overall = scale_for(sizes[:, 1])
+        edges = np.linspace(0, height, cfg.scale_bands + 1).round().astype(int)
+        wanted = []
+        for y0, y1 in zip(edges[:-1], edges[1:]):
+            sel = sizes[(sizes[:, 0] >= y0) & (sizes[:, 0] < y1), 1]
+            wanted.append(scale_for(sel) if len(sel) >= 5 else overall)
+        floor = max(min(w, 1.0) for w in wanted)  # the smallest vehicles' band sets how far the frame goes down
+        bands: list[tuple[int, int, float]] = []
+        for y0, y1, w in zip(edges[:-1], edges[1:], wanted):
+            s = max(w, floor)
+            if bands and bands[-1][2] == s:
+                bands[-1] = (bands[-1][0], int(y1), s)
+            else:
+                bands.append((int(y0), int(y1), s))
+        return bands
+
+    def _planned(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
+        """Detect with the scale plan; every ``probe_every`` detector frames (and on the first) one extra pass at the
+        other end of the range measures vehicles the plan cannot see (tiny ones when it downscales, whole large
+        ones when it runs native), so a wrong first choice recovers."""
+        h, w = image.shape[:2]
+        cfg = self.config
+        if self._frames % cfg.probe_every == 0:
+            plan = self._plan(w, h)
+            if self._frames == 0 or min(s for *_, s in plan) < min(1.0, cfg.max_scale):
+                self._measure(self._pass(image, road_mask, 0, h, cfg.max_scale))
+            if self._frames == 0 or max(s for *_, s in plan) >= 1.0:
+                self._measure(self._predict([image])[0])  # letterboxed to imgsz
+        plan = self._plan(w, h)
+        letterbox = min(1.0, cfg.imgsz / max(w, h)) ** 2 * w * h
+        used = sum((y1 - y0) * w * s * s for y0, y1, s in plan)
+        self.budget_share = used / (cfg.max_input_pixels * letterbox)
+        if len(plan) == 1:
+            dets = self._pass(image, road_mask, 0, h, plan[0][2])
+        else:
+            parts, cuts = [], []
+            for i, (y0, y1, s) in enumerate(plan):
+                # grow each band by a vehicle length of its neighbours so a vehicle on the seam is whole in one band
+                grow = int(np.ceil(cfg.target_vehicle_px / min(s, *(b[2] for b in plan[max(0, i - 1) : i + 2]))))
+                a, b = max(0, y0 - grow), min(h, y1 + grow)
+                d = self._pass(image, road_mask, a, b, s)
+                parts.append(d)
+                cuts.append(cut_by_tile_edge(d.xyxy - np.array([0, a, 0, a], np.float32), (0, a, w, b), w, h))
+            dets = merge_tiled(Detections.concat(parts), np.concatenate(cuts), self.config.iou)
+        self._measure(dets)
+        self._log_plan(plan)
+        self._tiling_now = all(s >= 1.0 for *_, s in plan)
+        return dets
+
+    def _pass(self, image: np.ndarray, road_mask: np.ndarray | None, y0: int, y1: int, scale: float) -> Detections:
+        """Rows y0..y1 of the frame at ``scale`` (input px per frame px), in one pass (tiles beyond single_pass_max)."""
+        h, w = image.shape[:2]
+        if scale >= 1.0 and y0 == 0 and y1 == h and abs(scale - 1.0) < 1e-6:
+            return self._tiled(image, road_mask)  # native: the road crop, or tiles for very large frames
+        crop = image[y0:y1]
+        stride = 32  # YOLOv8's largest stride: the letterbox pads to a multiple of it
+        imgsz = int(np.ceil(max(crop.shape[:2]) * scale / stride) * stride)
+        self.tiles_run += 1
+        dets = self._predict([crop], imgsz=max(imgsz, stride))[0]
+        if len(dets) and y0:
+            dets.xyxy += np.array([0, y0, 0, y0], np.float32)
+        return dets
+
+    def _log_plan(self, plan: list[tuple[int, int, float]]) -> None:
+        """Run-length record of the plan: frame range x rows -> scale (summary.json -> detector_scales)."""
+        f = self.frame_number if self.frame_number is not None else self._frames + 1
+        for y0, y1, s in plan:
+            last = self._open.get((y0, y1))
+            if last is not None and last["scale"] == s and last["frames"][1] >= self._last_f:
+                last["frames"][1] = f
+                continue
+            entry = {"frames": [f, f], "rows": [y0, y1], "scale": s}
+            self.scale_log.append(entry)
+            self._open[(y0, y1)] = entry
+        self._open = {k: v for k, v in self._open.items() if v["frames"][1] == f}
+        self._last_f = f
+
+    @property
+    def input_scale(self) -> float:
+        """The smallest scale the last frame was detected at (input px per frame px)."""
+        return self._input_scale
 
     # -- inference ------------------------------------------------------------------------------------------
     def _predict(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
@@ -186,20 +285,28 @@ class VehicleDetector:
         if fixed is not None:
             dets = self._tiled(image, road_mask) if fixed else self._predict([image])[0]
             self._native_last = fixed
-        elif self._frames % self.config.probe_every == 0:
-            dets = self._decide_by_probe(image, road_mask)
-            self._native_last = self._tiling_now
+            self._input_scale = 1.0 if fixed else min(1.0, self.config.imgsz / max(h, w))
         else:
-            dets = self._tiled(image, road_mask) if self._tiling_now else self._predict([image])[0]
+            dets = self._planned(image, road_mask)
             self._native_last = self._tiling_now
+            self._input_scale = min(s for *_, s in self._plan(w, h))
         self._frames += 1
         dets.source[:] = DetectionSource.DETECTOR
         return dets
 
     def reset(self) -> None:
+        from collections import deque
+
         self._frames = 0
         self._tiling_now = False
         self._native_last = self.config.tiling == "on"
+        self._input_scale = 1.0
+        self.budget_share = None
+        self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
+        self.scale_log = []
+        self._open = {}
+        self._last_f = 0
+        self.frame_number: int | None = None  # the video frame being detected, set by the pipeline
 
     @property
     def tiling_active(self) -> bool:
@@ -222,14 +329,12 @@ def road_bounding_box(road_mask: np.ndarray, margin: int) -> tuple[int, int, int
     )
 
 
-def _count_on_road(dets: Detections, road_mask: np.ndarray | None, min_score: float = 0.3) -> int:
-    """Confident detections whose centre is on the road: what tiling is for (parked cars in lots are not)."""
-    keep = dets.score >= min_score
-    if road_mask is not None and len(dets):
-        h, w = road_mask.shape[:2]
-        c = dets.centers.astype(int)
-        keep &= road_mask[c[:, 1].clip(0, h - 1), c[:, 0].clip(0, w - 1)] > 0
-    return int(keep.sum())
+def _overlap_fraction_xyxy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection area over the area of each box in ``a`` (len(a) x len(b))."""
+    ix = (np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])).clip(0)
+    iy = (np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])).clip(0)
+    area = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
+    return ix * iy / np.maximum(area, 1e-6)
 
 
 def _road_share(mask: np.ndarray, tile: tuple[int, int, int, int]) -> float:

@@ -2,7 +2,8 @@
 
 The night sequence M1003 is split in time: its last frames train the detector (``NIGHT_TRAIN_FRAMES``), its first
 frames are scored, with a gap of a few seconds between them so that no scored frame is a near-copy of a training
-frame. Nothing of M1303 is ever trained on.
+frame. Nothing of M1303 is ever trained on. The nadir sequence M0703 (frames 1-340 in ``../shared``) is scored whole:
+the shipped detector never saw it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Sequence:
     frames: tuple[int, int]  # first and last scored frame, 1-based, inclusive; the run covers 1..last
     condition: str  # "day" / "night"
     view: str
+    size: tuple[int, int] = (1024, 540)  # frame width, height (every UAVDT sequence)
 
     @property
     def run_frames(self) -> int:
@@ -66,6 +68,18 @@ def real_sequences(root: Path | None = None) -> list[Sequence]:
                 NIGHT_SCORED_FRAMES,
                 "night",
                 "oblique arterial road at night, moving drone",
+            )
+        )
+    m0703 = mot / "uavdt_M0703_nadir_dev"
+    if (m0703 / "gt" / "M0703_gt_whole.txt").is_file():
+        out.append(
+            Sequence(
+                "M0703-nadir",
+                m0703 / "video.mp4",
+                m0703 / "gt" / "M0703_gt_whole.txt",
+                (1, 340),
+                "day",
+                "nadir urban junctions at low altitude (cars 40-100 px), moving drone",
             )
         )
     return out

@@ -127,3 +127,20 @@ def test_small_fast_vehicles_are_detected_on_every_frame():
         ids += [t.track_id for t in p.step(Frame(i, i / FPS, frame)).tracks]
     assert det.calls >= 50  # after the first detector frames have measured the motion
     assert len(set(ids)) == 1 and len(ids) >= 55
+
+
+class _PlannedDetector(BrightBoxDetector):
+    budget_share: float | None = None  # what VehicleDetector's scale plan reports
+
+
+def test_the_detector_stride_shortens_where_the_scale_plan_leaves_cpu_budget():
+    """detector.stride_follows_scale: a detector pass using a third of the budget (a downscaled nadir frame) runs on
+    every frame; one using all of it (native 1024x540) every 3rd frame; off, the stride stays 3."""
+    on = PipelineConfig(road=RoadConfig(enabled=False))
+    on.detector.stride_follows_scale = True
+    for config, share, stride in ((on, 0.38, 1), (on, 0.98, 3), (on, None, 3), (PipelineConfig(), 0.38, 3)):
+        det = _PlannedDetector()
+        det.budget_share = share
+        p = Pipeline(config, detector=det)
+        p.reset(1024, 540, 30.0)
+        assert p._detector_stride() == stride
