@@ -6,6 +6,7 @@ track's predicted state by the ego-motion homography, so a drifting or rotating 
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 
 import numpy as np
@@ -73,6 +74,7 @@ class EgoCompensatedByteTrack(BYTETracker):
         super().__init__(SimpleNamespace(tracker_type="bytetrack", **cfg.model_dump()))
         self._H: np.ndarray | None = None
         self.predict_new_tracks = predict_new_tracks
+        self._hold_started: int | None = None
 
     def _pre_first_associate(self, strack_pool, unconfirmed, img, results_high) -> None:
         # Ultralytics leaves tracks started last time (unconfirmed) where they were; ours may carry a velocity measured
@@ -83,11 +85,26 @@ class EgoCompensatedByteTrack(BYTETracker):
             warp_xyah_states(strack_pool, self._H)
             warp_xyah_states(unconfirmed, self._H)
 
-    def step(self, dets: Detections, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
-        """Associate this frame's detections; returns rows [x1, y1, x2, y2, track_id, score, cls, det_index]."""
+    def step(
+        self, dets: Detections, H_prev_to_cur: np.ndarray | None = None, hold_started_at: int | None = None
+    ) -> np.ndarray:
+        """Associate this frame's detections; returns rows [x1, y1, x2, y2, track_id, score, cls, det_index].
+
+        ``hold_started_at``: tracks started at that step (``frame_id``) and not confirmed yet wait, moving on by
+        prediction, instead of being associated and dropped: a track the detector started is confirmed by its next
+        detection, and on frames the detector skips only other sources (motion blobs) detect anything."""
         self._H = None if H_prev_to_cur is None or np.allclose(H_prev_to_cur, np.eye(3)) else H_prev_to_cur
+        self._hold_started = hold_started_at
         out = self.update(_DetectionBatch(dets.xyxy, dets.score, dets.class_id))
         return np.asarray(out, np.float32).reshape(-1, 8)
+
+    def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
+        waiting = [t for t in unconfirmed if t.start_frame == self._hold_started]
+        rest = [t for t in unconfirmed if t.start_frame != self._hold_started]
+        # the waiting tracks stay in tracked_stracks untouched (still Tracked, not activated)
+        return super()._unconfirmed_association(
+            rest if waiting else unconfirmed, u_detection, detections, activated, removed
+        )
 
     def coast(self, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
         """A frame the detector skips by design (``detector.every_n_frames``): every track moves on by its Kalman
@@ -105,6 +122,17 @@ class EgoCompensatedByteTrack(BYTETracker):
             warp_xyah_states(unconfirmed, H_prev_to_cur)
         rows = [[*t.xyxy.tolist(), t.track_id, t.score, t.cls, -1] for t in tracked]
         return np.asarray(rows, np.float32).reshape(-1, 8)
+
+    def predicted(self, H_prev_to_cur: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Boxes (xyxy), scores and classes of the confirmed tracks where the next ``step`` will predict them (Kalman
+        motion, then the ego-motion), without changing any track. As low-score detections of that step they carry the
+        tracks nothing else feeds, as ``coast`` would, while the other detections are associated as usual."""
+        shadows = [copy.copy(t) for t in self.tracked_stracks if t.is_activated]  # predict assigns new arrays
+        self.multi_predict(shadows)
+        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
+            warp_xyah_states(shadows, H_prev_to_cur)
+        xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
+        return xyxy, np.array([t.score for t in shadows], np.float32), np.array([t.cls for t in shadows], int)
 
     def new_tracks(self) -> list:
         """Tracks started by the last ``step`` (not confirmed yet): their boxes (xyxy) and the tracks themselves."""

@@ -103,6 +103,11 @@ class Pipeline:
         self._H_road_since_key = np.eye(3)
         self._since_key, self._residual_sq = 0, 0.0
         self._until_detect = 0  # frames to coast before the detector runs again
+        # while the motion layer carries the tracks: the detector's stride, and whether the frames between are motion
+        # frames (the motion layer feeds the tracker) rather than coasted ones
+        self._carried_stride = cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
+        self._motion_frames = False
+        self._detector_step = -1  # the tracker's frame_id at the last detector frame
         self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)  # per detector frame: tracks fed by detector, by blobs
         self.detector_frames = 0
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
@@ -159,10 +164,13 @@ class Pipeline:
         t = self._tick("ego_motion", t)
 
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
-        if self._until_detect > 0:
+        detect = self._until_detect == 0
+        if not detect:
             self._until_detect -= 1
-            return self._coast(frame, grey, H, ground, t)
-        self.detector_frames += 1
+            if not self._motion_frames:
+                return self._coast(frame, grey, H, ground, t)
+            # a motion frame: the motion layer feeds the tracker, the detector is skipped
+        self.detector_frames += detect
         H_road: np.ndarray | None
         H_key, H_road, elapsed = self._H_since_key, self._H_road_since_key, self._since_key
         self._residual_px = float(np.sqrt(self._residual_sq))
@@ -177,7 +185,9 @@ class Pipeline:
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
         if isinstance(self.detector, VehicleDetector):
             self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
-        dets = self.detector.detect(img, road)
+            # the scale plan's CPU budget covers the frames until the next detector run
+            self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
+        dets = self.detector.detect(img, road) if detect else Detections()
         t = self._tick("detect", t)
 
         field, moving_fraction = None, None
@@ -196,11 +206,21 @@ class Pipeline:
             if cfg.motion.add_missed:
                 previous = self._last_boxes if H is None else warp_boxes(H, self._last_boxes)
                 dets = Detections.concat(
-                    [dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H_key, elapsed)]
+                    [dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H_key, elapsed, detect)]
                 )
+        if not detect:  # the tracks no blob feeds move on by prediction, as on a coasted frame
+            xyxy, score, cls = self.tracker.predicted(H)
+            carried = np.minimum(score, self.config.tracker.track_low_thresh + 0.05)  # never starts a track
+            n = len(xyxy)
+            dets = Detections.concat(
+                [dets, Detections(xyxy, carried, cls, np.full(n, DetectionSource.PREDICTED, np.int8), np.ones(n, bool))]
+            )
         t = self._tick("motion", t)
 
-        rows = self.tracker.step(dets, H)
+        # a track the detector started waits through the motion frames for the detector's next look to confirm it
+        rows = self.tracker.step(dets, H, None if detect else self._detector_step)
+        if detect:
+            self._detector_step = self.tracker.frame_id
         idx = rows[:, 7].astype(int)
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
         self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()), int((src == DetectionSource.MOTION).sum())))
@@ -209,7 +229,8 @@ class Pipeline:
             boxes = np.array([tr.xyxy for tr in new], np.float32)
             self.tracker.set_new_velocities(new, self.ego.ground_velocities(self._prev_grey, grey, boxes, H))
         self._prev_grey = grey
-        self._until_detect = self._detector_stride() - 1  # decided on the tracks as they now are
+        if detect:
+            self._until_detect = self._detector_stride() - 1  # decided on the tracks as they now are
         t = self._tick("track", t)
         self._observe_sizes(frame, dets, rows, self._H_cur_to_first)
         result = self._finish(frame, rows, dets, ground, H, road)
@@ -230,6 +251,9 @@ class Pipeline:
             k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
+        self._motion_frames = blob > MOTION_CARRIES_FRACTION * max(det, 1) and self._carried_stride > 1
+        if self._motion_frames:
+            return self._carried_stride  # the frames between are motion frames: blobs feed the tracker every frame
         if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):
             return 1
         # Coasting works while vehicles move little against their own size between detector frames: the prediction
@@ -307,6 +331,7 @@ class Pipeline:
         previous_tracks: np.ndarray,
         H: np.ndarray | None,
         elapsed: int,
+        detector_ran: bool = True,
     ) -> Detections:
         """Moving blobs no detector box explains: tiny or rare-coloured vehicles the detector missed.
         ``previous_tracks``: last frame's track boxes, moved into this frame by the ego-motion.
@@ -354,7 +379,8 @@ class Pipeline:
         near_track = np.zeros(n, bool)
         if n and len(previous_tracks):
             near_track = _overlap_fraction(blobs, previous_tracks).max(1) > 0.3
-        extend_only = near_track & (in_detector_px >= mc.detector_blind_px)
+        # On a motion frame (the detector skipped it) a blob is the only measurement of its vehicle: it feeds the track.
+        extend_only = near_track & (in_detector_px >= mc.detector_blind_px) & detector_ran
         score = np.where(extend_only, mc.visible_blob_score, mc.blob_score).astype(np.float32)
         return Detections(blobs, score, cls, np.full(n, DetectionSource.MOTION, np.int8), np.ones(n, bool))
 
@@ -372,6 +398,7 @@ class Pipeline:
         rows = np.asarray(rows).reshape(-1, 8)
         idx = rows[:, 7].astype(int)
         ok = (idx >= 0) & (idx < len(dets))
+        ok[ok] = dets.source[idx[ok]] != DetectionSource.PREDICTED  # a prediction measures nothing
         if ok.any():
             i = idx[ok]
             self.scale.observe_vehicles(
@@ -449,7 +476,7 @@ class Pipeline:
             entry[1] = f
             by_detector = 0 <= i < len(dets) and dets.source[i] == DetectionSource.DETECTOR
             entry[2] = entry[2] or by_detector
-            if 0 <= i < len(dets) and not by_detector:
+            if 0 <= i < len(dets) and dets.source[i] == DetectionSource.MOTION:
                 from_blob.add(tid)
         if f % 50 == 0:  # forget tracks gone for longer than the tracker keeps them
             horizon = f - self.config.tracker.track_buffer - 1

@@ -179,6 +179,14 @@ class MotionConfig(BaseModel):
         description="a detector box scored in ByteTrack's low band (track_low..new_track) whose "
         "pixels move at least this much may start a track (off: None)",
     )
+    carried_detector_every_n_frames: int = Field(
+        5,
+        ge=1,
+        description="while the motion layer carries the tracks (the detector is blind to much of the traffic: tiny "
+        "vehicles), the detector runs on every N-th frame only, with the scale plan's CPU budget for N frames, and "
+        "on the frames between the motion layer's blobs feed the tracker while the other tracks coast (1: the "
+        "detector on every frame, as before; docs/accuracy.md, 1080p interchange)",
+    )
     gate: MotionGateConfig = Field(
         MotionGateConfig(),
         description="a blob counts only after consistent motion over several frames (vision/motion_gate.py)",

@@ -120,7 +120,8 @@ class VehicleDetector:
         sizes = np.concatenate(list(self._sizes)) if self._sizes else np.zeros((0, 2), np.float32)
         lo = cfg.min_scale
         letterbox = min(1.0, cfg.imgsz / max(width, height))
-        hi = max(lo, min(cfg.max_scale, np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels) + 1e-6) / 8))
+        budget = cfg.max_input_pixels * self.budget_frames  # a detector that runs every few frames may cost more
+        hi = max(lo, min(cfg.max_scale, np.floor(8 * letterbox * np.sqrt(budget) + 1e-6) / 8))
 
         def scale_for(lengths: np.ndarray) -> float:
             if len(lengths) < 3:
@@ -302,6 +303,9 @@ class VehicleDetector:
         self._native_last = self.config.tiling == "on"
         self._input_scale = 1.0
         self.budget_share = None
+        # frames until the next detector run, set by the pipeline: the plan's CPU budget (max_input_pixels) is per
+        # frame, so a detector that runs every few frames while the motion layer carries the tracks may cost more
+        self.budget_frames = 1
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
         self.scale_log = []
         self._open = {}

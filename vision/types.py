@@ -71,6 +71,7 @@ class DetectionSource:
 
     DETECTOR = 0
     MOTION = 1
+    PREDICTED = 2  # a track's own predicted box, carrying it through a frame the detector skipped
 
 
 @dataclass
