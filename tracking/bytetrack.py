@@ -99,12 +99,9 @@ class EgoCompensatedByteTrack(BYTETracker):
         return np.asarray(out, np.float32).reshape(-1, 8)
 
     def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
-        waiting = [t for t in unconfirmed if t.start_frame == self._hold_started]
         rest = [t for t in unconfirmed if t.start_frame != self._hold_started]
-        # the waiting tracks stay in tracked_stracks untouched (still Tracked, not activated)
-        return super()._unconfirmed_association(
-            rest if waiting else unconfirmed, u_detection, detections, activated, removed
-        )
+        # the waiting tracks (started at ``hold_started_at``) stay in tracked_stracks untouched: Tracked, not activated
+        return super()._unconfirmed_association(rest, u_detection, detections, activated, removed)
 
     def coast(self, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
         """A frame the detector skips by design (``detector.every_n_frames``): every track moves on by its Kalman
