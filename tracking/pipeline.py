@@ -242,16 +242,18 @@ class Pipeline:
         return result
 
     def _detector_stride(self) -> int:
-        """Frames until the next detector run: ``detector.every_n_frames``, or 1 while the motion layer feeds a good
-        share of the tracks. Coasting carries tracks the detector sees; vehicles too small for it are tracked from
-        motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
+        """Frames until the next detector run: ``detector.every_n_frames``; while the motion layer feeds a good share
+        of the tracks, ``motion.carried_detector_every_n_frames`` with motion frames between (1 there: the detector
+        on every frame). Coasting carries tracks the detector sees; vehicles too small for it are tracked from motion
+        blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
             k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
-        self._motion_frames = blob > MOTION_CARRIES_FRACTION * max(det, 1) and self._carried_stride > 1
+        # detector.every_n_frames=1 asks for the detector on every frame: no motion frames then
+        self._motion_frames = k > 1 and self._carried_stride > 1 and blob > MOTION_CARRIES_FRACTION * max(det, 1)
         if self._motion_frames:
             return self._carried_stride  # the frames between are motion frames: blobs feed the tracker every frame
         if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):
