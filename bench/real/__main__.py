@@ -420,6 +420,11 @@ def _interchange(results: dict) -> list[str]:
     for label, k in (
         ("plain Ultralytics track, ByteTrack, imgsz 640, conf 0.1", "plain"),
         ("`airpatrol process` (dual, defaults)", "dual"),
+        (
+            "dual, detector on every frame while the motion layer carries (`motion.carried_detector_every_n_frames: "
+            "1`: before motion frames)",
+            "dual_detector_every_frame",
+        ),
         ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
         ("reference: dual at native resolution, detector every frame", "native"),
     ):

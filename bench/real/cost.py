@@ -173,6 +173,8 @@ def _dual_tracks(source: Path, weights: Path, frames: int, overrides: dict) -> d
 
 # The reference for what can be found: the detector at the frame's own resolution on every frame.
 NATIVE_REFERENCE = {"detector.tiling": "on", "detector.every_n_frames": 1}
+# Before motion frames: while the motion layer carries the tracks, the detector ran on every frame.
+PREVIOUS_CARRIED = {"motion.carried_detector_every_n_frames": 1}
 
 
 def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> dict | None:
@@ -204,9 +206,15 @@ def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> d
         {**key, "contender": "dual", "overrides": {"motion.enabled": False}},
         lambda: _dual_tracks(source, weights, frames, {"motion.enabled": False}),
     )
+    # the previous behaviour where the motion layer carries the tracks: the detector on every frame (no motion frames)
+    out["dual_detector_every_frame"] = cached(
+        cache,
+        {**key, "contender": "dual", "overrides": PREVIOUS_CARRIED},
+        lambda: _dual_tracks(source, weights, frames, PREVIOUS_CARRIED),
+    )
     out["frames"] = out["dual"]["frames"]
     reference = np.array(out["native"]["rows"]).reshape(-1, 6)
-    for k in ("plain", "dual", "dual_no_motion", "native"):
+    for k in ("plain", "dual", "dual_detector_every_frame", "dual_no_motion", "native"):
         r = out[k] = dict(out[k])  # the cached entry keeps its rows; the results file gets the counts only
         r["matched"] = match(np.array(r.pop("rows")).reshape(-1, 6), reference, r.get("fps", 25.0))
         m = r["matched"]

@@ -67,7 +67,8 @@ def test_tiny_movers_the_detector_cannot_see_are_carried_by_motion_frames():
     cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False))
     p = Pipeline(cfg, detector=detector)
     p.reset(W, H, FPS)
-    reported, ids_on = [], {k: set() for k in range(len(MOVERS))}
+    reported: list[list] = []
+    ids_on: dict[int, set[int]] = {k: set() for k in range(len(MOVERS))}
     for i in range(FRAMES):
         tracks = p.step(Frame(i, i / FPS, _frame(ground, i))).tracks
         reported.append(tracks)
