@@ -225,10 +225,25 @@ def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> d
     return out
 
 
+def _interchange_main(frames: int, cache: Path, out: Path | None) -> int:
+    import json
+
+    from bench.real.__main__ import _cached, _interchange
+    from vision.detection import DEFAULT_DETECTOR_WEIGHTS
+
+    result = interchange(DEFAULT_DETECTOR_WEIGHTS, frames, cache, _cached)
+    if result is None:
+        return 2
+    print("\n".join(_interchange({"interchange": result})))
+    if out is not None:
+        out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.real.cost", description=__doc__.splitlines()[0])
     ap.add_argument("--sequence", default="M1303")
-    ap.add_argument("--frames", type=int, default=150)
+    ap.add_argument("--frames", type=int, help="frames timed (default: 150 of a sequence, all 177 of the interchange)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument(
         "--dual",
@@ -237,7 +252,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=JSON",
         help="dual config overrides, e.g. detector.every_n_frames=1",
     )
+    ap.add_argument(
+        "--interchange",
+        action="store_true",
+        help="the 1080p nadir interchange instead, as `python -m bench.real` runs it (same cache): vehicles found, "
+        "matched against the native-resolution run, and CPU ms/frame of each contender",
+    )
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "airpatrol" / "bench_real")
+    ap.add_argument("--out", type=Path, help="--interchange: also write the results (JSON) here")
     args = ap.parse_args(argv)
+    if args.interchange:
+        return _interchange_main(args.frames or 177, args.cache, args.out)
+    args.frames = args.frames or 150
     seq = next((s for s in real_sequences() if s.name == args.sequence), None)
     if seq is None:
         print(f"sequence {args.sequence} not found (../shared/data/mot missing?)")
