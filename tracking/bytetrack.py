@@ -10,6 +10,7 @@ import copy
 from types import SimpleNamespace
 
 import numpy as np
+from ultralytics.trackers.basetrack import TrackState
 from ultralytics.trackers.byte_tracker import BYTETracker, joint_stracks
 
 from tracking.config import TrackerConfig
@@ -90,18 +91,24 @@ class EgoCompensatedByteTrack(BYTETracker):
     ) -> np.ndarray:
         """Associate this frame's detections; returns rows [x1, y1, x2, y2, track_id, score, cls, det_index].
 
-        ``hold_started_at``: tracks started at that step (``frame_id``) and not confirmed yet wait, moving on by
-        prediction, instead of being associated and dropped: a track the detector started is confirmed by its next
-        detection, and on frames the detector skips only other sources (motion blobs) detect anything."""
+        ``hold_started_at``: tracks started at that step (``frame_id``) and not confirmed yet are confirmed by a
+        detection here as usual, but one that finds none waits, moving on by prediction, instead of being dropped: on
+        frames the detector skips only other sources (motion blobs) detect anything, and a vehicle the detector found
+        may show no blob (parked)."""
         self._H = None if H_prev_to_cur is None or np.allclose(H_prev_to_cur, np.eye(3)) else H_prev_to_cur
         self._hold_started = hold_started_at
         out = self.update(_DetectionBatch(dets.xyxy, dets.score, dets.class_id))
         return np.asarray(out, np.float32).reshape(-1, 8)
 
     def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
-        rest = [t for t in unconfirmed if t.start_frame != self._hold_started]
-        # the waiting tracks (started at ``hold_started_at``) stay in tracked_stracks untouched: Tracked, not activated
-        return super()._unconfirmed_association(rest, u_detection, detections, activated, removed)
+        dropped: list = []
+        out = super()._unconfirmed_association(unconfirmed, u_detection, detections, activated, dropped)
+        for t in dropped:
+            if t.start_frame == self._hold_started:
+                t.state = TrackState.Tracked  # not matched now: waits, unconfirmed, for the detector's next look
+            else:
+                removed.append(t)
+        return out
 
     def coast(self, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
         """A frame the detector skips by design (``detector.every_n_frames``): every track moves on by its Kalman

@@ -225,6 +225,13 @@ class Pipeline:
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
         self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()), int((src == DetectionSource.MOTION).sum())))
         new = self.tracker.new_tracks()
+        if detect and self._motion_frames:
+            # a track the detector starts here may be confirmed by a motion blob on a motion frame: it is a track the
+            # detector has seen (reported at once), whichever source confirms it
+            for tr in new:
+                i = int(getattr(tr, "idx", -1))
+                if 0 <= i < len(dets) and dets.source[i] == DetectionSource.DETECTOR:
+                    self._track_support.setdefault(tr.track_id, [self.frames, self.frames, True])
         if new and self._prev_grey is not None:
             boxes = np.array([tr.xyxy for tr in new], np.float32)
             self.tracker.set_new_velocities(new, self.ego.ground_velocities(self._prev_grey, grey, boxes, H))

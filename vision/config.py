@@ -180,7 +180,7 @@ class MotionConfig(BaseModel):
         "pixels move at least this much may start a track (off: None)",
     )
     carried_detector_every_n_frames: int = Field(
-        5,
+        8,
         ge=1,
         description="while the motion layer carries the tracks (the detector is blind to much of the traffic: tiny "
         "vehicles), the detector runs on every N-th frame only, with the scale plan's CPU budget for N frames, and "
