@@ -61,7 +61,7 @@ class _CountingDetector(VehicleDetector):
 
 def test_tiny_movers_the_detector_cannot_see_are_carried_by_motion_frames():
     """The shipped detector at its planned scale finds none of the 8x4 px movers; the motion layer tracks every one
-    of them, each as one track, while the detector runs on about every 5th frame."""
+    of them, each as one track, while the detector runs on a fraction of the frames only."""
     ground = _ground()
     detector = _CountingDetector(DetectorConfig(), "cpu")
     cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False))
@@ -82,7 +82,7 @@ def test_tiny_movers_the_detector_cannot_see_are_carried_by_motion_frames():
     # the first frames, detected one by one, find no track to carry), as one track
     assert len(seen) == len(MOVERS) and min(seen.values()) >= FRAMES - 45
     assert all(len(ids) == 1 for ids in ids_on.values())
-    assert detector.calls <= 0.35 * FRAMES  # every 5th frame once the motion layer carries the tracks
+    assert detector.calls <= 0.35 * FRAMES  # every 8th frame once the motion layer carries the tracks
 
 
 def test_a_parked_vehicle_the_detector_sees_stays_one_track_on_every_motion_frame():
