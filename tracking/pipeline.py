@@ -108,7 +108,8 @@ class Pipeline:
         self._carried_stride = cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
         self._motion_frames = False
         self._detector_step = -1  # the tracker's frame_id at the last detector frame
-        self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)  # per detector frame: tracks fed by detector, by blobs
+        # per detector (or motion) frame: tracks fed by the detector, by blobs
+        self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)
         self.detector_frames = 0
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
         self.timings: defaultdict[str, float] = defaultdict(float)  # stage -> ms
