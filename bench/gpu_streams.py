@@ -147,7 +147,7 @@ def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> di
     from tracking.pipeline import Pipeline
     from vision.types import Frame
 
-    pipes = [Pipeline(cfg, streams=n) for _ in range(n)]  # 'auto' backend: torch only for a large enough group
+    pipes = [Pipeline(cfg, streams=n) for _ in range(n)]  # 'streams': what the 'auto' backend weighs
     h, w = frames[0].image.shape[:2]
     for p in pipes:
         p.reset(w, h, 25.0)
@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument(
         "--ego-backend",
         choices=["auto", "opencv", "torch"],
-        help="ego_motion.backend for every stream (default: the config's; 'auto' takes torch on CUDA from 8 streams)",
+        help="ego_motion.backend for every stream (default: the config's; 'auto' is OpenCV everywhere)",
     )
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
