@@ -93,3 +93,9 @@ class PipelineConfig(BaseModel):
     tracker: TrackerConfig = TrackerConfig()
     speed: SpeedConfig = SpeedConfig()
     calibration: CalibrationConfig = CalibrationConfig()
+    warm_up: bool = Field(
+        True,
+        description="CUDA: at the start of a video or stream, run the detector once at every input shape its scale "
+        "plan can use, the road U-Net and the torch ego-motion once, so the first frames do not pay each shape's "
+        "first CUDA call (on the CPU nothing is run: there it would only cost)",
+    )

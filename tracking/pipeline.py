@@ -64,6 +64,7 @@ class Pipeline:
         self.ego, self.motion = build_motion_stages(self.config.ego_motion, self.config.motion, self.device, streams)
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
+        self._warmed_ego: set[tuple[int, int]] = set()
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -111,6 +112,28 @@ class Pipeline:
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
         self.ego_failures = 0
+        self.warm_up_s = self.warm_up(width, height)
+
+    def warm_up(self, width: int, height: int) -> float:
+        """On CUDA (``config.warm_up``): the detector at every input shape a run on this frame size can use, the road
+        U-Net and the torch ego-motion once each, on blank frames; no stream state is touched. Seconds spent (0 on the
+        CPU and for a frame size already warmed)."""
+        if not (self.config.warm_up and self.device.startswith("cuda")):
+            return 0.0
+        import torch
+
+        t0 = time.perf_counter()
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.warm_up(width, height, fixed=False if self.config.baseline else None)
+        if self.road is not None:
+            self.road.warm_up(width, height)
+        register = getattr(self.ego, "register", None)  # the torch ego-motion (batched form: keeps no state)
+        if register is not None and (width, height) not in self._warmed_ego:
+            blank = np.zeros((height, width, 3), np.uint8)
+            register(self.ego.prepare(blank), self.ego.prepare(blank))
+            self._warmed_ego.add((width, height))
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------------------------
     def step(self, frame: Frame) -> FrameResult:
@@ -474,6 +497,7 @@ class Pipeline:
             "tracks": len(self.track_ids),
             "ms_per_frame_by_stage": {k: round(v / n, 2) for k, v in self.timings.items()},
             "ego_motion_failures": self.ego_failures,
+            "warm_up_s": round(getattr(self, "warm_up_s", 0.0), 3),  # CUDA start-up: warm_up(), not in the frame loop
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
             # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it

@@ -93,6 +93,15 @@ class DetectorConfig(BaseModel):
         0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame"
     )
     half: bool = Field(True, description="FP16 inference on CUDA")
+    cuda_input_step: int = Field(
+        32,
+        ge=0,
+        description="CUDA: the detector input's short side is padded up to a multiple of this (px; the long side, "
+        "which sets the scale, is unchanged), so every pass runs at one of the input shapes warmed up at the start. "
+        "32 (YOLOv8's stride) gives the inputs Ultralytics' own padding gives: the default plan is one band and uses "
+        "5-7 shapes per frame size; a larger step bounds the shapes of multi-band plans (max_scale > 1: 57 shapes at "
+        "1024x540 with 32, 38 with 128; docs/gpu.md); 0: Ultralytics' padding, no fixed shapes, no warm-up",
+    )
     runtime: Literal["auto", "torch", "onnx"] = Field(
         "auto",
         description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "

@@ -185,3 +185,48 @@ def test_large_vehicles_are_detected_at_a_smaller_scale_with_fewer_false_boxes()
     auto_tp, auto_fp = matched_and_false(auto)
     assert auto.scale_log and all(e["scale"] < 1.0 for e in auto.scale_log)  # the cars measured large: downscaled
     assert auto_fp < native_fp and auto_tp >= 0.95 * native_tp  # measured: 19 vs 24 false boxes, 115 vs 114 found
+
+
+def _recording(det) -> list[tuple[int, int]]:
+    """The input shapes (h, w) the detector asks Ultralytics for, recorded on the way to the real model."""
+    shapes: list[tuple[int, int]] = []
+    predict = det.model.predict
+
+    def recorded(*args, **kwargs):
+        shapes.append(tuple(kwargs["imgsz"]))
+        return predict(*args, **kwargs)
+
+    det.model.predict = recorded
+    return shapes
+
+
+def test_every_input_shape_a_run_uses_is_one_the_warm_up_ran():
+    """On CUDA each new input shape's first call is slow, so warm_up() runs every shape the scale plan can use at the
+    start. Here the CUDA shape rule is switched on for a CPU detector; vehicles of several sizes move the plan around."""
+    det = _auto_detector()
+    assert det.warm_up(1024, 540) == 0  # on the CPU: nothing is run
+    det._fixed_shapes = True
+    shapes = _recording(det)
+    ran = det.warm_up(1024, 540)
+    assert ran == len(det.warmed_shapes) == len(set(shapes)) >= 5  # one pass per shape, each scale step of the plan
+    assert det.tiles_run == 0 and not det.scale_log  # blank frames: no stream state kept
+    shapes.clear()
+    blank = np.zeros((540, 1024, 3), np.uint8)
+    for length in (96, 30, 60, 200):
+        det._measure(_cars(length, [100, 200, 300, 400, 450]))
+        det.detect(blank)
+    assert len({e["scale"] for e in det.scale_log}) >= 3 and set(shapes) <= det.warmed_shapes
+
+
+def test_the_input_shapes_of_banded_plans_are_all_enumerated():
+    """max_scale > 1 with room in the budget: bands of their own scale, whose grown heights vary with the neighbours'
+    scales. Every shape such a run asks for is among warm_up_passes()."""
+    det = _auto_detector(max_scale=2.0, max_input_pixels=16.0)
+    det._fixed_shapes = True
+    known = set(det.warm_up_passes(1024, 540))
+    shapes = _recording(det)
+    blank = np.zeros((540, 1024, 3), np.uint8)
+    det._measure(Detections.concat([_cars(16, [20, 60, 100, 140, 170]), _cars(100, [380, 420, 460, 500, 530])]))
+    det.detect(blank)
+    assert len(det.scale_log) >= 2  # banded
+    assert shapes and set(shapes) <= known
