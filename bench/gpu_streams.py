@@ -356,11 +356,12 @@ def pyav_send(video: Path, port: int) -> None:
                 if ost is None:
                     ost = out.add_stream_from_template(ist)
                 step = 1.0 / float(ist.average_rate or 25)
-                shift, end = round(offset / ist.time_base), offset
+                tb = float(ist.time_base or 1 / 90000)
+                shift, end = round(offset / tb), offset
                 for pkt in inp.demux(ist):
                     if pkt.dts is None:  # the demuxer's flush packet
                         continue
-                    t = offset + float((pkt.pts if pkt.pts is not None else pkt.dts) * ist.time_base)
+                    t = offset + (pkt.pts if pkt.pts is not None else pkt.dts) * tb
                     lag = t - (time.monotonic() - t0)
                     if lag > 0:
                         time.sleep(lag)
@@ -522,10 +523,10 @@ def run_serve(
     finally:
         done.set()
         for p in sources:  # push: the device says the flight is over, the service completes the run
-            if isinstance(p, threading.Thread):
+            if isinstance(p, PushSource):
                 p.stop.set()
         for p in sources:
-            if isinstance(p, threading.Thread):
+            if isinstance(p, PushSource):
                 p.join(30)
         for s in ids:
             try:
@@ -533,7 +534,7 @@ def run_serve(
             except httpx.HTTPError:
                 pass
         for p in sources:
-            if not isinstance(p, threading.Thread):
+            if not isinstance(p, PushSource):
                 p.kill()
                 p.wait()
     errors = [f"{type(p.error).__name__}: {p.error}" for p in sources if getattr(p, "error", None)]

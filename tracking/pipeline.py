@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import cv2
@@ -65,7 +66,9 @@ class Pipeline:
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
         self._warmed_ego: set[tuple[int, int]] = set()
-        self._ego_pool = None  # config.overlap_ego_motion: the ego-motion's thread, made on first use
+        self._ego_pool: ThreadPoolExecutor | None = (
+            None  # config.overlap_ego_motion: the ego-motion's thread, made on first use
+        )
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -272,8 +275,6 @@ class Pipeline:
 
     def _ego_thread(self):
         if self._ego_pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._ego_pool = ThreadPoolExecutor(1, thread_name_prefix="ego-motion")
         return self._ego_pool
 

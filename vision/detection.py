@@ -255,7 +255,8 @@ class VehicleDetector:
         if self.device.startswith("cuda") and self.config.half:
             kwargs.update(fp16_predict_args())
         if self._fixed_shapes:  # a few input shapes (warmed up at the start) rather than one per band height
-            shapes = [input_shape(*im.shape[:2], int(kwargs["imgsz"]), self.config.cuda_input_step) for im in images]
+            size, step = int(imgsz or self.config.imgsz), self.config.cuda_input_step
+            shapes = [input_shape(im.shape[0], im.shape[1], size, step) for im in images]
             kwargs.update(imgsz=[max(s[0] for s in shapes), max(s[1] for s in shapes)], rect=False)
         if self._is_torch and self.device.startswith("cuda"):
             results = self.model.predict(images, **kwargs)
@@ -388,6 +389,7 @@ class VehicleDetector:
                 passes += [(0, height, plan[0][2])] if len(plan) == 1 else self._band_rows(list(plan), height)
         out: dict[tuple, tuple] = {}
         for p in passes:
+            key: tuple
             if p[0] == "letterbox":
                 key = input_shape(height, width, imgsz, step)
             elif (
