@@ -468,6 +468,7 @@ def run_serve(
     results: list[list[float]] = [[] for _ in range(n)]
     counting = threading.Event()
     done = threading.Event()
+    t_begin, t_ready, t_end = time.perf_counter(), None, None  # the row's phases: how long each stream count costs
     try:
         for i in range(n):
             if live == "push":
@@ -509,6 +510,7 @@ def run_serve(
             if all(st.get("processed", 0) > 0 for st in states):
                 break
             time.sleep(0.5)
+        t_ready = time.perf_counter()
         time.sleep(warmup_s)
         with GpuSampler() as gpu:
             counting.set()
@@ -520,6 +522,7 @@ def run_serve(
         for t in threads:
             t.join(5)
         util, mem = gpu.summary()
+        t_end = time.perf_counter()
     finally:
         done.set()
         for p in sources:  # push: the device says the flight is over, the service completes the run
@@ -551,6 +554,8 @@ def run_serve(
         "p95_ms": float(np.percentile(lat, 95)) if lat else float("nan"),
         "gpu_util": util,
         "gpu_mem": mem,
+        "until_all_processing_s": round(t_ready - t_begin, 1) if t_ready else None,
+        "teardown_s": round(time.perf_counter() - t_end, 1) if t_end else None,
     }
 
 
