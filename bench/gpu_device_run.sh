@@ -5,7 +5,7 @@
 #
 # Needs (ignored, carried with the call): .whl/ (cp312 wheels of what the GPU image lacks: ultralytics, kornia, lap,
 # pydantic, ..., and for `serve` fastapi, starlette, uvicorn, websockets, alembic, mako, argon2-cffi(+bindings, cffi,
-# pycparser), python-multipart, itsdangerous, xstatic-leaflet, opentelemetry-api; PyAV as a stripped tarball
+# pycparser), python-multipart, itsdangerous, xstatic-leaflet, opentelemetry-api, anyio; PyAV as a stripped tarball
 # .whl/av-*-stripped.tar.xz, ~19 MB against the wheel's 34 MiB, so everything fits one call's 64 MiB) and
 # .gpuclips/ (nadir_1080p.mp4: the 1080p nadir interchange; uavdt_M1303_300.mp4: 300 frames of UAVDT M1303,
 # 1024x540). OpenCV decodes the clips into JPEG folders first and every contender reads those; a longer folder plays
