@@ -44,7 +44,7 @@ def test_rendered_large_cars_are_detected_downscaled_and_each_is_one_track(tmp_p
     out = np.loadtxt(run / "tracks_mot.txt", delimiter=",", ndmin=2)
     gt = gt[gt[:, 4] * gt[:, 5] >= 40 * 40]  # the large vehicles this test is about
     assert len(np.unique(gt[:, 1])) >= 3
-    doubled, matched_ids = 0, {}
+    doubled, matched_ids = 0, dict[int, set[int]]()
     for f in np.unique(gt[:, 0]):
         g, o = gt[gt[:, 0] == f, 2:6], out[out[:, 0] == f]
         if not len(o):
