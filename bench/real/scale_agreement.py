@@ -93,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", type=float, nargs="+", default=[0.5, 0.625, 0.75, 0.875])
     ap.add_argument("--every", type=int, default=25, help="every N-th frame")
     args = ap.parse_args(argv)
-    if not args.video.is_file():
-        print(f"{args.video}: video not found")
+    from vision.source import SourceError
+
+    try:
+        rows = agreement(args.video, args.scales, args.every)
+    except SourceError as exc:
+        print(exc)
         return 2
-    for r in agreement(args.video, args.scales, args.every):
+    for r in rows:
         ratio = "-" if r["width_ratio"] is None else f"{r['width_ratio']:.3f} / {r['height_ratio']:.3f}"
         print(
             f"scale {r['scale']:.3f} rows {r['rows'][0]}-{r['rows'][1]}: {r['vehicles']} vehicles, median long side "
