@@ -122,9 +122,8 @@ class VehicleDetector:
         letterbox = min(1.0, cfg.imgsz / max(width, height))
         budget = np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels) + 1e-6) / 8
         if max(width, height) <= cfg.native_up_to_px:
-            budget = max(
-                budget, 1.0
-            )  # a 720p frame at native resolution: its small vehicles need it, and it is affordable
+            # up to 720p, native is affordable, and below it small vehicles are missed (toll plaza, 720x1280)
+            budget = max(budget, 1.0)
         hi = max(lo, min(cfg.max_scale, budget))
 
         def scale_for(lengths: np.ndarray) -> float:
