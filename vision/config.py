@@ -54,6 +54,13 @@ class DetectorConfig(BaseModel):
         "1024x540 frame at native resolution; a 1920x1080 frame at half scale, where the motion layer carries the "
         "vehicles too small for the detector)",
     )
+    native_up_to_px: int = Field(
+        1280,
+        ge=0,
+        description="'auto': frames whose long side is at most this (720p, landscape or portrait) may be detected at "
+        "native resolution whatever max_input_pixels allows, when their vehicles need it (below 1.0x their small "
+        "vehicles are missed: toll-plaza speeds, docs/detector_scale.md); larger frames stay within the budget",
+    )
     scale_bands: int = Field(
         3, ge=1, le=8, description="'auto': row bands of the frame that get their own scale (oblique views)"
     )

@@ -148,7 +148,11 @@ class VehicleDetector:
         sizes = np.concatenate(list(self._sizes)) if self._sizes else np.zeros((0, 2), np.float32)
         lo = cfg.min_scale
         letterbox = min(1.0, cfg.imgsz / max(width, height))
-        hi = max(lo, min(cfg.max_scale, np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels) + 1e-6) / 8))
+        budget = np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels) + 1e-6) / 8
+        if max(width, height) <= cfg.native_up_to_px:
+            # up to 720p, native is affordable, and below it small vehicles are missed (toll plaza, 720x1280)
+            budget = max(budget, 1.0)
+        hi = max(lo, min(cfg.max_scale, budget))
 
         def scale_for(lengths: np.ndarray) -> float:
             if len(lengths) < 3:
