@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # Issue 26: the one prepared GPU call. Run from the repository root on the GPU machine:
 #
-#   PYTHONUNBUFFERED=1 bash bench/gpu_device_run.sh [--quick]
+#   PYTHONUNBUFFERED=1 GPU_RUN_BUDGET_S=300 timeout -k 10 320 bash bench/gpu_device_run.sh [--quick]
 #
 # Needs (ignored, carried with the call): .whl/ (cp312 wheels of what the GPU image lacks: ultralytics, kornia, lap,
-# pydantic, ...) and .gpuclips/ (nadir_1080p.mp4: the 1080p nadir interchange; uavdt_M1303_300.mp4: 300 frames of
-# UAVDT M1303, 1024x540). There is no PyAV on that machine (its wheel is 34 MiB): OpenCV decodes the clips into JPEG
-# folders first and every contender reads those. Steps, in order of value, each under `timeout` and inside one
-# overall budget (GPU_RUN_BUDGET_S, default 420 s), each failing soft:
-#   a) airpatrol process --device cuda and plain Ultralytics track (same weights, ByteTrack, imgsz 640, FP16) on both
-#   b) bench.ego_motion_backends --device cuda (8 streams batched)
-#   c) bench/gpu_streams.py --modes step, 1 2 4 8 16 streams (quick: 1 4 8), ego_motion.backend auto
+# pydantic, ..., and for `serve` fastapi, starlette, uvicorn, websockets, alembic, mako, argon2-cffi(+bindings, cffi,
+# pycparser), python-multipart, itsdangerous, xstatic-leaflet, opentelemetry-api, anyio; PyAV as a stripped tarball
+# .whl/av-*-stripped.tar.xz, ~19 MB against the wheel's 34 MiB, so everything fits one call's 64 MiB) and
+# .gpuclips/ (nadir_1080p.mp4: the 1080p nadir interchange; uavdt_M1303_300.mp4: 300 frames of UAVDT M1303,
+# 1024x540). OpenCV decodes the clips into JPEG folders first and every contender reads those; a longer folder plays
+# each clip forward and back (symbolic links) for the steady state. Steps, in order of value, each under `timeout`
+# and inside one overall budget (GPU_RUN_BUDGET_S, default 300 s; what it does not reach is skipped), failing soft:
+#   a) airpatrol process --device cuda (edge.runner.process_video, each result timed: start-up, the clip's first
+#      frames end to end, steady state after 30 frames) and plain Ultralytics track (same weights, ByteTrack, 640,
+#      FP16, timed the same way) on the 1080p nadir clip looped to LONG_NADIR_N frames and on UAVDT 1024x540
+#   s) airpatrol serve with 1 4 8 live 1080p streams (bench/gpu_streams.py --modes serve): PyAV sends MPEG-TS over
+#      TCP where PyAV is installed (--live pyav; the service pulls and decodes it), else JPEG over the push WebSocket
+#   x) process on UAVDT again with pipeline.overlap_ego_motion (the ego-motion in a thread beside the detector)
+#   c) bench/gpu_streams.py --modes step, 1 4 8 streams (full: 1 2 4 8 16), ego_motion.backend auto (= OpenCV)
+#   r) the UAVDT clip through the CPU path, CUDA tracks scored against it (CLEAR-MOT)
 #   p) stage timers, cProfile, then torch.profiler on 3 frames, of the pipeline on the 1080p clip
-#   t) tests/vision/gpu -k cuda;  r) the UAVDT clip through the CPU path, CUDA tracks scored against it
-#   o) 8 streams with the OpenCV ego-motion (against c's torch at 8; 'auto' takes torch from 8 on CUDA)
+#   t) tests/vision/gpu -k cuda;  b) bench.ego_motion_backends --device cuda (8 streams batched)
+#   o) the widest stream count with the torch ego-motion (against c's OpenCV: the 'auto' rule, docs/gpu.md)
 #   e) process --batch-size 8 (full mode only)
 # GPU utilisation/memory/power/SM clock sampled by nvidia-smi every 200 ms during each step.
-# Out ($OUT, default ./gpu_out): log.txt, results.jsonl, gpu_util.csv, gpu_streams.json, profile.txt.
-# Quick mode, ~200 s in all (wheel install included; what the budget does not reach is skipped, last steps first):
-#   PYTHONUNBUFFERED=1 GPU_RUN_BUDGET_S=200 timeout -k 10 215 bash bench/gpu_device_run.sh --quick
+# Out ($OUT, default ./gpu_out): log.txt, results.jsonl, gpu_util.csv, gpu_streams*.json, profile.txt.
 # On this machine (no GPU, no wheels), small: GPU_RUN_LOCAL=1 GPU_RUN_DEVICE=cpu GPU_RUN_FRAMES=4 GPU_RUN_STREAMS="1 2"
-#   OUT=/tmp/x bash bench/gpu_device_run.sh --quick
+#   GPU_RUN_LONG=12 OUT=/tmp/x bash bench/gpu_device_run.sh --quick
+# PyAV tarball (here, once): pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+#   --platform manylinux_2_28_x86_64 -d /tmp/av av==18.1.0; unzip it into /tmp/av/x; strip --strip-unneeded every
+#   *.so* there (its Cython modules carry debug info: 31 -> 5.5 MB); tar -C /tmp/av/x -cf - . | xz -9 >
+#   .whl/av-18.1.0-stripped.tar.xz
 set -u
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
@@ -29,7 +39,7 @@ cd "$ROOT" || exit 1
 OUT=${OUT:-$ROOT/gpu_out}
 mkdir -p "$OUT"
 DEVICE=${GPU_RUN_DEVICE:-cuda}
-BUDGET=${GPU_RUN_BUDGET_S:-420}
+BUDGET=${GPU_RUN_BUDGET_S:-300}
 WORK=${GPU_RUN_WORK:-/tmp/airpatrol-gpu}
 LOG=$OUT/log.txt RES=$OUT/results.jsonl SMI=$OUT/gpu_util.csv
 START=$(date +%s)
@@ -38,9 +48,12 @@ exec > >(tee -a "$LOG") 2>&1
 
 export YOLO_OFFLINE=1 YOLO_CONFIG_DIR=$WORK/yolo MPLCONFIGDIR=$WORK/mpl PYTHONUNBUFFERED=1
 if [ -z "${GPU_RUN_LOCAL:-}" ]; then
-  echo "== install wheels: $(ls .whl/*.whl 2>/dev/null | wc -l) files"
+  echo "== install wheels: $(ls .whl/*.whl 2>/dev/null | wc -l) files, $(ls .whl/*.tar.xz 2>/dev/null | wc -l) tarballs"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" .whl/*.whl \
     || echo "!! wheel install failed (steps that need a missing package will fail)"
+  for t in .whl/*.tar.xz; do
+    [ -e "$t" ] && { tar -xJf "$t" -C "$WORK/site" || echo "!! $t: not unpacked"; }
+  done
   export PYTHONPATH=$ROOT:$WORK/site
 else
   export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
@@ -51,28 +64,32 @@ STEPS="$PY bench/gpu_device_steps.py"
 CFG=()
 [ -n "${GPU_RUN_CONFIG:-}" ] && CFG=(--config "$GPU_RUN_CONFIG")
 
-# caps (s) per step: process, plain, ego, streams, profile, streams with OpenCV, CPU reference
+# frame counts and caps (s) per step
+NADIR_CLIP=177 UAVDT_CLIP=300
 if [ $QUICK = 1 ]; then
-  NADIR_N=60 UAVDT_N=90 EGO_N=20 EGO_STREAMS=8 PROF_N=8 PROF_TORCH_N=3 STREAM_N=10 STREAMS="1 4 8" CPU_N=20 MODE=quick
-  CAP_PROC=50 CAP_PLAIN=35 CAP_EGO=40 CAP_STREAMS=70 CAP_PROF=45 CAP_OCV=40 CAP_CPU=35
+  LONG_NADIR_N=360 LONG_UAVDT_N=300 EGO_N=20 EGO_STREAMS=8 PROF_N=8 PROF_TORCH_N=3 STREAM_N=10 STREAMS="1 4 8"
+  SERVE_STREAMS="1 4 8" SERVE_N=100 CPU_N=20 MODE=quick
+  CAP_PROC=60 CAP_PLAIN=35 CAP_EGO=40 CAP_STREAMS=60 CAP_SERVE=100 CAP_PROF=45 CAP_OCV=45 CAP_CPU=35
 else
-  NADIR_N=177 UAVDT_N=300 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 2 4 8 16" CPU_N=60
-  MODE=full CAP_PROC=90 CAP_PLAIN=60 CAP_EGO=75 CAP_STREAMS=180 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
+  LONG_NADIR_N=708 LONG_UAVDT_N=600 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 2 4 8 16"
+  SERVE_STREAMS="1 4 8 16" SERVE_N=150 CPU_N=60 MODE=full
+  CAP_PROC=90 CAP_PLAIN=50 CAP_EGO=75 CAP_STREAMS=150 CAP_SERVE=180 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
 fi
-# smaller still where asked (the CPU check): GPU_RUN_FRAMES caps every frame count
+# smaller still where asked (the CPU check): GPU_RUN_FRAMES caps the short counts, GPU_RUN_LONG the looped runs
 if [ -n "${GPU_RUN_FRAMES:-}" ]; then
-  for v in NADIR_N UAVDT_N EGO_N PROF_N STREAM_N CPU_N; do
+  for v in NADIR_CLIP UAVDT_CLIP EGO_N PROF_N STREAM_N CPU_N SERVE_N; do
     [ "${!v}" -gt "$GPU_RUN_FRAMES" ] && printf -v "$v" %s "$GPU_RUN_FRAMES"
   done
 fi
-# GPU_RUN_STREAMS (the CPU check): other stream counts; the widest also runs with OpenCV and batches the ego bench
+if [ -n "${GPU_RUN_LONG:-}" ]; then LONG_NADIR_N=$GPU_RUN_LONG LONG_UAVDT_N=$GPU_RUN_LONG; fi
+# GPU_RUN_STREAMS (the CPU check): other stream counts for step and serve; the widest also runs with torch
 if [ -n "${GPU_RUN_STREAMS:-}" ]; then
-  STREAMS=$GPU_RUN_STREAMS
+  STREAMS=$GPU_RUN_STREAMS SERVE_STREAMS=$GPU_RUN_STREAMS
   EGO_STREAMS=${STREAMS##* }
 fi
 WIDE=${STREAMS##* }
-# the 1080p folder also feeds the profile (warm-up 5 + 2 passes + torch.profiler's) and the streams (warm-up 3)
-NADIR_FOLDER_N=$(printf '%s\n' "$NADIR_N" $((5 + 2 * PROF_N + PROF_TORCH_N)) $((3 + STREAM_N)) | sort -n | tail -1)
+SKIP=30
+[ "$NADIR_CLIP" -le $SKIP ] && SKIP=$((NADIR_CLIP / 2))
 
 echo "== airpatrol GPU run ($MODE), $(date -u +%FT%TZ), device $DEVICE, budget ${BUDGET}s, $(nproc) CPU cores"
 git log -1 --oneline 2>/dev/null || true
@@ -143,37 +160,43 @@ step() {
 
 FR=$WORK/frames
 RUNS=$WORK/runs
-rm -rf "$RUNS"
-step frames_nadir 60 $STEPS frames .gpuclips/nadir_1080p.mp4 "$FR/nadir" --max-frames "$NADIR_FOLDER_N"
-step frames_uavdt 60 $STEPS frames .gpuclips/uavdt_M1303_300.mp4 "$FR/uavdt" --max-frames "$UAVDT_N"
+rm -rf "$RUNS" "$FR"
+step frames_nadir 60 $STEPS frames .gpuclips/nadir_1080p.mp4 "$FR/nadir" --max-frames "$NADIR_CLIP"
+step frames_uavdt 60 $STEPS frames .gpuclips/uavdt_M1303_300.mp4 "$FR/uavdt" --max-frames "$UAVDT_CLIP"
+$STEPS loop "$FR/nadir" "$FR/nadir_long" --frames "$LONG_NADIR_N" || true
+$STEPS loop "$FR/uavdt" "$FR/uavdt_long" --frames "$LONG_UAVDT_N" || true
 
-# a) end to end: airpatrol process (the CLI's code path: python3 -m edge.cli = the airpatrol command) and plain
-#    Ultralytics on the same frames, each in its own process (model load and CUDA start-up not in the fps)
+# a) end to end and steady state: airpatrol process (its own code path, edge.runner.process_video, = the airpatrol
+#    command) and plain Ultralytics, each in its own process, on the same looped frames; the first NADIR_CLIP /
+#    UAVDT_CLIP frames are the clip itself (its end-to-end figure), the rest the steady state
 for clip in nadir uavdt; do
-  n=$NADIR_N
-  [ $clip = uavdt ] && n=$UAVDT_N
-  if step "process_$clip" $CAP_PROC $PY -m edge.cli process "$FR/$clip" --device "$DEVICE" --out "$RUNS/$clip" --no-video -q \
-    --max-frames "$n" "${CFG[@]}"; then
-    $STEPS record "process_$clip" "$RUNS/$clip/summary.json" --results "$RES"
-  fi
-  step "plain_$clip" $CAP_PLAIN $STEPS plain "$FR/$clip" --label "$clip" --device "$DEVICE" --frames "$n" --results "$RES"
+  head=$NADIR_CLIP
+  [ $clip = uavdt ] && head=$UAVDT_CLIP
+  step "process_$clip" $CAP_PROC $STEPS steady "$FR/${clip}_long" --label "process_$clip" --device "$DEVICE" \
+    --head "$head" --skip $SKIP --out "$RUNS/$clip" --results "$RES" "${CFG[@]}"
+  step "plain_$clip" $CAP_PLAIN $STEPS plain "$FR/${clip}_long" --label "$clip" --device "$DEVICE" --frames 100000 \
+    --head "$head" --skip $SKIP --results "$RES"
 done
 
-# b) ego-motion and motion layer, OpenCV vs torch, on the 1080p clip (reads the MP4 with OpenCV)
-step ego_motion $CAP_EGO $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
-  --frames "$EGO_N" --batch 8 --streams "$EGO_STREAMS"
+# s) airpatrol serve with live 1080p streams: PyAV (no ffmpeg program there) sends the clip as MPEG-TS over TCP and
+#    the service pulls it; without PyAV the clip's JPEG frames go over the push WebSocket
+if $PY -c "import av" 2>/dev/null; then LIVE=pyav LIVE_SRC=.gpuclips/nadir_1080p.mp4; else LIVE=push LIVE_SRC=$FR/nadir; fi
+# shellcheck disable=SC2086
+step gpu_streams_serve $CAP_SERVE $PY bench/gpu_streams.py --video "$LIVE_SRC" --device "$DEVICE" --streams $SERVE_STREAMS \
+  --modes serve --live $LIVE --frames "$SERVE_N" --serve-warmup 3 --json "$OUT/gpu_streams_serve.json" "${CFG[@]}"
+
+# x) the 1024x540 clip again with the ego-motion beside the detector (pipeline.overlap_ego_motion; same tracks,
+#    tests/tracking/test_pipeline_overlap.py): against a)'s process_uavdt, for the dual / plain target
+printf 'pipeline:\n  overlap_ego_motion: true\n' >"$WORK/overlap.yaml"
+OVL=(--config "$WORK/overlap.yaml")
+[ -n "${GPU_RUN_CONFIG:-}" ] && OVL=("${CFG[@]}")  # a config of one's own: it says whether to overlap
+step process_uavdt_overlap $CAP_PROC $STEPS steady "$FR/uavdt_long" --label process_uavdt_overlap --device "$DEVICE" \
+  --head "$UAVDT_CLIP" --skip $SKIP --out "$RUNS/uavdt_overlap" --results "$RES" "${OVL[@]}"
 
 # c) many streams in one process, shared detector / U-Net passes (step_streams); the frames are preloaded
 # shellcheck disable=SC2086
-step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams $STREAMS \
+step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams $STREAMS \
   --modes step --frames "$STREAM_N" --warmup 3 --json "$OUT/gpu_streams.json" "${CFG[@]}"
-
-# p) where the time goes in the pipeline's step loop: stage timers, cProfile, torch.profiler (device/host ops, copies)
-step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir" --label nadir --device "$DEVICE" --frames "$PROF_N" \
-  --torch-frames "$PROF_TORCH_N" --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
-
-# t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
-step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
 
 # r) the same UAVDT frames through the CPU path (OpenCV ego-motion; the torch detector, so no ONNX export is needed
 #    offline): the CUDA run's tracks scored against these (CLEAR-MOT over the first CPU_N frames)
@@ -183,18 +206,28 @@ if step cpu_reference_uavdt $CAP_CPU $PY -m edge.cli process "$FR/uavdt" --devic
   $STEPS compare cuda_vs_cpu_uavdt "$RUNS/uavdt_cpu/tracks_mot.txt" "$RUNS/uavdt/tracks_mot.txt" --results "$RES" || true
 fi
 
-# o) the widest stream count (8) with the OpenCV ego-motion in the streams' own threads, against c's batched torch
-#    there (the 'auto' rule's open question, docs/gpu.md)
-step gpu_streams_opencv $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir" --device "$DEVICE" --streams "$WIDE" \
-  --modes step --frames "$STREAM_N" --warmup 3 --ego-backend opencv --json "$OUT/gpu_streams_opencv.json" "${CFG[@]}"
+# p) where the time goes in the pipeline's step loop: stage timers, cProfile, torch.profiler (device/host ops, copies)
+step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir_long" --label nadir --device "$DEVICE" --frames "$PROF_N" \
+  --torch-frames "$PROF_TORCH_N" --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
+
+# t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
+step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
+
+# b) ego-motion and motion layer, OpenCV vs torch, on the 1080p clip (reads the MP4 with OpenCV)
+step ego_motion $CAP_EGO $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
+  --frames "$EGO_N" --batch 8 --streams "$EGO_STREAMS"
+
+# o) the widest stream count with the torch ego-motion batched over the streams, against c's OpenCV ('auto')
+step gpu_streams_torch $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams "$WIDE" \
+  --modes step --frames "$STREAM_N" --warmup 3 --ego-backend torch --json "$OUT/gpu_streams_torch.json" "${CFG[@]}"
 
 # e) the shipped GPU knob: frames per detector call
 if [ $QUICK = 0 ] && step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
-  --max-frames "$NADIR_N" --batch-size 8 "${CFG[@]}"; then
+  --max-frames "$NADIR_CLIP" --batch-size 8 "${CFG[@]}"; then
   $STEPS record process_nadir_b8 "$RUNS/nadir_b8/summary.json" --results "$RES"
 fi
 
 echo
-echo "== summary ($(($(date +%s) - START))s in all; serve mode not run: it needs PyAV and an ffmpeg binary there)"
+echo "== summary ($(($(date +%s) - START))s in all)"
 $STEPS summary "$RES" || true
 exit 0

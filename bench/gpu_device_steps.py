@@ -24,9 +24,37 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+T_START = time.perf_counter()  # this process's start: what a user waits from, imports and model loading included
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("YOLO_OFFLINE", "1")
+
+
+def phases(stamps: list[float], head: int, skip: int) -> dict:
+    """Start-up and steady state from the time each frame's result was ready: seconds from the process start to the
+    first result (imports, model loading, warm-up, first frame); fps over the first ``head`` results counted from the
+    process start (what a clip of that length gets end to end); fps of the results after the first ``skip`` (the warm
+    loop, steady state); the slowest result interval before and after ``skip``."""
+    t = np.asarray(stamps, np.float64)
+    n = len(t)
+    if n == 0:
+        return {"frames": 0}
+    head, skip = min(head, n), min(skip, n - 2) if n > 2 else 0
+    gaps = np.diff(t)
+    return {
+        "frames": n,
+        "first_result_s": round(float(t[0] - T_START), 2),
+        "head_frames": head,
+        "head_fps_from_start": round(head / float(t[head - 1] - T_START), 2),
+        "head_fps_from_first_result": round((head - 1) / float(t[head - 1] - t[0]), 2) if head > 1 else None,
+        "steady_after": skip,
+        "steady_fps": round((n - 1 - skip) / float(t[-1] - t[skip]), 2) if n - 1 > skip else None,
+        "slowest_ms_before_steady": round(1000 * float(gaps[:skip].max()), 1) if skip > 0 else None,
+        "slowest_ms_steady": round(1000 * float(gaps[skip:].max()), 1) if n - 1 > skip else None,
+        "fps_whole_from_start": round(n / float(t[-1] - T_START), 2),
+    }
 
 
 def append(results: Path | None, row: dict) -> None:
@@ -66,6 +94,79 @@ def cmd_frames(a) -> int:
     return 0
 
 
+def cmd_loop(a) -> int:
+    """A long frame folder from a short one: its frames forward, backward, forward ... (symbolic links), so the
+    footage stays continuous (no cut for the ego-motion to fail on) however long the run."""
+    files = sorted(p for p in (a.folder / "img").iterdir() if p.suffix.lower() == ".jpg")
+    if len(files) < 2:
+        print(f"{a.folder}: fewer than 2 frames", file=sys.stderr)
+        return 2
+    cycle = files + files[-2:0:-1]
+    img = a.out / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    for i in range(a.frames):
+        link = img / f"img{i + 1:06d}.jpg"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(cycle[i % len(cycle)].resolve())
+    ini = (a.folder / "seqinfo.ini").read_text().splitlines()
+    ini = [f"seqLength={a.frames}" if line.startswith("seqLength=") else line for line in ini]
+    ini = [f"name={a.out.name}" if line.startswith("name=") else line for line in ini]
+    (a.out / "seqinfo.ini").write_text("\n".join(ini) + "\n")
+    print(f"{a.folder} ({len(files)} frames) -> {a.out}: {a.frames} frames, forward and back")
+    return 0
+
+
+class _Stamps:
+    """A sink of the run that notes when each frame's result was ready."""
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+
+    def open(self, info) -> None:
+        pass
+
+    def write(self, result) -> None:
+        self.t.append(time.perf_counter())
+
+    def close(self, summary) -> None:
+        pass
+
+    def abort(self, error) -> None:
+        pass
+
+
+def cmd_steady(a) -> int:
+    """``airpatrol process``'s own code (``edge.runner.process_video``: decode thread, file sinks, no video) over a
+    frame folder, each result's time noted: start-up and steady state apart (``phases``)."""
+    from edge.config import load_settings
+    from edge.runner import process_video
+
+    cfg = load_settings(a.config, {}).pipeline.model_copy(update={"device": a.device})
+    stamps = _Stamps()
+    outcome = process_video(
+        a.folder, a.out, cfg, extra_sinks=[stamps], write_video=False, progress=False, max_frames=a.frames
+    )
+    s = outcome.summary
+    t = s.get("timings", {})
+    append(
+        a.results,
+        {
+            "step": a.label,
+            **phases(stamps.t, a.head, a.skip),
+            "warm_up_s": t.get("warm_up_s"),
+            "run_fps": t.get("fps"),
+            "run_wall_s": t.get("wall_s"),
+            "ms_per_frame_by_stage": t.get("ms_per_frame_by_stage"),
+            "device": s.get("device"),
+            "tracks": s.get("counts", {}).get("tracks"),
+            "detector_scales": len(s.get("detector_scales") or []),
+            "ego_motion_failures": s.get("ego_motion_failures"),
+        },
+    )
+    return 0
+
+
 def cmd_plain(a) -> int:
     import torch
     from ultralytics import YOLO
@@ -79,13 +180,16 @@ def cmd_plain(a) -> int:
     kw = dict(imgsz=a.imgsz, conf=a.conf, device=device, verbose=False)
     if half:  # FP16: 'quantize' replaced 'half' in Ultralytics 8.4 (which warns on every call given 'half')
         kw.update(fp16_predict_args())
+    t_loaded = time.perf_counter()
     with open_source(a.folder, max_frames=2) as src:
         for f in src:  # warm-up: CUDA context, cuDNN autotuning (not counted)
             model.predict(f.image, **kw)
     if a.device == "cuda":
         torch.cuda.synchronize()
+    t_warm = time.perf_counter()
     speed: dict[str, float] = {}
     n = 0
+    stamps: list[float] = []
     w0, c0 = time.perf_counter(), time.process_time()
     with open_source(a.folder, max_frames=a.frames) as src:
         for frame in src:
@@ -93,6 +197,7 @@ def cmd_plain(a) -> int:
             for k, v in (r.speed or {}).items():
                 speed[k] = speed.get(k, 0.0) + float(v or 0.0)
             n += 1
+            stamps.append(time.perf_counter())
     if a.device == "cuda":
         torch.cuda.synchronize()
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
@@ -108,6 +213,9 @@ def cmd_plain(a) -> int:
             "imgsz": a.imgsz,
             "half": half,
             "device": a.device,
+            "load_s": round(t_loaded - T_START, 2),
+            "warm_up_s": round(t_warm - t_loaded, 2),
+            **{k: v for k, v in phases(stamps, a.head or n, a.skip).items() if k != "frames"},
         },
     )
     return 0
@@ -321,15 +429,27 @@ def cmd_summary(a) -> int:
     for path in sorted(a.results.parent.glob("gpu_streams*.json")):  # bench/gpu_streams.py --json, beside the results
         for r in json.loads(path.read_text()).get("rows", []):
             print(
-                f"{path.stem}: {r['mode']} {r.get('ego_backend', '?')} N={r['streams']}: {r['fps_stream']:.2f} fps per "
+                f"{path.stem}: {r['mode']} {r.get('live') or r.get('ego_backend', '?')} N={r['streams']}: {r['fps_stream']:.2f} fps per "
                 f"stream, {r['fps_total']:.2f} total, p95 {r['p95_ms']:.0f} ms, GPU {r['gpu_util']}, {r['gpu_mem']}"
             )
-    for clip in ("nadir", "uavdt"):
-        dual, plain = by.get(f"process_{clip}", {}).get("fps"), by.get(f"plain_{clip}", {}).get("fps")
-        if dual and plain:
+    for name, r in by.items():  # start-up and steady state apart (steady, plain)
+        if r.get("steady_fps") is not None:
             print(
-                f"{clip}: airpatrol process {dual} fps, plain Ultralytics {plain} fps: dual = {100 * dual / plain:.0f} %"
+                f"{name}: first result {r.get('first_result_s')} s after the process start"
+                + (f" (warm-up {r['warm_up_s']} s)" if r.get("warm_up_s") is not None else "")
+                + f"; first {r.get('head_frames')} frames {r.get('head_fps_from_start')} fps from the start, "
+                f"{r.get('head_fps_from_first_result')} from the first result; steady {r['steady_fps']} fps after "
+                f"{r.get('steady_after')} frames (slowest frame {r.get('slowest_ms_steady')} ms; before: "
+                f"{r.get('slowest_ms_before_steady')} ms)"
             )
+    for clip in ("nadir", "uavdt", "uavdt_overlap"):
+        dual, plain = by.get(f"process_{clip}", {}), by.get(f"plain_{clip.split('_')[0]}", {})
+        for key in ("fps", "run_fps", "head_fps_from_first_result", "steady_fps"):
+            if dual.get(key) and plain.get(key if key != "run_fps" else "fps"):
+                d, p = dual[key], plain[key if key != "run_fps" else "fps"]
+                print(
+                    f"{clip} ({key}): airpatrol process {d} fps, plain Ultralytics {p} fps: dual = {100 * d / p:.0f} %"
+                )
     return 0
 
 
@@ -348,6 +468,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--imgsz", type=int, default=640)
     p.add_argument("--conf", type=float, default=0.1)
+    p.add_argument("--head", type=int, help="phases: the first HEAD frames end to end (default: all)")
+    p.add_argument("--skip", type=int, default=30, help="phases: steady state after this many frames")
+    p.add_argument("--results", type=Path)
+    p = sub.add_parser("loop")
+    p.add_argument("folder", type=Path)
+    p.add_argument("out", type=Path)
+    p.add_argument("--frames", type=int, required=True)
+    p = sub.add_parser("steady")
+    p.add_argument("folder", type=Path)
+    p.add_argument("--label", required=True)
+    p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+    p.add_argument("--frames", type=int)
+    p.add_argument("--head", type=int, default=177, help="the first HEAD frames end to end (the clip's length)")
+    p.add_argument("--skip", type=int, default=30, help="steady state after this many frames")
+    p.add_argument("--config", type=Path, help="AirPatrol YAML/JSON config (its pipeline section is used)")
+    p.add_argument("--out", type=Path, required=True, help="the run folder")
     p.add_argument("--results", type=Path)
     p = sub.add_parser("record")
     p.add_argument("label")
@@ -373,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", type=Path)
     a = ap.parse_args(argv)
     commands = {"frames": cmd_frames, "plain": cmd_plain, "record": cmd_record, "profile": cmd_profile}
+    commands.update(loop=cmd_loop, steady=cmd_steady)
     return {**commands, "compare": cmd_compare, "summary": cmd_summary}[a.cmd](a)
 
 

@@ -147,7 +147,7 @@ def run_step(n: int, frames: list, cfg, warmup: int, serial: bool = False) -> di
     from tracking.pipeline import Pipeline
     from vision.types import Frame
 
-    pipes = [Pipeline(cfg, streams=n) for _ in range(n)]  # 'auto' backend: torch only for a large enough group
+    pipes = [Pipeline(cfg, streams=n) for _ in range(n)]  # 'streams': what the 'auto' backend weighs
     h, w = frames[0].image.shape[:2]
     for p in pipes:
         p.reset(w, h, 25.0)
@@ -230,6 +230,12 @@ def run_processes(n: int, video: Path, n_frames: int, cfg, warmup: int) -> dict:
 
 
 # -- mode serve: airpatrol serve with N live streams ---------------------------------------------------------------
+
+
+def _has_pyav() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("av") is not None
 
 
 def free_port() -> int:
@@ -335,18 +341,144 @@ def live_source(video: Path, port: int) -> subprocess.Popen:
     )
 
 
-def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup_s: float) -> dict:
+def pyav_send(video: Path, port: int) -> None:
+    """An encoder without an ffmpeg program: PyAV remuxes the clip (no re-encoding), looped at its real rate, as
+    MPEG-TS to a TCP listener the service's pull reader connects to (what ``live_source`` does with ffmpeg). Runs in a
+    process of its own (``pyav_source``): PyAV's listening socket holds the GIL while it waits for the service."""
+    import av
+
+    url = f"tcp://127.0.0.1:{port}?listen=1&listen_timeout=120000"
+    with av.open(url, "w", format="mpegts") as out:
+        ost, offset, t0 = None, 0.0, time.monotonic()
+        while True:
+            with av.open(str(video)) as inp:
+                ist = inp.streams.video[0]
+                if ost is None:
+                    ost = out.add_stream_from_template(ist)
+                step = 1.0 / float(ist.average_rate or 25)
+                tb = float(ist.time_base or 1 / 90000)
+                shift, end = round(offset / tb), offset
+                for pkt in inp.demux(ist):
+                    if pkt.dts is None:  # the demuxer's flush packet
+                        continue
+                    t = offset + (pkt.pts if pkt.pts is not None else pkt.dts) * tb
+                    lag = t - (time.monotonic() - t0)
+                    if lag > 0:
+                        time.sleep(lag)
+                    if pkt.pts is not None:
+                        pkt.pts += shift
+                    pkt.dts += shift
+                    pkt.stream = ost
+                    out.mux(pkt)
+                    end = max(end, t + step)
+            offset = end
+
+
+def pyav_source(video: Path, port: int) -> subprocess.Popen:
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import gpu_streams as g; g.pyav_send(g.Path(sys.argv[1]), {port})"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(video)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def jpeg_frames(video: Path) -> tuple[list[bytes], float]:
+    """The clip's frames as JPEG files' bytes, and its rate: a folder's JPEG files as they are (the GPU call's frame
+    folders), or a video file's frames decoded and encoded once by OpenCV (no PyAV, no ffmpeg program needed)."""
+    import configparser
+
+    import cv2
+
+    if video.is_dir():
+        info = configparser.ConfigParser()
+        info.read(video / "seqinfo.ini")
+        fps = float(info.get("Sequence", "frameRate", fallback="25"))
+        files = sorted((video / info.get("Sequence", "imDir", fallback="img")).glob("*.jpg"))
+        return [f.read_bytes() for f in files], fps
+    cap = cv2.VideoCapture(str(video))
+    fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
+    out = []
+    while True:
+        ok, img = cap.read()
+        if not ok:
+            break
+        out.append(cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes())
+    cap.release()
+    return out, fps
+
+
+class PushSource(threading.Thread):
+    """A device pushing the clip, looped at its real rate, to a push stream of the service (edge.client.publish's
+    protocol: a JSON header, then the JPEG, over one WebSocket). The JPEG bytes are sent as they are: the bench
+    process encodes nothing, so it takes no CPU from the service."""
+
+    def __init__(self, base: str, auth: dict, jpegs: list[bytes], fps: float, name: str):
+        from edge.client.api import Endpoint
+        from edge.client.publish import Publisher, PublishOptions
+
+        class JpegPublisher(Publisher):
+            def _send(self, ws, t: float, image, telemetry) -> None:  # image: the JPEG's bytes
+                ws.send(json.dumps({"type": "frame", "t": round(t, 4)}))
+                ws.send(image)
+                self.sent += 1
+
+        super().__init__(daemon=True)
+        token = auth["Authorization"].split(" ", 1)[1]
+        self.publisher = JpegPublisher(
+            Endpoint(base, token), PublishOptions(name=name, max_retries=2, retry_max_s=1.0), say=lambda _: None
+        )
+        self.stream = self.publisher.register()
+        self.jpegs, self.fps = jpegs, fps
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def frames(self):
+        t0, i = time.monotonic(), 0
+        while not self.stop.is_set():
+            t = i / self.fps
+            lag = t - (time.monotonic() - t0)
+            if lag > 0:
+                time.sleep(lag)
+            elif lag < -0.2:  # behind: skip, stay live (as the publish client does with a recording)
+                i += 1
+                continue
+            yield t, self.jpegs[i % len(self.jpegs)]
+            i += 1
+
+    def run(self) -> None:
+        try:
+            self.publisher.run(self.frames(), self.fps, None)
+        except BaseException as exc:  # reported by run_serve
+            self.error = exc
+
+
+def run_serve(
+    n: int, video: Path, base: str, auth: dict, seconds: float, warmup_s: float, live: str = "ffmpeg", jpegs=None
+) -> dict:
+    """``live``: 'ffmpeg' (an ffmpeg program per stream sends MPEG-TS over TCP, the service pulls and decodes it with
+    PyAV), 'pyav' (the same, sent by PyAV in this process: no ffmpeg program), 'push' (JPEG over the push WebSocket,
+    ``jpegs`` = (frames, fps): neither PyAV nor ffmpeg needed anywhere)."""
     import httpx
     from websockets.sync.client import connect
 
-    sources, ids = [], []
+    sources: list = []
+    ids = []
     results: list[list[float]] = [[] for _ in range(n)]
     counting = threading.Event()
     done = threading.Event()
+    t_begin, t_ready, t_end = time.perf_counter(), None, None  # the row's phases: how long each stream count costs
     try:
-        for _ in range(n):
+        for i in range(n):
+            if live == "push":
+                src = PushSource(base, auth, jpegs[0], jpegs[1], f"bench-push-{i}")
+                sources.append(src)
+                ids.append(src.stream)
+                src.start()
+                continue
             port = free_port()
-            sources.append(live_source(video, port))
+            sources.append(live_source(video, port) if live == "ffmpeg" else pyav_source(video, port))
             r = httpx.post(
                 f"{base}/api/streams",
                 headers=auth,
@@ -378,6 +510,7 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
             if all(st.get("processed", 0) > 0 for st in states):
                 break
             time.sleep(0.5)
+        t_ready = time.perf_counter()
         time.sleep(warmup_s)
         with GpuSampler() as gpu:
             counting.set()
@@ -389,20 +522,31 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
         for t in threads:
             t.join(5)
         util, mem = gpu.summary()
+        t_end = time.perf_counter()
     finally:
         done.set()
+        for p in sources:  # push: the device says the flight is over, the service completes the run
+            if isinstance(p, PushSource):
+                p.stop.set()
+        for p in sources:
+            if isinstance(p, PushSource):
+                p.join(30)
         for s in ids:
             try:
                 httpx.delete(f"{base}/api/streams/{s['id']}", headers=auth, timeout=60)
             except httpx.HTTPError:
                 pass
         for p in sources:
-            p.kill()
-            p.wait()
+            if not isinstance(p, PushSource):
+                p.kill()
+                p.wait()
+    errors = [f"{type(p.error).__name__}: {p.error}" for p in sources if getattr(p, "error", None)]
     per = [len(r) / wall for r in results]
     lat = [x for r in results for x in r]
     return {
         "mode": "serve",
+        "live": live,
+        **({"source_errors": errors} if errors else {}),
         "streams": n,
         "frames": sum(len(r) for r in results),
         "fps_stream": float(np.mean(per)),
@@ -410,6 +554,8 @@ def run_serve(n: int, video: Path, base: str, auth: dict, seconds: float, warmup
         "p95_ms": float(np.percentile(lat, 95)) if lat else float("nan"),
         "gpu_util": util,
         "gpu_mem": mem,
+        "until_all_processing_s": round(t_ready - t_begin, 1) if t_ready else None,
+        "teardown_s": round(time.perf_counter() - t_end, 1) if t_end else None,
     }
 
 
@@ -443,14 +589,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument(
         "--ego-backend",
         choices=["auto", "opencv", "torch"],
-        help="ego_motion.backend for every stream (default: the config's; 'auto' takes torch on CUDA from 8 streams)",
+        help="ego_motion.backend for every stream (default: the config's; 'auto' is OpenCV everywhere)",
     )
+    ap.add_argument(
+        "--live",
+        choices=["ffmpeg", "pyav", "push"],
+        help="serve: how the live sources send the clip - 'ffmpeg': an ffmpeg program per stream, MPEG-TS over TCP, "
+        "pulled and decoded by the service's PyAV; 'pyav': the same sent by PyAV in this process (no ffmpeg program); "
+        "'push': JPEG frames over the push WebSocket (edge.client.publish's protocol; neither PyAV nor ffmpeg "
+        "needed, --video may be a frame folder). Default: ffmpeg if found, else pyav if importable, else push",
+    )
+    ap.add_argument("--serve-warmup", type=float, default=2.0, help="serve: seconds processed before counting")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args(argv)
     if not args.video.exists():
         raise SystemExit(f"{args.video}: no such video (set --video, or AIRPATROL_SHARED to the shared data)")
-    if "serve" in args.modes and not args.video.is_file():
-        raise SystemExit(f"{args.video}: serve mode needs a video file (the live sources send it)")
     from vision.detection import resolve_device
 
     device = resolve_device(args.device)
@@ -482,19 +635,27 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for n in args.streams:
             emit(run_processes(n, args.video, args.frames + args.warmup, cfg, args.warmup))
     if "serve" in args.modes:
-        if shutil.which("ffmpeg") is None:
-            raise SystemExit("serve mode needs ffmpeg (the live sources)")
-        from vision.source import open_source
+        live = args.live or ("ffmpeg" if shutil.which("ffmpeg") else "pyav" if _has_pyav() else "push")
+        if live in ("ffmpeg", "pyav") and not args.video.is_file():
+            raise SystemExit(f"{args.video}: --live {live} needs a video file (push also takes a frame folder)")
+        if live == "ffmpeg" and shutil.which("ffmpeg") is None:
+            raise SystemExit("--live ffmpeg needs the ffmpeg program (--live pyav or push do without)")
+        jpegs = jpeg_frames(args.video) if live == "push" else None
+        if jpegs is not None:
+            fps = jpegs[1]
+        else:
+            from vision.source import open_source
 
-        with open_source(args.video) as src:
-            fps = src.info.fps
+            with open_source(args.video) as src:
+                fps = src.info.fps
         seconds = args.frames / fps
+        print(f"serve: live sources by {live}, {seconds:.1f} s counted per stream count after {args.serve_warmup} s")
         with (
             tempfile.TemporaryDirectory(prefix="airpatrol-gpu-streams-") as tmp,
             serve(Path(tmp), device, args.config) as (base, auth),
         ):
             for n in args.streams:
-                emit(run_serve(n, args.video, base, auth, seconds, warmup_s=2.0))
+                emit(run_serve(n, args.video, base, auth, seconds, args.serve_warmup, live, jpegs))
     return rows
 
 

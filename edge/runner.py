@@ -169,6 +169,7 @@ def _summary(
             "fps": round(stats["frames"] / loop_s, 2) if loop_s > 0 else None,
             "ms_per_frame": round(1000 * loop_s / n, 2),
             "ms_per_frame_by_stage": stats["ms_per_frame_by_stage"],
+            "warm_up_s": stats.get("warm_up_s"),  # CUDA start-up before the frame loop (Pipeline.warm_up)
         },
         "ego_motion_failures": stats["ego_motion_failures"],
         "detector_tiles": stats["detector_tiles"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import cv2
@@ -20,7 +21,7 @@ from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
 from vision.detection import Detector, VehicleDetector, resolve_device
-from vision.ego_motion import warp_boxes
+from vision.ego_motion import EgoMotionEstimator, warp_boxes
 from vision.gpu.backend import build_motion_stages
 from vision.motion_gate import MovingBlobGate
 from vision.types import CameraPose, Detections, DetectionSource, Frame
@@ -64,6 +65,10 @@ class Pipeline:
         self.ego, self.motion = build_motion_stages(self.config.ego_motion, self.config.motion, self.device, streams)
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
+        self._warmed_ego: set[tuple[int, int]] = set()
+        self._ego_pool: ThreadPoolExecutor | None = (
+            None  # config.overlap_ego_motion: the ego-motion's thread, made on first use
+        )
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -117,6 +122,28 @@ class Pipeline:
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
         self.ego_failures = 0
+        self.warm_up_s = self.warm_up(width, height)
+
+    def warm_up(self, width: int, height: int) -> float:
+        """On CUDA (``config.warm_up``): the detector at every input shape a run on this frame size can use, the road
+        U-Net and the torch ego-motion once each, on blank frames; no stream state is touched. Seconds spent (0 on the
+        CPU and for a frame size already warmed)."""
+        if not (self.config.warm_up and self.device.startswith("cuda")):
+            return 0.0
+        import torch
+
+        t0 = time.perf_counter()
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.warm_up(width, height, fixed=False if self.config.baseline else None)
+        if self.road is not None:
+            self.road.warm_up(width, height)
+        register = getattr(self.ego, "register", None)  # the torch ego-motion (batched form: keeps no state)
+        if register is not None and (width, height) not in self._warmed_ego:
+            blank = np.zeros((height, width, 3), np.uint8)
+            register(self.ego.prepare(blank), self.ego.prepare(blank))
+            self._warmed_ego.add((width, height))
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------------------------
     def step(self, frame: Frame) -> FrameResult:
@@ -149,8 +176,16 @@ class Pipeline:
         img = frame.image
         h, w = img.shape[:2]
         t = time.perf_counter()
-        grey = self.ego.prepare(img)
-        ego = self.ego.update(grey, self._last_boxes)
+        early: Detections | None = None  # the detector's result, when it ran beside the ego-motion
+        if self._until_detect == 0 and self._can_overlap(w, h):
+            pending = self._ego_thread().submit(self._ego_update, img, self._last_boxes)
+            assert isinstance(self.detector, VehicleDetector)  # _can_overlap
+            self.detector.frame_number = self.frames + 1
+            self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
+            early = self.detector.detect(img, None)  # the mask is not read here (_can_overlap)
+            grey, ego = pending.result()
+        else:
+            grey, ego = self._ego_update(img, self._last_boxes)
         if not ego.ok and self.frames > 0:
             self.ego_failures += 1
         H = ego.H if ego.ok else None
@@ -184,11 +219,14 @@ class Pipeline:
 
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
-        if isinstance(self.detector, VehicleDetector):
-            self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
-            # the scale plan's CPU budget covers the frames until the next detector run
-            self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
-        dets = self.detector.detect(img, road) if detect else Detections()
+        if early is not None:
+            dets = early
+        else:
+            if isinstance(self.detector, VehicleDetector):
+                self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
+                # the scale plan's CPU budget covers the frames until the next detector run
+                self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
+            dets = self.detector.detect(img, road) if detect else Detections()
         t = self._tick("detect", t)
 
         field, moving_fraction = None, None
@@ -248,6 +286,27 @@ class Pipeline:
                 self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
         self._tick("speed", t)
         return result
+
+    def _ego_update(self, img: np.ndarray, boxes: np.ndarray):
+        grey = self.ego.prepare(img)
+        return grey, self.ego.update(grey, boxes)
+
+    def _can_overlap(self, width: int, height: int) -> bool:
+        """config.overlap_ego_motion, with the OpenCV ego-motion (the torch one would queue on the same GPU) and a
+        detector that does not read the road mask, the one input of detection that waits on the ego-motion."""
+        det, cfg = self.detector, self.config
+        return (
+            cfg.overlap_ego_motion
+            and isinstance(det, VehicleDetector)
+            and isinstance(self.ego, EgoMotionEstimator)
+            and not det.config.crop_to_road
+            and max(width, height) <= det.config.single_pass_max
+        )
+
+    def _ego_thread(self):
+        if self._ego_pool is None:
+            self._ego_pool = ThreadPoolExecutor(1, thread_name_prefix="ego-motion")
+        return self._ego_pool
 
     def _detector_stride(self) -> int:
         """Frames until the next detector run: ``detector.every_n_frames``; while the motion layer feeds a good share
@@ -511,6 +570,7 @@ class Pipeline:
             "tracks": len(self.track_ids),
             "ms_per_frame_by_stage": {k: round(v / n, 2) for k, v in self.timings.items()},
             "ego_motion_failures": self.ego_failures,
+            "warm_up_s": round(getattr(self, "warm_up_s", 0.0), 3),  # CUDA start-up: warm_up(), not in the frame loop
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
             # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it

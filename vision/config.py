@@ -54,6 +54,13 @@ class DetectorConfig(BaseModel):
         "1024x540 frame at native resolution; a 1920x1080 frame at half scale, where the motion layer carries the "
         "vehicles too small for the detector)",
     )
+    native_up_to_px: int = Field(
+        1280,
+        ge=0,
+        description="'auto': frames whose long side is at most this (720p, landscape or portrait) may be detected at "
+        "native resolution whatever max_input_pixels allows, when their vehicles need it (below 1.0x their small "
+        "vehicles are missed: toll-plaza speeds, docs/detector_scale.md); larger frames stay within the budget",
+    )
     scale_bands: int = Field(
         3, ge=1, le=8, description="'auto': row bands of the frame that get their own scale (oblique views)"
     )
@@ -93,6 +100,15 @@ class DetectorConfig(BaseModel):
         0.25, gt=0, le=1, description="reject boxes wider/taller than this fraction of the frame"
     )
     half: bool = Field(True, description="FP16 inference on CUDA")
+    cuda_input_step: int = Field(
+        32,
+        ge=0,
+        description="CUDA: the detector input's short side is padded up to a multiple of this (px; the long side, "
+        "which sets the scale, is unchanged), so every pass runs at one of the input shapes warmed up at the start. "
+        "32 (YOLOv8's stride) gives the inputs Ultralytics' own padding gives: the default plan is one band and uses "
+        "5-7 shapes per frame size; a larger step bounds the shapes of multi-band plans (max_scale > 1: 57 shapes at "
+        "1024x540 with 32, 38 with 128; docs/gpu.md); 0: Ultralytics' padding, no fixed shapes, no warm-up",
+    )
     runtime: Literal["auto", "torch", "onnx"] = Field(
         "auto",
         description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
@@ -130,9 +146,9 @@ class EgoMotionConfig(BaseModel):
     backend: Literal["auto", "opencv", "torch"] = Field(
         "auto",
         description="ego-motion and motion layer implementation: 'opencv' (CPU), 'torch' (kornia, on the "
-        "pipeline's device, batched over streams), 'auto': torch only on CUDA with at least 8 streams "
-        "stepped together (where it measured faster), OpenCV otherwise (one CUDA stream: OpenCV's ego-motion "
-        "measured 5x faster; CPU: OpenCV faster at equal accuracy; docs/gpu.md)",
+        "pipeline's device, batched over streams), 'auto': OpenCV everywhere (on an H200 OpenCV measured 5x "
+        "faster for one stream and 1.7x the total fps of 8 streams stepped together; CPU: OpenCV faster at "
+        "equal accuracy; docs/gpu.md)",
     )
     max_features: int = Field(600, ge=20)
     ransac_px: float = Field(2.5, gt=0)

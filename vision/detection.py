@@ -7,6 +7,7 @@ AirPatrol's vehicle classes by name (COCO ``car``/``truck``/``bus`` and our own 
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Protocol
 
 import numpy as np
@@ -52,6 +53,26 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def input_shape(height: int, width: int, imgsz: int, step: int) -> tuple[int, int]:
+    """The (h, w) the detector runs an image at on CUDA: letterboxed so its long side is ``imgsz`` (the scale the plan
+    chose), its short side padded up to a multiple of ``step`` (at most ``imgsz``). Ultralytics' own letterbox pads
+    only to its stride (32), so every band height of the scale plan was a new input shape."""
+    long_side = max(height, width)
+
+    def side(n: int) -> int:
+        if n == long_side:
+            return imgsz
+        return min(imgsz, int(np.ceil(n * imgsz / long_side / step - 1e-9)) * step)  # never below the scaled side
+
+    return side(height), side(width)
+
+
+def pass_imgsz(crop_h: int, crop_w: int, scale: float, stride: int = 32) -> int:
+    """The long side (input px) of a detector pass over a crop at ``scale``: a multiple of YOLOv8's largest stride, as
+    the letterbox pads to it."""
+    return max(int(np.ceil(max(crop_h, crop_w) * scale / stride) * stride), stride)
+
+
 def tile_grid(width: int, height: int, tile: int, overlap: float) -> list[tuple[int, int, int, int]]:
     """Tiles of ``tile`` px covering the frame with at least ``overlap`` shared between neighbours."""
 
@@ -82,6 +103,13 @@ class VehicleDetector:
         if not self.class_map:
             raise WeightsError(f"{self.weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
         self._is_torch = self.weights.endswith(".pt") or self.runtime == "onnx"  # both take whole batches
+        # CUDA, PyTorch model: each new input shape costs its first call new cuDNN plans (slow), so shapes are
+        # padded into a few (config.cuda_input_step) and warm_up() runs them all once; on the CPU nothing changes
+        self._fixed_shapes = (
+            self.device.startswith("cuda") and self.weights.endswith(".pt") and self.config.cuda_input_step > 0
+        )
+        self.warmed_shapes: set[tuple] = set()  # input shapes warm_up() ran
+        self.warmed_sizes: set[tuple] = set()  # (width, height, fixed) warm_up() covered
         self.tiles_run = 0
         self.reset()
 
@@ -120,8 +148,12 @@ class VehicleDetector:
         sizes = np.concatenate(list(self._sizes)) if self._sizes else np.zeros((0, 2), np.float32)
         lo = cfg.min_scale
         letterbox = min(1.0, cfg.imgsz / max(width, height))
-        budget = cfg.max_input_pixels * self.budget_frames  # a detector that runs every few frames may cost more
-        hi = max(lo, min(cfg.max_scale, np.floor(8 * letterbox * np.sqrt(budget) + 1e-6) / 8))
+        # a detector that runs every few frames (motion frames between) may cost more per pass
+        budget = np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels * self.budget_frames) + 1e-6) / 8
+        if max(width, height) <= cfg.native_up_to_px:
+            # up to 720p, native is affordable, and below it small vehicles are missed (toll plaza, 720x1280)
+            budget = max(budget, 1.0)
+        hi = max(lo, min(cfg.max_scale, budget))
 
         def scale_for(lengths: np.ndarray) -> float:
             if len(lengths) < 3:
@@ -165,10 +197,7 @@ class VehicleDetector:
             dets = self._pass(image, road_mask, 0, h, plan[0][2])
         else:
             parts, cuts = [], []
-            for i, (y0, y1, s) in enumerate(plan):
-                # grow each band by a vehicle length of its neighbours so a vehicle on the seam is whole in one band
-                grow = int(np.ceil(cfg.target_vehicle_px / min(s, *(b[2] for b in plan[max(0, i - 1) : i + 2]))))
-                a, b = max(0, y0 - grow), min(h, y1 + grow)
+            for a, b, s in self._band_rows(plan, h):
                 d = self._pass(image, road_mask, a, b, s)
                 parts.append(d)
                 cuts.append(cut_by_tile_edge(d.xyxy - np.array([0, a, 0, a], np.float32), (0, a, w, b), w, h))
@@ -178,16 +207,23 @@ class VehicleDetector:
         self._tiling_now = all(s >= 1.0 for *_, s in plan)
         return dets
 
+    def _band_rows(self, plan: list[tuple[int, int, float]], height: int) -> list[tuple[int, int, float]]:
+        """The rows each band of a plan is detected on: grown by a vehicle length of its neighbours, so a vehicle on
+        the seam is whole in one band."""
+        rows = []
+        for i, (y0, y1, s) in enumerate(plan):
+            grow = int(np.ceil(self.config.target_vehicle_px / min(s, *(b[2] for b in plan[max(0, i - 1) : i + 2]))))
+            rows.append((max(0, y0 - grow), min(height, y1 + grow), s))
+        return rows
+
     def _pass(self, image: np.ndarray, road_mask: np.ndarray | None, y0: int, y1: int, scale: float) -> Detections:
         """Rows y0..y1 of the frame at ``scale`` (input px per frame px), in one pass (tiles beyond single_pass_max)."""
         h, w = image.shape[:2]
         if scale >= 1.0 and y0 == 0 and y1 == h and abs(scale - 1.0) < 1e-6:
             return self._tiled(image, road_mask)  # native: the road crop, or tiles for very large frames
         crop = image[y0:y1]
-        stride = 32  # YOLOv8's largest stride: the letterbox pads to a multiple of it
-        imgsz = int(np.ceil(max(crop.shape[:2]) * scale / stride) * stride)
         self.tiles_run += 1
-        dets = self._predict([crop], imgsz=max(imgsz, stride))[0]
+        dets = self._predict([crop], imgsz=pass_imgsz(crop.shape[0], crop.shape[1], scale))[0]
         if len(dets) and y0:
             dets.xyxy += np.array([0, y0, 0, y0], np.float32)
         return dets
@@ -223,6 +259,10 @@ class VehicleDetector:
         )
         if self.device.startswith("cuda") and self.config.half:
             kwargs.update(fp16_predict_args())
+        if self._fixed_shapes:  # a few input shapes (warmed up at the start) rather than one per band height
+            size, step = int(imgsz or self.config.imgsz), self.config.cuda_input_step
+            shapes = [input_shape(im.shape[0], im.shape[1], size, step) for im in images]
+            kwargs.update(imgsz=[max(s[0] for s in shapes), max(s[1] for s in shapes)], rect=False)
         if self._is_torch and self.device.startswith("cuda"):
             results = self.model.predict(images, **kwargs)
         else:
@@ -311,6 +351,89 @@ class VehicleDetector:
         self._open = {}
         self._last_f = 0
         self.frame_number: int | None = None  # the video frame being detected, set by the pipeline
+
+    # -- warm-up (CUDA) ---------------------------------------------------------------------------------------
+    def _possible_plans(self, width: int, height: int) -> set[tuple[tuple[int, int, float], ...]]:
+        """Every plan ``_plan`` can return for this frame size: it is asked with made-up vehicle lengths, one median
+        per band, over every combination of the scales it can choose (so the rule stays in ``_plan`` alone)."""
+        from collections import deque
+
+        bands = self.config.scale_bands
+        centres = (np.arange(bands) + 0.5) * height / bands
+        saved = self._sizes
+
+        def plan_for(lengths) -> tuple[tuple[int, int, float], ...]:
+            rows = [(c, n) for c, n in zip(centres, lengths) for _ in range(20)]
+            self._sizes = deque([np.array(rows, np.float32).reshape(-1, 2)])
+            return tuple(self._plan(width, height))
+
+        try:
+            by_scale: dict[float, float] = {}  # scale -> a vehicle length that gives it
+            for length in np.geomspace(1.0, max(width, height), 600):
+                by_scale.setdefault(plan_for([length] * bands)[0][2], float(length))
+            choices = list(by_scale.values())
+            combos = itertools.product(choices, repeat=bands) if len(choices) ** bands <= 4096 else []
+            plans = {plan_for(list(c)) for c in combos} | {plan_for([n] * bands) for n in choices}
+            self._sizes = deque()
+            plans.add(tuple(self._plan(width, height)))  # nothing measured yet: the first frame's plan
+        finally:
+            self._sizes = saved
+        return plans
+
+    def warm_up_passes(self, width: int, height: int, fixed: bool | None = None) -> dict[tuple, tuple]:
+        """Input shape -> one detector pass that runs at it, for every shape a run on ``width`` x ``height`` frames can
+        use: the scale plan's bands, the probe passes, or the fixed mode's one pass (``fixed``: as ``detect``'s
+        ``tiling``). A pass is ('letterbox',), ('tiles',) or (y0, y1, scale) of ``_pass``."""
+        step, imgsz = self.config.cuda_input_step or 32, self.config.imgsz
+        passes: list[tuple] = []
+        fixed = self.wants_tiles(width, height) if fixed is None else fixed
+        if fixed is False:
+            passes.append(("letterbox",))
+        elif fixed is True:
+            passes.append((0, height, 1.0))
+        else:
+            passes += [("letterbox",), (0, height, self.config.max_scale)]  # the probes
+            for plan in sorted(self._possible_plans(width, height)):
+                passes += [(0, height, plan[0][2])] if len(plan) == 1 else self._band_rows(list(plan), height)
+        out: dict[tuple, tuple] = {}
+        for p in passes:
+            key: tuple
+            if p[0] == "letterbox":
+                key = input_shape(height, width, imgsz, step)
+            elif (
+                abs(p[2] - 1.0) < 1e-6
+                and p[0] == 0
+                and p[1] == height
+                and max(width, height) > self.config.single_pass_max
+            ):
+                key = ("tiles",)
+            else:
+                y0, y1, s = p
+                key = input_shape(y1 - y0, width, pass_imgsz(y1 - y0, width, s), step)
+            out.setdefault(key, p)
+        return out
+
+    def warm_up(self, width: int, height: int, fixed: bool | None = None) -> int:
+        """Run the model once at every input shape a run on ``width`` x ``height`` frames can use, so a stream's first
+        seconds do not pay each new shape's first CUDA call (new cuDNN plans: the last H200 call ran a 1080p clip's
+        first 30 frames at 4.6 fps, its warm loop at 41). CUDA only, with shapes padded into a few
+        (``cuda_input_step``); on the CPU it would only cost. Returns the number of passes run."""
+        if not self._fixed_shapes or (width, height, fixed) in self.warmed_sizes:
+            return 0
+        image = np.zeros((height, width, 3), np.uint8)
+        tiles_run, n = self.tiles_run, 0
+        for key, p in self.warm_up_passes(width, height, fixed).items():
+            if key in self.warmed_shapes:
+                continue
+            if p[0] == "letterbox":
+                self._predict([image])
+            else:
+                self._pass(image, None, *p)
+            self.warmed_shapes.add(key)
+            n += 1
+        self.tiles_run = tiles_run
+        self.warmed_sizes.add((width, height, fixed))
+        return n
 
     @property
     def tiling_active(self) -> bool:

@@ -121,6 +121,7 @@ def evaluate(
     log,
     references: bool = False,
     baseline: bool = False,
+    candidates: list[str] | None = None,
 ) -> dict:
     tag = _weights_tag(weights)
     out: dict = {"weights": str(weights), "weights_sha256_12": tag, "sequences": {}}
@@ -170,6 +171,8 @@ def evaluate(
             )
             log(seq.name, "baseline", entry["baseline"])
         for name, overrides in {**DUAL_CANDIDATES, **(DUAL_REFERENCES if references else {})}.items():
+            if candidates and name not in candidates:
+                continue
             key = {"seq": seq.name, "frames": seq.frames, "contender": "dual", "overrides": overrides, "weights": tag}
             entry["dual"][name] = _cached(
                 cache,
@@ -526,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sequences", nargs="*", help="names (default: all present)")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "airpatrol" / "bench_real")
     ap.add_argument("--out", type=Path, default=Path("docs/real_accuracy.json"))
+    ap.add_argument(
+        "--candidates", nargs="+", choices=[*DUAL_CANDIDATES, *DUAL_REFERENCES], help="dual settings (default: all)"
+    )
     ap.add_argument("--references", action="store_true", help="also the costly references (plain imgsz 1024, ...)")
     ap.add_argument("--baseline", action="store_true", help="also `airpatrol process --baseline`")
     ap.add_argument(
@@ -567,7 +573,14 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     results = evaluate(
-        seqs, args.weights, args.plain_confs, args.cache, log, references=args.references, baseline=args.baseline
+        seqs,
+        args.weights,
+        args.plain_confs,
+        args.cache,
+        log,
+        references=args.references,
+        baseline=args.baseline,
+        candidates=args.candidates,
     )
     results["code_sha256_12"] = _code_tag()
     if args.cost_frames:
@@ -597,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(_effects(results)))
     for what, measured, ok in targets(results, choice):
         print(f"{'MET ' if ok else 'MISS'} {what}: {measured}")
-    if args.markdown and str(args.markdown):
+    if args.markdown and str(args.markdown) != ".":  # --markdown "" is Path("") = "."
         write_markdown(results, choice, args.markdown, results["command"])
         print(f"written: {args.markdown}")
     print(f"written: {args.out}")

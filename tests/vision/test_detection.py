@@ -144,6 +144,41 @@ def test_an_oblique_view_is_upscaled_in_its_far_rows_only_and_never_downscaled_b
     assert default._plan(1024, 540) == [(0, 540, 1.0)]
 
 
+def test_a_720p_frame_of_small_vehicles_is_detected_at_native_resolution_either_way_up():
+    """Frames up to native_up_to_px (1280) may run native when their vehicles need it (the toll plaza's 720x1280
+    oblique clip: at the budget's 0.75x its ~34 px vehicles were missed and the uncalibrated speeds went wrong);
+    larger frames stay within the CPU budget."""
+    for width, height in ((720, 1280), (1280, 720)):
+        det = _auto_detector()
+        det._measure(_cars(34, [0.2 * height, 0.4 * height, 0.5 * height, 0.6 * height, 0.8 * height]))
+        assert det._plan(width, height) == [(0, height, 1.0)]
+    hd = _auto_detector()
+    hd._measure(_cars(34, [200, 400, 500, 600, 800]))
+    assert hd._plan(1920, 1080) == [(0, 1080, 0.5)]  # 2.6x the letterboxed pixels: half scale
+    budget_only = _auto_detector(native_up_to_px=0)
+    budget_only._measure(_cars(34, [256, 512, 640, 768, 1024]))
+    assert budget_only._plan(720, 1280) == [(0, 1280, 0.75)]  # what the budget alone allows (the regression)
+
+
+def test_the_toll_plaza_portrait_clip_gets_the_scale_its_vehicles_need():
+    """Real portrait oblique footage (720x1280, vehicles ~30-50 px long at native resolution): 'auto' measures them
+    and detects the frame at native resolution, where it finds them (at 0.75x it missed about 4 in 10 of the middle
+    rows' vehicles, docs/detector_scale.md)."""
+    from tests.conftest import shared_path
+    from vision.source import open_source
+
+    clip = shared_path("data", "real_video", "toll_plaza", "247589_medium.mp4")
+    with open_source(clip, max_frames=60) as src:
+        frames = [f.image for f in src if f.index % 20 == 0]
+    det = _auto_detector()
+    for image in frames:
+        det.detect(image)
+    assert frames[0].shape[:2] == (1280, 720)
+    lengths = np.concatenate(list(det._sizes))[:, 1]
+    assert len(lengths) >= 10 and np.median(lengths) < det.config.target_vehicle_px  # small: they need >= 1x
+    assert [e["scale"] for e in det.scale_log] == [1.0]
+
+
 def test_a_roof_boxed_inside_its_car_is_not_measured_as_a_vehicle():
     det = _auto_detector()
     cars = _cars(80, [100, 200, 300, 400, 500])
@@ -185,3 +220,48 @@ def test_large_vehicles_are_detected_at_a_smaller_scale_with_fewer_false_boxes()
     auto_tp, auto_fp = matched_and_false(auto)
     assert auto.scale_log and all(e["scale"] < 1.0 for e in auto.scale_log)  # the cars measured large: downscaled
     assert auto_fp < native_fp and auto_tp >= 0.95 * native_tp  # measured: 19 vs 24 false boxes, 115 vs 114 found
+
+
+def _recording(det) -> list[tuple[int, int]]:
+    """The input shapes (h, w) the detector asks Ultralytics for, recorded on the way to the real model."""
+    shapes: list[tuple[int, int]] = []
+    predict = det.model.predict
+
+    def recorded(*args, **kwargs):
+        shapes.append(tuple(kwargs["imgsz"]))
+        return predict(*args, **kwargs)
+
+    det.model.predict = recorded
+    return shapes
+
+
+def test_every_input_shape_a_run_uses_is_one_the_warm_up_ran():
+    """On CUDA each new input shape's first call is slow, so warm_up() runs every shape the scale plan can use at the
+    start. Here the CUDA shape rule is switched on for a CPU detector; vehicles of several sizes move the plan around."""
+    det = _auto_detector()
+    assert det.warm_up(1024, 540) == 0  # on the CPU: nothing is run
+    det._fixed_shapes = True
+    shapes = _recording(det)
+    ran = det.warm_up(1024, 540)
+    assert ran == len(det.warmed_shapes) == len(set(shapes)) >= 5  # one pass per shape, each scale step of the plan
+    assert det.tiles_run == 0 and not det.scale_log  # blank frames: no stream state kept
+    shapes.clear()
+    blank = np.zeros((540, 1024, 3), np.uint8)
+    for length in (96, 30, 60, 200):
+        det._measure(_cars(length, [100, 200, 300, 400, 450]))
+        det.detect(blank)
+    assert len({e["scale"] for e in det.scale_log}) >= 3 and set(shapes) <= det.warmed_shapes
+
+
+def test_the_input_shapes_of_banded_plans_are_all_enumerated():
+    """max_scale > 1 with room in the budget: bands of their own scale, whose grown heights vary with the neighbours'
+    scales. Every shape such a run asks for is among warm_up_passes()."""
+    det = _auto_detector(max_scale=2.0, max_input_pixels=16.0)
+    det._fixed_shapes = True
+    known = set(det.warm_up_passes(1024, 540))
+    shapes = _recording(det)
+    blank = np.zeros((540, 1024, 3), np.uint8)
+    det._measure(Detections.concat([_cars(16, [20, 60, 100, 140, 170]), _cars(100, [380, 420, 460, 500, 530])]))
+    det.detect(blank)
+    assert len(det.scale_log) >= 2  # banded
+    assert shapes and set(shapes) <= known

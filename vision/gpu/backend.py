@@ -1,10 +1,10 @@
-"""Which implementation of ego-motion and the motion layer a pipeline gets: ``ego_motion.backend``, the device and
-how many streams step together.
+"""Which implementation of ego-motion and the motion layer a pipeline gets: ``ego_motion.backend`` and the device.
 
-Measured on an NVIDIA H200 (docs/gpu.md, ``python3 -m bench.ego_motion_backends --device cuda``, 1080p): for one
-stream OpenCV's ego-motion took 11.2 ms a frame and torch's 54.8 ms, the motion layer 10.2 vs 12.3 ms; torch won only
-batched, 8 streams in one ``update_streams`` call: 15.3 ms per stream and frame for both stages against OpenCV's 21.4.
-So 'auto' takes torch only on CUDA and only for a group of at least ``TORCH_MIN_STREAMS`` streams stepped together.
+Measured on an NVIDIA H200 (docs/gpu.md): for one stream OpenCV's ego-motion took 11.2 ms a frame and torch's 54.8 ms
+(``python3 -m bench.ego_motion_backends --device cuda``, 1080p). Batched over 8 streams the two stages alone were
+faster in torch (15.3 ms per stream and frame against OpenCV's 21.4), but in the full loop of 8 streams stepped
+together (``bench/gpu_streams.py --streams 8 --modes step``) OpenCV, in the streams' own threads, gave 11.08 fps per
+stream and torch 6.53. So 'auto' is OpenCV everywhere: torch is taken only where it is asked for by name.
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ from vision.config import EgoMotionConfig, MotionConfig
 from vision.ego_motion import EgoMotionEstimator
 from vision.motion import MotionDetector
 
-TORCH_MIN_STREAMS = 8  # the smallest batch at which torch measured faster than OpenCV (8 streams, H200)
-
 
 def resolve_backend(backend: str, device: str, streams: int = 1) -> str:
-    """'auto' -> 'torch' on a CUDA device for ``streams`` >= TORCH_MIN_STREAMS stepped together, 'opencv' otherwise
-    (one stream on CUDA, and any number on the CPU: OpenCV measured faster there at the same result, docs/gpu.md)."""
+    """'auto' -> 'opencv' on every device and for any number of streams stepped together (``streams``): no case has
+    measured torch faster end to end (docs/gpu.md); 'torch' and 'opencv' are taken as given."""
     if backend == "auto":
-        return "torch" if str(device).startswith("cuda") and streams >= TORCH_MIN_STREAMS else "opencv"
+        return "opencv"
     return backend
 
 

@@ -86,6 +86,16 @@ class RoadSegmenter:
         self._mask = None
         self._integral = None
 
+    def warm_up(self, width: int, height: int) -> None:
+        """One U-Net pass on a blank frame of this size (CUDA only: its first call there builds cuDNN plans); keeps no
+        state, so the stream's masks are as without it."""
+        if self.mode != "unet" or not str(self.device).startswith("cuda"):
+            return
+        assert self._model is not None  # loaded for mode "unet"
+        scale = min(1.0, self.work_long_side / max(width, height))
+        work = (max(1, round(width * scale)), max(1, round(height * scale)))
+        predict_proba(self._model, np.zeros((height, width, 3), np.uint8), self._long_side, self.device, out_size=work)
+
     # --- per frame -------------------------------------------------------------------------------------------
     def update(self, frame: Frame, homography_prev_to_cur: np.ndarray | None, frames_elapsed: int = 1) -> np.ndarray:
         """Road mask (uint8 0/255, frame size) for ``frame``.
