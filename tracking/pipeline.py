@@ -37,6 +37,7 @@ MOTION_CARRIES_FRACTION = 0.25
 # Median share of their own length that tracked vehicles move between two detector frames above which the detector
 # runs on every frame (coasting would lose them).
 MAX_COAST_MOTION = 0.3
+EDGE_PX = 2.0  # a box this close to the frame's edge is cut by it (tracker.min_visible_at_border)
 ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual layer uses detector.iou (0.5)
 
 
@@ -110,6 +111,7 @@ class Pipeline:
         self.frames = 0
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
+        self._whole_area: dict[int, float] = {}  # track id -> box area when last reported clear of the frame's edge
         self.ego_failures = 0
 
     # ------------------------------------------------------------------------------------------------------
@@ -421,6 +423,8 @@ class Pipeline:
         self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
         if not cfg.baseline:
             tracks = self._confirmed(tracks, rows, dets)
+            if cfg.tracker.min_visible_at_border is not None:
+                tracks = self._mostly_in_view(tracks, cfg.tracker.min_visible_at_border)
         self.track_ids.update(tr.track_id for tr in tracks)
         self.frames += 1
         h, w = frame.image.shape[:2]
@@ -466,6 +470,45 @@ class Pipeline:
             if (seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames)
             and not (tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary)
         ]
+
+    def _mostly_in_view(self, tracks: list[TrackState], min_visible: float) -> list[TrackState]:
+        """The tracks whose vehicle is at least ``min_visible`` in view (``tracker.min_visible_at_border``).
+
+        A box cut by the frame's edge covers only the part of the vehicle in view; the whole vehicle's box is the
+        track's own box when it was last seen clear of the edge (a vehicle leaving the view), else the median box of
+        the vehicles clear of the edge in the same rows (one entering it), else the box itself when it reaches out of
+        the frame (a prediction). With no reference at all the track is reported."""
+        w, h = self._wh
+        if not tracks:
+            return tracks
+        boxes = np.array([tr.xyxy for tr in tracks], np.float64).reshape(-1, 4)
+        cut = (boxes[:, 0] <= EDGE_PX) | (boxes[:, 1] <= EDGE_PX) | (boxes[:, 2] >= w - EDGE_PX)
+        cut |= boxes[:, 3] >= h - EDGE_PX
+        area = (boxes[:, 2] - boxes[:, 0]).clip(0) * (boxes[:, 3] - boxes[:, 1]).clip(0)
+        inside = (boxes[:, [0, 2]].clip(0, w) @ [-1, 1]).clip(0) * (boxes[:, [1, 3]].clip(0, h) @ [-1, 1]).clip(0)
+        whole = self._whole_area
+        for tr, a, c in zip(tracks, area, cut):
+            if not c:
+                whole[tr.track_id] = float(a)
+        if len(whole) > 4 * max(len(tracks), 64):  # forget tracks long gone
+            keep = {tr.track_id for tr in tracks}
+            self._whole_area = whole = {k: v for k, v in whole.items() if k in keep}
+        clear = ~cut
+        cy = (boxes[:, 1] + boxes[:, 3]) / 2
+        out = []
+        for i, tr in enumerate(tracks):
+            if not cut[i]:
+                out.append(tr)
+                continue
+            ref = whole.get(tr.track_id)
+            if ref is None:
+                near = clear & (np.abs(cy - cy[i]) <= h / 6)  # same rows: vehicle sizes change with rows (oblique)
+                if near.sum() >= 3:
+                    ref = float(np.median(area[near]))
+            ref = max(ref or 0.0, float(area[i]))
+            if inside[i] >= min_visible * ref or (ref == area[i] and inside[i] == area[i]):
+                out.append(tr)  # mostly in view, or nothing to compare with
+        return out
 
     def stats(self) -> dict:
         n = max(1, self.frames)
