@@ -36,7 +36,7 @@ class TrackerConfig(BaseModel):
     match_thresh: float = 0.8
     fuse_score: bool = True
     min_visible_at_border: float | None = Field(
-        None,
+        0.5,
         ge=0,
         le=1,
         description="a track whose box is cut by the frame's edge is reported only while at least this share of its "

@@ -288,7 +288,11 @@ class Pipeline:
             keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
         sure = self.config.road.sure_off_road_probability
         if road is not None and self.road is not None and not self.config.road.filter_detections and sure is not None:
-            keep &= ~self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
+            off = self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
+            confident = self.config.road.sure_off_road_max_score
+            if confident is not None:  # ... never a vehicle the detector is confident about
+                off &= dets.score < confident
+            keep &= ~off
         if road is not None and self.config.road.filter_detections:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
