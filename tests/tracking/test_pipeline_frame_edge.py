@@ -4,7 +4,6 @@ is in view; the track itself lives on, so a vehicle leaving the view keeps its o
 from __future__ import annotations
 
 import cv2
-import numpy as np
 
 from tests.edge.service.service_fakes import BrightBoxDetector
 from tests.tracking.test_pipeline_dual_layer import _texture
