@@ -16,6 +16,7 @@ import numpy as np
 
 from tracking.bytetrack import EgoCompensatedByteTrack
 from tracking.config import PipelineConfig
+from tracking.frame_edge import FrameEdgeRule
 from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
@@ -37,7 +38,6 @@ MOTION_CARRIES_FRACTION = 0.25
 # Median share of their own length that tracked vehicles move between two detector frames above which the detector
 # runs on every frame (coasting would lose them).
 MAX_COAST_MOTION = 0.3
-EDGE_PX = 2.0  # a box this close to the frame's edge is cut by it (tracker.min_visible_at_border)
 ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual layer uses detector.iou (0.5)
 
 
@@ -111,7 +111,8 @@ class Pipeline:
         self.frames = 0
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
-        self._edge_state: dict[int, list] = {}  # track id -> [cut by the frame's edge, area seen whole, reported]
+        edge = cfg.tracker.min_visible_at_border
+        self._edge = None if edge is None or cfg.baseline else FrameEdgeRule(edge, width, height)
         self.ego_failures = 0
 
     # ------------------------------------------------------------------------------------------------------
@@ -427,9 +428,14 @@ class Pipeline:
         self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
         if not cfg.baseline:
             tracks = self._confirmed(tracks, rows, dets)
-            if cfg.tracker.min_visible_at_border is not None:
+            if self._edge is not None and tracks:
                 measured = {int(r[4]) for r in rows if 0 <= int(r[7]) < len(dets)}
-                tracks = self._mostly_in_view(tracks, measured, cfg.tracker.min_visible_at_border)
+                keep = self._edge.keep(
+                    [tr.track_id for tr in tracks],
+                    np.array([tr.xyxy for tr in tracks]),
+                    np.array([tr.track_id in measured for tr in tracks]),
+                )
+                tracks = [tr for tr, k in zip(tracks, keep) if k]
         self.track_ids.update(tr.track_id for tr in tracks)
         self.frames += 1
         h, w = frame.image.shape[:2]
@@ -475,52 +481,6 @@ class Pipeline:
             if (seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames)
             and not (tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary)
         ]
-
-    def _mostly_in_view(self, tracks: list[TrackState], measured: set[int], min_visible: float) -> list[TrackState]:
-        """The tracks whose vehicle is at least ``min_visible`` in view (``tracker.min_visible_at_border``).
-
-        A box cut by the frame's edge covers only the part of the vehicle in view; the whole vehicle's box is the
-        track's own box when it was last measured clear of the edge (a vehicle leaving the view), else the median box
-        of the vehicles clear of the edge in the same rows (one entering it), else the box itself when it reaches out
-        of the frame. A track stays cut until it is measured clear of the edge: the prediction of a cut box (a frame
-        the detector skipped) drifts off the edge with the box's growth. With no reference the track is reported."""
-        w, h = self._wh
-        if not tracks:
-            return tracks
-        boxes = np.array([tr.xyxy for tr in tracks], np.float64).reshape(-1, 4)
-        edge = (boxes[:, 0] <= EDGE_PX) | (boxes[:, 1] <= EDGE_PX) | (boxes[:, 2] >= w - EDGE_PX)
-        edge |= boxes[:, 3] >= h - EDGE_PX
-        area = (boxes[:, 2] - boxes[:, 0]).clip(0) * (boxes[:, 3] - boxes[:, 1]).clip(0)
-        inside = (boxes[:, [0, 2]].clip(0, w) @ [-1, 1]).clip(0) * (boxes[:, [1, 3]].clip(0, h) @ [-1, 1]).clip(0)
-        state = self._edge_state  # track id -> [cut when last measured, area when last measured whole, reported]
-        cy = (boxes[:, 1] + boxes[:, 3]) / 2
-        clear = np.array([not edge[i] and tr.track_id in measured for i, tr in enumerate(tracks)], bool)
-        out = []
-        for i, tr in enumerate(tracks):
-            entry = state.setdefault(tr.track_id, [False, None, True])
-            if tr.track_id not in measured:
-                # a prediction: the decision of the last measured frame holds (a predicted box lags behind a box that
-                # grows or shrinks at the edge)
-                if (entry[0] and entry[2]) or (not entry[0] and inside[i] >= min_visible * area[i]):
-                    out.append(tr)  # (a vehicle last seen whole and now predicted mostly out of the frame has left)
-                continue
-            entry[0] = bool(edge[i])
-            if not edge[i]:
-                entry[1], entry[2] = float(area[i]), True
-                out.append(tr)
-                continue
-            ref = entry[1]
-            if ref is None:
-                near = clear & (np.abs(cy - cy[i]) <= h / 6)  # same rows: vehicle sizes change with rows (oblique)
-                if near.sum() >= 3:
-                    ref = float(np.median(area[near]))
-            entry[2] = inside[i] >= area[i] if ref is None else inside[i] >= min_visible * max(ref, float(area[i]))
-            if entry[2]:
-                out.append(tr)
-        if len(state) > 4 * max(len(tracks), 64):  # forget tracks long gone
-            keep = {tr.track_id for tr in tracks}
-            self._edge_state = {k: v for k, v in state.items() if k in keep}
-        return out
 
     def stats(self) -> dict:
         n = max(1, self.frames)
