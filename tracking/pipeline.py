@@ -230,7 +230,8 @@ class Pipeline:
         k = self.config.detector.every_n_frames
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
-            k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
+            # a cheaper detector pass runs more often for the same compute
+            k = max(min(k, self.config.detector.min_every_n_frames), min(k, round(k * share)))
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
         if k == 1 or blob > MOTION_CARRIES_FRACTION * max(det, 1):
