@@ -41,7 +41,7 @@ def _run(min_visible: float | None, start_x: float, step_px: float, frames: int)
 def test_a_vehicle_entering_the_view_is_reported_once_half_of_it_is_in():
     frames = _run(0.5, start_x=-CAR_W + 4, step_px=2.0, frames=40)
     reported = [share for share, n in frames if n]
-    assert reported and min(reported) >= 0.5 - 0.05  # never a sliver (one frame of motion as slack)
+    assert reported and min(reported) >= 0.5 - 2 * 0.05 - 0.01  # never a sliver (slack: frames between detector runs)
     first = next(i for i, (share, n) in enumerate(frames) if n)
     half = next(i for i, (share, _) in enumerate(frames) if share >= 0.5)
     assert first <= half + 3  # reported as soon as it is half in view, give or take the track's confirmation
@@ -52,5 +52,7 @@ def test_a_vehicle_entering_the_view_is_reported_once_half_of_it_is_in():
 def test_a_vehicle_leaving_the_view_keeps_its_track_until_half_of_it_is_out():
     frames = _run(0.5, start_x=W - 3 * CAR_W, step_px=2.0, frames=60)
     assert all(n for share, n in frames[3:30] if share == 1.0)  # whole: reported on every frame
-    assert not any(n for share, n in frames if share < 0.45)  # less than half in view: not reported
+    # less than half in view: not reported, give or take the frames until the next detector run (the decision is taken
+    # on measured boxes; every 3rd frame here, 5 % of the vehicle per frame)
+    assert not any(n for share, n in frames if share < 0.5 - 2 * 0.05 - 0.01)
     assert any(n for share, n in frames if 0.5 <= share < 0.8)  # reported while most of it is still in view
