@@ -35,6 +35,17 @@ class TrackerConfig(BaseModel):
     track_buffer: int = 30
     match_thresh: float = 0.8
     fuse_score: bool = True
+    min_visible_at_border: float | None = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="a track whose box is cut by the frame's edge is reported only while at least this share of its "
+        "vehicle is in view (its box inside the frame against the vehicle's whole box: the track's own box when it "
+        "was last seen whole, else the median box of whole vehicles in the same rows); the track itself lives on. A "
+        "sliver of a vehicle entering or leaving the view has a box whose centre and size are not the vehicle's "
+        "(its speed and class follow), and UAVDT's annotators leave such slivers out too (docs/accuracy.md). "
+        "None: every track is reported",
+    )
 
 
 class SpeedConfig(BaseModel):

@@ -17,6 +17,7 @@ import numpy as np
 
 from tracking.bytetrack import EgoCompensatedByteTrack
 from tracking.config import PipelineConfig
+from tracking.frame_edge import FrameEdgeRule
 from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
@@ -121,6 +122,8 @@ class Pipeline:
         self.frames = 0
         self.track_ids: set[int] = set()
         self._track_support: dict[int, list] = {}  # track id -> [first frame, last frame, seen by the detector]
+        edge = cfg.tracker.min_visible_at_border
+        self._edge = None if edge is None or cfg.baseline else FrameEdgeRule(edge, width, height)
         self.ego_failures = 0
         self.warm_up_s = self.warm_up(width, height)
 
@@ -316,7 +319,8 @@ class Pipeline:
         k = self.config.detector.every_n_frames
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
-            k = max(1, min(k, round(k * share)))  # a cheaper detector pass runs more often for the same compute
+            # a cheaper detector pass runs more often for the same compute
+            k = max(min(k, self.config.detector.min_every_n_frames), min(k, round(k * share)))
         det = sum(d for d, _ in self._fed_by)
         blob = sum(b for _, b in self._fed_by)
         # detector.every_n_frames=1 asks for the detector on every frame: no motion frames then
@@ -379,7 +383,11 @@ class Pipeline:
             keep &= wh.max(1) * mpp <= MAX_VEHICLE_M
         sure = self.config.road.sure_off_road_probability
         if road is not None and self.road is not None and not self.config.road.filter_detections and sure is not None:
-            keep &= ~self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
+            off = self.road.surely_off_road(dets.centers, sure)  # clutter on roofs and fields only
+            confident = self.config.road.sure_off_road_max_score
+            if confident is not None:  # ... never a vehicle the detector is confident about
+                off &= dets.score < confident
+            keep &= ~off
         if road is not None and self.config.road.filter_detections:
             c = dets.centers.astype(int)
             cx, cy = c[:, 0].clip(0, w - 1), c[:, 1].clip(0, h - 1)
@@ -517,6 +525,14 @@ class Pipeline:
         self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
         if not cfg.baseline:
             tracks = self._confirmed(tracks, rows, dets)
+            if self._edge is not None and tracks:
+                measured = {int(r[4]) for r in rows if 0 <= int(r[7]) < len(dets)}
+                keep = self._edge.keep(
+                    [tr.track_id for tr in tracks],
+                    np.array([tr.xyxy for tr in tracks]),
+                    np.array([tr.track_id in measured for tr in tracks]),
+                )
+                tracks = [tr for tr, k in zip(tracks, keep) if k]
         self.track_ids.update(tr.track_id for tr in tracks)
         self.frames += 1
         h, w = frame.image.shape[:2]

@@ -135,10 +135,18 @@ class _PlannedDetector(BrightBoxDetector):
 
 def test_the_detector_stride_shortens_where_the_scale_plan_leaves_cpu_budget():
     """detector.stride_follows_scale: a detector pass using a third of the budget (a downscaled nadir frame) runs on
-    every frame; one using all of it (native 1024x540) every 3rd frame; off, the stride stays 3."""
+    every 2nd frame (detector.min_every_n_frames; 1 allows every frame); one using all of it (native 1024x540) every
+    3rd frame; off, the stride stays 3."""
     on = PipelineConfig(road=RoadConfig(enabled=False))
     on.detector.stride_follows_scale = True
-    for config, share, stride in ((on, 0.38, 1), (on, 0.98, 3), (on, None, 3), (PipelineConfig(), 0.38, 3)):
+    on.detector.every_n_frames = 3
+    every_frame = on.model_copy(deep=True)
+    every_frame.detector.min_every_n_frames = 1
+    off = PipelineConfig()
+    off.detector.every_n_frames = 3
+    off.detector.stride_follows_scale = False
+    cases = ((on, 0.38, 2), (every_frame, 0.38, 1), (on, 0.98, 3), (on, None, 3), (off, 0.38, 3))
+    for config, share, stride in cases:
         det = _PlannedDetector()
         det.budget_share = share
         p = Pipeline(config, detector=det)

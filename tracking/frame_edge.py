@@ -1,0 +1,58 @@
+"""Which tracks to report at the frame's edge (``tracker.min_visible_at_border``): a vehicle cut by the edge is
+reported once, and while, at least a given share of it is in view.
+
+A box cut by the frame's edge covers only the part of the vehicle in view: its centre and size are not the vehicle's,
+so neither are the speed and class that follow from them. The whole vehicle's box is the track's own box when it was
+last measured clear of the edge (a vehicle leaving the view), else the median box of the vehicles measured clear of
+the edge in the same rows (one entering it), else the box itself when it reaches out of the frame. The decision is
+taken on the frames a box is measured (detector or motion blob) and holds through the frames the tracker predicts:
+a predicted box lags behind a box that grows or shrinks at the edge. The tracks themselves live on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EDGE_PX = 2.0  # a box this close to the frame's edge is cut by it
+
+
+class FrameEdgeRule:
+    def __init__(self, min_visible: float, width: int, height: int):
+        self.min_visible = min_visible
+        self.w, self.h = width, height
+        self._state: dict[int, list] = {}  # track id -> [cut when last measured, area when measured whole, reported]
+
+    def keep(self, ids: list[int], xyxy: np.ndarray, measured: np.ndarray) -> np.ndarray:
+        """One frame's reported tracks (ids, boxes, measured this frame?) -> which of them to report."""
+        w, h, share = self.w, self.h, self.min_visible
+        boxes = np.asarray(xyxy, np.float64).reshape(-1, 4)
+        out = np.zeros(len(boxes), bool)
+        if not len(boxes):
+            return out
+        edge = (boxes[:, 0] <= EDGE_PX) | (boxes[:, 1] <= EDGE_PX) | (boxes[:, 2] >= w - EDGE_PX)
+        edge |= boxes[:, 3] >= h - EDGE_PX
+        area = (boxes[:, 2] - boxes[:, 0]).clip(0) * (boxes[:, 3] - boxes[:, 1]).clip(0)
+        inside = (boxes[:, [0, 2]].clip(0, w) @ [-1, 1]).clip(0) * (boxes[:, [1, 3]].clip(0, h) @ [-1, 1]).clip(0)
+        cy = (boxes[:, 1] + boxes[:, 3]) / 2
+        clear = ~edge & measured
+        for i, tid in enumerate(ids):
+            entry = self._state.setdefault(tid, [False, None, True])
+            if not measured[i]:  # a prediction: the last measured frame's decision holds; a vehicle last seen whole
+                # and now predicted mostly out of the frame has left it
+                out[i] = entry[2] if entry[0] else inside[i] >= share * area[i]
+                continue
+            entry[0] = bool(edge[i])
+            if not edge[i]:
+                entry[1], entry[2] = float(area[i]), True
+                out[i] = True
+                continue
+            ref = entry[1]
+            if ref is None:
+                near = clear & (np.abs(cy - cy[i]) <= h / 6)  # same rows: vehicle sizes change with rows (oblique)
+                if near.sum() >= 3:
+                    ref = float(np.median(area[near]))
+            entry[2] = bool(inside[i] >= area[i] if ref is None else inside[i] >= share * max(ref, float(area[i])))
+            out[i] = entry[2]
+        if len(self._state) > 4 * max(len(ids), 64):  # forget tracks long gone
+            self._state = {k: v for k, v in self._state.items() if k in set(ids)}
+        return out
