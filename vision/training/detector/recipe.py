@@ -63,32 +63,15 @@ def train_across_scales(
     import torch
     import yaml
 
-    from vision.training.detector.dataset import CLASS_NAMES, DEFAULT_DATA_DIR, LabelTeacher, build_dataset
-    from vision.training.detector.dequantize import DEFAULT_ONNX
+    from vision.training.detector.dataset import CLASS_NAMES
     from vision.training.detector.lowlight import low_light_copies, uavdt_frames
     from vision.training.detector.scales import half_scale_collages, native_tiles
-    from vision.training.detector.training import (
-        TrainingError,
-        _train,
-        make_init_checkpoint,
-        portable_path,
-        shared_root,
-    )
+    from vision.training.detector.training import _train, day_training_set, portable_path
 
-    os.environ.setdefault("YOLO_OFFLINE", "1")
-    shared = Path(shared) if shared else shared_root()
-    detection = shared / "data" / "detection"
-    night_seq = shared / "data" / "mot" / "uavdt_M1003_night_dev"
-    night_gt = night_seq / "gt" / "M1003_gt_whole.txt"
-    for needed in (detection, night_gt):
-        if not needed.exists():
-            raise TrainingError(f"{needed}: shared training data not found (set AIRPATROL_SHARED)")
-    if not Path(start).is_file():
-        raise TrainingError(f"{start}: start weights not found")
-    data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
-    teacher = LabelTeacher(make_init_checkpoint("coco_int8", data_dir / "init", shared / DEFAULT_ONNX))
-    build_dataset(detection, data_dir, teacher=teacher)  # the day data set (reused when already built)
-    day = sorted((data_dir / "images" / "train").glob("*.jpg"))
+    night_dev = Path("data") / "mot" / "uavdt_M1003_night_dev"
+    night_gt_file = night_dev / "gt" / "M1003_gt_whole.txt"
+    shared, data_dir, day = day_training_set(start, shared, data_dir, needed=[str(night_gt_file)])
+    detection, night_seq, night_gt = shared / "data" / "detection", shared / night_dev, shared / night_gt_file
     labels = data_dir / "labels" / "train"
     order = np.random.default_rng(mix.seed).permutation(len(day))
     day_pick = sorted(_pick(day, order, 0, mix.day_images))

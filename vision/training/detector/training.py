@@ -270,6 +270,25 @@ def _train(
     YOLO(str(init_ckpt)).train(trainer=_vehicle_trainer(), **(args | overrides))
 
 
+def day_training_set(
+    start: str | Path, shared: str | Path | None, data_dir: str | Path | None, needed: Sequence[str] = ()
+) -> tuple[Path, Path, list[Path]]:
+    """What the recipes that continue ``start`` share: the inputs checked (the shared detection images and
+    ``needed``, paths relative to the shared root; ``start``), then the day data set built (reused when already
+    built). Returns the shared root, the data folder and the day set's training images."""
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    shared = Path(shared) if shared else shared_root()
+    for path in (shared / "data" / "detection", *(shared / n for n in needed)):
+        if not path.exists():
+            raise TrainingError(f"{path}: shared training data not found (set AIRPATROL_SHARED)")
+    if not Path(start).is_file():
+        raise TrainingError(f"{start}: start weights not found")
+    data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+    teacher = LabelTeacher(make_init_checkpoint("coco_int8", data_dir / "init", shared / DEFAULT_ONNX))
+    build_dataset(shared / "data" / "detection", data_dir, teacher=teacher)
+    return shared, data_dir, sorted((data_dir / "images" / "train").glob("*.jpg"))
+
+
 def finetune_for_low_light(
     out_weights: Path,
     start: Path,
@@ -299,17 +318,7 @@ def finetune_for_low_light(
 
     from vision.training.detector.lowlight import low_light_copies, uavdt_frames
 
-    os.environ.setdefault("YOLO_OFFLINE", "1")
-    shared = Path(shared) if shared else shared_root()
-    detection = shared / "data" / "detection"
-    if not detection.is_dir():
-        raise TrainingError(f"{detection}: shared detection data not found (set AIRPATROL_SHARED)")
-    if not Path(start).is_file():
-        raise TrainingError(f"{start}: start weights not found")
-    data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
-    teacher = LabelTeacher(make_init_checkpoint("coco_int8", data_dir / "init", shared / DEFAULT_ONNX))
-    build_dataset(detection, data_dir, teacher=teacher)  # the day data set (reused when already built)
-    day = sorted((data_dir / "images" / "train").glob("*.jpg"))
+    shared, data_dir, day = day_training_set(start, shared, data_dir)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(day))
     day_pick = [day[i] for i in sorted(order[:day_images])]
