@@ -16,7 +16,6 @@
 #      FP16, timed the same way) on the 1080p nadir clip looped to LONG_NADIR_N frames and on UAVDT 1024x540
 #   s) airpatrol serve with 1 4 8 live 1080p streams (bench/gpu_streams.py --modes serve): PyAV sends MPEG-TS over
 #      TCP where PyAV is installed (--live pyav; the service pulls and decodes it), else JPEG over the push WebSocket
-#   x) process on UAVDT again with pipeline.overlap_ego_motion (the ego-motion in a thread beside the detector)
 #   c) bench/gpu_streams.py --modes step, 1 4 8 streams (full: 1 2 4 8 16), ego_motion.backend auto (= OpenCV)
 #   r) the UAVDT clip through the CPU path, CUDA tracks scored against it (CLEAR-MOT)
 #   p) stage timers, cProfile, then torch.profiler on 3 frames, of the pipeline on the 1080p clip
@@ -184,14 +183,6 @@ if $PY -c "import av" 2>/dev/null; then LIVE=pyav LIVE_SRC=.gpuclips/nadir_1080p
 # shellcheck disable=SC2086
 step gpu_streams_serve $CAP_SERVE $PY bench/gpu_streams.py --video "$LIVE_SRC" --device "$DEVICE" --streams $SERVE_STREAMS \
   --modes serve --live $LIVE --frames "$SERVE_N" --serve-warmup 3 --json "$OUT/gpu_streams_serve.json" "${CFG[@]}"
-
-# x) the 1024x540 clip again with the ego-motion beside the detector (pipeline.overlap_ego_motion; same tracks,
-#    tests/tracking/test_pipeline_overlap.py): against a)'s process_uavdt, for the dual / plain target
-printf 'pipeline:\n  overlap_ego_motion: true\n' >"$WORK/overlap.yaml"
-OVL=(--config "$WORK/overlap.yaml")
-[ -n "${GPU_RUN_CONFIG:-}" ] && OVL=("${CFG[@]}")  # a config of one's own: it says whether to overlap
-step process_uavdt_overlap $CAP_PROC $STEPS steady "$FR/uavdt_long" --label process_uavdt_overlap --device "$DEVICE" \
-  --head "$UAVDT_CLIP" --skip $SKIP --out "$RUNS/uavdt_overlap" --results "$RES" "${OVL[@]}"
 
 # c) many streams in one process, shared detector / U-Net passes (step_streams); the frames are preloaded
 # shellcheck disable=SC2086

@@ -442,7 +442,7 @@ def cmd_summary(a) -> int:
                 f"{r.get('steady_after')} frames (slowest frame {r.get('slowest_ms_steady')} ms; before: "
                 f"{r.get('slowest_ms_before_steady')} ms)"
             )
-    for clip in ("nadir", "uavdt", "uavdt_overlap"):
+    for clip in ("nadir", "uavdt"):
         dual, plain = by.get(f"process_{clip}", {}), by.get(f"plain_{clip.split('_')[0]}", {})
         for key in ("fps", "run_fps", "head_fps_from_first_result", "steady_fps"):
             if dual.get(key) and plain.get(key if key != "run_fps" else "fps"):

@@ -104,12 +104,6 @@ class PipelineConfig(BaseModel):
     tracker: TrackerConfig = TrackerConfig()
     speed: SpeedConfig = SpeedConfig()
     calibration: CalibrationConfig = CalibrationConfig()
-    overlap_ego_motion: bool = Field(
-        False,
-        description="on a detector frame, run the OpenCV ego-motion in a second thread while the detector runs "
-        "(OpenCV releases the GIL; on CUDA the GPU no longer waits for it). Same results: only where the detector "
-        "does not read the road mask (crop_to_road off, frames within single_pass_max), which the ego-motion feeds",
-    )
     warm_up: bool = Field(
         True,
         description="CUDA: at the start of a video or stream, run the detector once at every input shape its scale "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import cv2
@@ -22,7 +21,7 @@ from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.types import FrameResult, ScaleSource, TrackState
 from vision.detection import Detector, VehicleDetector, resolve_device
-from vision.ego_motion import EgoMotionEstimator, warp_boxes
+from vision.ego_motion import warp_boxes
 from vision.gpu.backend import build_motion_stages
 from vision.motion_gate import MovingBlobGate
 from vision.types import CameraPose, Detections, DetectionSource, Frame
@@ -67,9 +66,6 @@ class Pipeline:
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
         self._warmed_ego: set[tuple[int, int]] = set()
-        self._ego_pool: ThreadPoolExecutor | None = (
-            None  # config.overlap_ego_motion: the ego-motion's thread, made on first use
-        )
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -179,16 +175,8 @@ class Pipeline:
         img = frame.image
         h, w = img.shape[:2]
         t = time.perf_counter()
-        early: Detections | None = None  # the detector's result, when it ran beside the ego-motion
-        if self._until_detect == 0 and self._can_overlap(w, h):
-            pending = self._ego_thread().submit(self._ego_update, img, self._last_boxes)
-            assert isinstance(self.detector, VehicleDetector)  # _can_overlap
-            self.detector.frame_number = self.frames + 1
-            self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
-            early = self.detector.detect(img, None)  # the mask is not read here (_can_overlap)
-            grey, ego = pending.result()
-        else:
-            grey, ego = self._ego_update(img, self._last_boxes)
+        grey = self.ego.prepare(img)
+        ego = self.ego.update(grey, self._last_boxes)
         if not ego.ok and self.frames > 0:
             self.ego_failures += 1
         H = ego.H if ego.ok else None
@@ -222,14 +210,11 @@ class Pipeline:
 
         mpp = ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None
         expected_car_px = cfg.speed.car_length_m / mpp if mpp else None
-        if early is not None:
-            dets = early
-        else:
-            if isinstance(self.detector, VehicleDetector):
-                self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
-                # the scale plan's CPU budget covers the frames until the next detector run
-                self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
-            dets = self.detector.detect(img, road) if detect else Detections()
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.frame_number = self.frames + 1  # for its record of which scale each frame used
+            # the scale plan's CPU budget covers the frames until the next detector run
+            self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
+        dets = self.detector.detect(img, road) if detect else Detections()
         t = self._tick("detect", t)
 
         field, moving_fraction = None, None
@@ -289,27 +274,6 @@ class Pipeline:
                 self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
         self._tick("speed", t)
         return result
-
-    def _ego_update(self, img: np.ndarray, boxes: np.ndarray):
-        grey = self.ego.prepare(img)
-        return grey, self.ego.update(grey, boxes)
-
-    def _can_overlap(self, width: int, height: int) -> bool:
-        """config.overlap_ego_motion, with the OpenCV ego-motion (the torch one would queue on the same GPU) and a
-        detector that does not read the road mask, the one input of detection that waits on the ego-motion."""
-        det, cfg = self.detector, self.config
-        return (
-            cfg.overlap_ego_motion
-            and isinstance(det, VehicleDetector)
-            and isinstance(self.ego, EgoMotionEstimator)
-            and not det.config.crop_to_road
-            and max(width, height) <= det.config.single_pass_max
-        )
-
-    def _ego_thread(self):
-        if self._ego_pool is None:
-            self._ego_pool = ThreadPoolExecutor(1, thread_name_prefix="ego-motion")
-        return self._ego_pool
 
     def _detector_stride(self) -> int:
         """Frames until the next detector run: ``detector.every_n_frames``; while the motion layer feeds a good share
@@ -526,7 +490,12 @@ class Pipeline:
         if not cfg.baseline:
             tracks = self._confirmed(tracks, rows, dets)
             if self._edge is not None and tracks:
-                measured = {int(r[4]) for r in rows if 0 <= int(r[7]) < len(dets)}
+                # a box the detector or a blob gave this frame; a track's own prediction (motion frames) is not one
+                measured = {
+                    int(r[4])
+                    for r in rows
+                    if 0 <= int(r[7]) < len(dets) and dets.source[int(r[7])] != DetectionSource.PREDICTED
+                }
                 keep = self._edge.keep(
                     [tr.track_id for tr in tracks],
                     np.array([tr.xyxy for tr in tracks]),
