@@ -487,21 +487,31 @@ class Pipeline:
             if s.speed_kmh is not None and not cfg.baseline:
                 tr.moving = s.speed_kmh >= cfg.speed.stationary_kmh
         self._last_boxes = np.array([tr.xyxy for tr in tracks], np.float32).reshape(-1, 4)
+        withheld: list[TrackState] = []
         if not cfg.baseline:
-            tracks = self._confirmed(tracks, rows, dets)
-            if self._edge is not None and tracks:
+            tracks, withheld = self._confirmed(tracks, rows, dets)
+            # tracks ByteTrack has started and not confirmed yet (a second look): reported from here once confirmed
+            withheld += [
+                TrackState(t.track_id, np.asarray(t.xyxy, np.float32), float(t.score), int(t.cls))
+                for t in self.tracker.tracked_stracks
+                if not t.is_activated
+            ]
+            if self._edge is not None and (tracks or withheld):
                 # a box the detector or a blob gave this frame; a track's own prediction (motion frames) is not one
                 measured = {
                     int(r[4])
                     for r in rows
                     if 0 <= int(r[7]) < len(dets) and dets.source[int(r[7])] != DetectionSource.PREDICTED
                 }
+                both = tracks + withheld  # a withheld track reported later from its start follows the rule there too
                 keep = self._edge.keep(
-                    [tr.track_id for tr in tracks],
-                    np.array([tr.xyxy for tr in tracks]),
-                    np.array([tr.track_id in measured for tr in tracks]),
+                    [tr.track_id for tr in both],
+                    np.array([tr.xyxy for tr in both]),
+                    np.array([tr.track_id in measured for tr in both]),
                 )
-                tracks = [tr for tr, k in zip(tracks, keep) if k]
+                n = len(tracks)
+                tracks = [tr for tr, k in zip(tracks, keep[:n]) if k]
+                withheld = [tr for tr, k in zip(withheld, keep[n:]) if k]
         self.track_ids.update(tr.track_id for tr in tracks)
         self.frames += 1
         h, w = frame.image.shape[:2]
@@ -512,10 +522,15 @@ class Pipeline:
             metres_per_pixel=ground.metres_per_pixel(w / 2, h / 2) if ground is not None else None,
             scale_source=ground.source if ground is not None else None,
             scale_detail=ground.description if ground is not None else None,
+            withheld=withheld,
         )
 
-    def _confirmed(self, tracks: list[TrackState], rows: np.ndarray, dets: Detections) -> list[TrackState]:
-        """The tracks worth reporting: any the detector has seen, and motion-only tracks once they have lasted.
+    def _confirmed(
+        self, tracks: list[TrackState], rows: np.ndarray, dets: Detections
+    ) -> tuple[list[TrackState], list[TrackState]]:
+        """The tracks worth reporting: any the detector has seen, and motion-only tracks once they have lasted; and
+        the motion-only tracks withheld because they have not lasted yet (reported from their start once they have,
+        in recorded runs: ``report_lookback_frames``, as are the tracker's tracks waiting for a second look).
 
         A track only motion blobs ever fed is reported after ``motion.min_motion_track_s``: real movers the detector
         cannot see last, while flicker (jitter, parallax, a shadow edge) rarely does. Measured on the accuracy suite:
@@ -541,12 +556,28 @@ class Pipeline:
         # A vehicle that stands is reported from detector evidence only: a motion blob on a track measured standing
         # contradicts itself (flicker, parallax or a shadow beside a parked car), and was the dual layer's largest
         # source of false positives on a moving drone.
-        return [
-            tr
-            for tr in tracks
-            if (seen[tr.track_id][2] or f - seen[tr.track_id][0] + 1 >= min_frames)
-            and not (tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary)
-        ]
+        reported: list[TrackState] = []
+        withheld: list[TrackState] = []
+        for tr in tracks:
+            if tr.track_id in from_blob and tr.speed_kmh is not None and tr.speed_kmh < stationary:
+                continue
+            entry = seen[tr.track_id]
+            (reported if entry[2] or f - entry[0] + 1 >= min_frames else withheld).append(tr)
+        return reported, withheld
+
+    def report_lookback_frames(self) -> int:
+        """How many frames a recorded run holds its results back, so that a track is reported from its first frame
+        once it is confirmed: a motion-only one after ``motion.min_motion_track_s``, one the tracker started after
+        its second look, up to the detector's stride later (0: each is reported from then on, as live)."""
+        cfg = self.config
+        if cfg.baseline or not cfg.motion.report_from_first_frame:
+            return 0
+        fps = self.fps or 25.0
+        wait = cfg.motion.min_motion_track_s * fps if cfg.motion.enabled else 0.0
+        stride = max(
+            cfg.detector.every_n_frames, cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
+        )
+        return int(np.ceil(max(wait, stride + 1)))
 
     def stats(self) -> dict:
         n = max(1, self.frames)

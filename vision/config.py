@@ -195,6 +195,11 @@ class MotionConfig(BaseModel):
         description="a track only motion blobs have fed is reported once it has lasted this long (the "
         "speed window: by then it also has a speed)",
     )
+    report_from_first_frame: bool = Field(
+        True,
+        description="recorded runs: a motion-only track, once it has lasted min_motion_track_s, is reported from its "
+        "first frame (the outputs are held back that long); live streams report it from then on",
+    )
     detector_blind_px: float = Field(
         12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle"
     )

@@ -39,11 +39,15 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-motion": {"motion.enabled": False},
     # vehicles cut by the frame's edge reported whatever share of them is in view
     "no-edge-rule": {"tracker.min_visible_at_border": None},
-    # the shipped default of the previous round
+    # each track reported from the frame it is confirmed on, as live streams report it (the previous rounds' recorded
+    # runs too), instead of from its first frame
+    "live-starts": {"motion.report_from_first_frame": False},
+    # the shipped default two rounds back
     "previous-default": {
         "detector.stride_follows_scale": False,
         "tracker.min_visible_at_border": None,
         "road.sure_off_road_max_score": None,
+        "motion.report_from_first_frame": False,
     },
 }
 
@@ -444,6 +448,11 @@ def _interchange(results: dict) -> list[str]:
             "dual_detector_every_frame",
         ),
         ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
+        (
+            "dual, tracks reported from the frame they are confirmed on, as live (`motion.report_from_first_frame: "
+            "false`)",
+            "dual_live_starts",
+        ),
         ("reference: dual at native resolution, detector every frame", "native"),
     ):
         r = ic.get(k)

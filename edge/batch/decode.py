@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tracking.pipeline import Pipeline
+from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult
 from vision.source import FrameSource, VideoFileSource
 from vision.types import Frame
@@ -101,8 +102,10 @@ def frame_results(
     use_hardware_decode(source, pipeline.device)
     with DecodeThread(source, queue_frames or max(4, 2 * batch_size)) as frames:
         if batch_size == 1:
-            yield (pipeline.step(f) for f in frames)
+            results: Iterator[FrameResult] = (pipeline.step(f) for f in frames)
         else:
             from edge.batch.batched import BatchedPipeline
 
-            yield BatchedPipeline(pipeline).run(frames, batch_size)
+            results = iter(BatchedPipeline(pipeline).run(frames, batch_size))
+        # a recorded run: each confirmed track is reported from its first frame
+        yield from_first_frame(results, pipeline.report_lookback_frames())

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult, TrackState
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
 from vision.types import Frame
@@ -120,8 +121,8 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
         info = source.info
         poses, _ = load_poses(Path(video), None, info)
         pipeline.reset(info.width, info.height, info.fps, poses)
-        for frame in source:
-            r = pipeline.step(frame)
+        # each confirmed track reported from its first frame, as in a run of the whole video
+        for r in from_first_frame((pipeline.step(frame) for frame in source), pipeline.report_lookback_frames()):
             slim = Frame(r.frame.index, r.frame.t, np.zeros((0, 0, 3), np.uint8), r.frame.pose)
             results.append(
                 FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail)

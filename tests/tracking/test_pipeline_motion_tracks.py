@@ -30,7 +30,7 @@ def _step(p: Pipeline, sources: dict[int, int]) -> set[int]:
     )
     rows = np.array([[10, 10, 30, 20, tid, 0.5, 0, k] for k, tid in enumerate(ids)], np.float32).reshape(-1, 8)
     tracks = [TrackState(tid, np.array([10, 10, 30, 20], np.float32), 0.5, 0) for tid in ids]
-    reported = {tr.track_id for tr in p._confirmed(tracks, rows, dets)}
+    reported = {tr.track_id for tr in p._confirmed(tracks, rows, dets)[0]}
     p.frames += 1
     return reported
 
@@ -62,3 +62,14 @@ def test_support_of_long_gone_tracks_is_forgotten():
     for _ in range(120):
         _step(p, {})
     assert 1 not in p._track_support
+
+
+def test_a_motion_only_track_is_withheld_until_reported():
+    p = _pipeline()
+    tracks = [TrackState(7, np.array([10, 10, 30, 20], np.float32), 0.5, 0)]
+    rows = np.array([[10, 10, 30, 20, 7, 0.5, 0, 0]], np.float32)
+    dets = Detections(
+        np.array([[10, 10, 30, 20]]), np.array([0.5]), np.zeros(1), np.array([DetectionSource.MOTION], np.int8)
+    )
+    reported, withheld = p._confirmed(tracks, rows, dets)
+    assert [tr.track_id for tr in withheld] == [7] and reported == []
