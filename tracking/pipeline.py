@@ -471,8 +471,19 @@ class Pipeline:
                     moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True,
                 )
             )
-        speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks}, ground, H)
-        for tr in tracks:
+        # tracks ByteTrack has started and not confirmed yet (a second look): reported from here once confirmed, in
+        # recorded runs (``report_lookback_frames``), with their positions
+        starting = (
+            []
+            if cfg.baseline
+            else [
+                TrackState(t.track_id, np.asarray(t.xyxy, np.float32), float(t.score), int(t.cls))
+                for t in self.tracker.tracked_stracks
+                if not t.is_activated
+            ]
+        )
+        speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks + starting}, ground, H)
+        for tr in tracks + starting:
             s = speeds.get(tr.track_id)
             if s is None:
                 continue
@@ -490,12 +501,7 @@ class Pipeline:
         withheld: list[TrackState] = []
         if not cfg.baseline:
             tracks, withheld = self._confirmed(tracks, rows, dets)
-            # tracks ByteTrack has started and not confirmed yet (a second look): reported from here once confirmed
-            withheld += [
-                TrackState(t.track_id, np.asarray(t.xyxy, np.float32), float(t.score), int(t.cls))
-                for t in self.tracker.tracked_stracks
-                if not t.is_activated
-            ]
+            withheld += starting
             if self._edge is not None and (tracks or withheld):
                 # a box the detector or a blob gave this frame; a track's own prediction (motion frames) is not one
                 measured = {
