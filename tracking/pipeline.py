@@ -471,19 +471,8 @@ class Pipeline:
                     moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True,
                 )
             )
-        # tracks ByteTrack has started and not confirmed yet (a second look): reported from here once confirmed, in
-        # recorded runs (``report_lookback_frames``), with their positions
-        starting = (
-            []
-            if cfg.baseline
-            else [
-                TrackState(t.track_id, np.asarray(t.xyxy, np.float32), float(t.score), int(t.cls))
-                for t in self.tracker.tracked_stracks
-                if not t.is_activated
-            ]
-        )
-        speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks + starting}, ground, H)
-        for tr in tracks + starting:
+        speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks}, ground, H)
+        for tr in tracks:
             s = speeds.get(tr.track_id)
             if s is None:
                 continue
@@ -501,7 +490,6 @@ class Pipeline:
         withheld: list[TrackState] = []
         if not cfg.baseline:
             tracks, withheld = self._confirmed(tracks, rows, dets)
-            withheld += starting
             if self._edge is not None and (tracks or withheld):
                 # a box the detector or a blob gave this frame; a track's own prediction (motion frames) is not one
                 measured = {
@@ -536,7 +524,7 @@ class Pipeline:
     ) -> tuple[list[TrackState], list[TrackState]]:
         """The tracks worth reporting: any the detector has seen, and motion-only tracks once they have lasted; and
         the motion-only tracks withheld because they have not lasted yet (reported from their start once they have,
-        in recorded runs: ``report_lookback_frames``, as are the tracker's tracks waiting for a second look).
+        in recorded runs: ``report_lookback_frames``).
 
         A track only motion blobs ever fed is reported after ``motion.min_motion_track_s``: real movers the detector
         cannot see last, while flicker (jitter, parallax, a shadow edge) rarely does. Measured on the accuracy suite:
@@ -572,18 +560,16 @@ class Pipeline:
         return reported, withheld
 
     def report_lookback_frames(self) -> int:
-        """How many frames a recorded run holds its results back, so that a track is reported from its first frame
-        once it is confirmed: a motion-only one after ``motion.min_motion_track_s``, one the tracker started after
-        its second look, up to the detector's stride later (0: each is reported from then on, as live)."""
-        cfg = self.config
-        if cfg.baseline or not cfg.motion.report_from_first_frame:
+        """How many frames a recorded run holds its results back, so that a motion-only track is reported from its
+        first frame once it has lasted ``motion.min_motion_track_s`` (0: reported from then on, as live).
+
+        Only motion-only tracks: reporting the tracks ByteTrack starts from their first detector box too (before its
+        second look confirms them) scored M1303 +0.5, M1003 night -0.6 (23 more false positives), M0703 -0.2 MOTA
+        (docs/detector_scale.md)."""
+        m = self.config.motion
+        if self.config.baseline or not m.enabled or not m.report_from_first_frame:
             return 0
-        fps = self.fps or 25.0
-        wait = cfg.motion.min_motion_track_s * fps if cfg.motion.enabled else 0.0
-        stride = max(
-            cfg.detector.every_n_frames, cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
-        )
-        return int(np.ceil(max(wait, stride + 1)))
+        return int(np.ceil(m.min_motion_track_s * (self.fps or 25.0)))
 
     def stats(self) -> dict:
         n = max(1, self.frames)

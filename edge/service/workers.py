@@ -29,6 +29,7 @@ from edge.service.live import Broadcaster, LiveViolations, result_message
 from edge.service.metrics import ServiceMetrics
 from edge.sinks.loop import RunSinks
 from tracking.pipeline import Pipeline
+from tracking.track_starts import TrackStarts
 from tracking.types import FrameResult, RunInfo
 from vision.types import CameraPose, Frame
 from vision.yolo_weights import detector_weights_label
@@ -37,6 +38,16 @@ log = logging.getLogger("airpatrol.service.stream")
 
 MAX_CONSECUTIVE_ERRORS = 25  # a pipeline that fails this many frames in a row is broken, not unlucky
 MAX_FRAME_GAP_S = 0.5  # longest time one processed frame may stand for when timing violations
+
+
+def _without_pixels(result: FrameResult) -> FrameResult:
+    """What the database keeps of a result, so the frames held back for it (``TrackStarts``) cost no image memory;
+    its own track lists, so what is added to them later never changes the live view's result."""
+    f = result.frame
+    slim = Frame(f.index, f.t, np.zeros((0, 0, 3), np.uint8), f.pose)
+    return dataclasses.replace(
+        result, frame=slim, road_mask=None, tracks=list(result.tracks), withheld=list(result.withheld)
+    )
 
 
 class LiveDatabaseSink(DatabaseSink):
@@ -145,6 +156,8 @@ class StreamWorker:
         self._pusher: object | None = None
         self._pipeline: Pipeline | None = None
         self._sink: RunSinks | None = None  # the run's sinks (the database), fed like any run's (edge.sinks.loop)
+        # the database gets each track from its first frame (held back until it is confirmed); the live view at once
+        self._starts = TrackStarts(0)
         self._run_size: tuple[int, int] | None = None
         self._violations: LiveViolations | None = None
         self._prev_t: float | None = None
@@ -395,7 +408,8 @@ class StreamWorker:
         violations = self._violations.update(result, frame_s)
         if self._sink is not None:
             try:
-                self._sink.write(result)
+                for held in self._starts.push(_without_pixels(result)):
+                    self._sink.write(held)
             except Exception as exc:  # the live view goes on without the database; the status says why
                 self._drop_sink(exc)
         self.frames_processed += 1
@@ -423,6 +437,7 @@ class StreamWorker:
         pipe = self._pipeline
         assert pipe is not None  # made before the first frame is taken
         pipe.reset(w, h, self.fps_in, None)
+        self._starts = TrackStarts(pipe.report_lookback_frames())
         self._run_size = (w, h)
         self._violations = LiveViolations(self.spec.speed_limit_kmh, self.cfg.min_over_limit_s)
         self._prev_t = None
@@ -475,6 +490,8 @@ class StreamWorker:
             return
         try:
             if error is None:
+                for held in self._starts.flush():
+                    sink.write(held)
                 sink.finish(self.summary)
             else:
                 sink.abort(error, quiet=False)
