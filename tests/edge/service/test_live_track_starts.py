@@ -53,7 +53,7 @@ def test_the_stored_run_has_each_motion_only_track_from_its_first_frame(settings
             stored = {r.track_no: r for r in s.scalars(select(TrackRow).where(TrackRow.run_id == worker.run_id))}
     finally:
         ctx.close()
-    first_live = {}
+    first_live: dict[int, int] = {}  # track id -> first frame the live view showed it
     for i in sorted(live):
         for tid in live[i]:
             first_live.setdefault(tid, i)
