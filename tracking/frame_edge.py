@@ -22,8 +22,12 @@ class FrameEdgeRule:
         self.w, self.h = width, height
         self._state: dict[int, list] = {}  # track id -> [cut when last measured, area when measured whole, reported]
 
-    def keep(self, ids: list[int], xyxy: np.ndarray, measured: np.ndarray) -> np.ndarray:
-        """One frame's reported tracks (ids, boxes, measured this frame?) -> which of them to report."""
+    def keep(
+        self, ids: list[int], xyxy: np.ndarray, measured: np.ndarray, reference: np.ndarray | None = None
+    ) -> np.ndarray:
+        """One frame's tracks (ids, boxes, measured this frame?) -> which of them to report. ``reference``: the
+        boxes whose size may stand for a vehicle in the same rows (default all; the pipeline leaves out the tracks it
+        withholds, motion blobs whose boxes are looser)."""
         w, h, share = self.w, self.h, self.min_visible
         boxes = np.asarray(xyxy, np.float64).reshape(-1, 4)
         out = np.zeros(len(boxes), bool)
@@ -35,6 +39,8 @@ class FrameEdgeRule:
         inside = (boxes[:, [0, 2]].clip(0, w) @ [-1, 1]).clip(0) * (boxes[:, [1, 3]].clip(0, h) @ [-1, 1]).clip(0)
         cy = (boxes[:, 1] + boxes[:, 3]) / 2
         clear = ~edge & measured
+        if reference is not None:
+            clear &= np.asarray(reference, bool)
         for i, tid in enumerate(ids):
             entry = self._state.setdefault(tid, [False, None, True])
             if not measured[i]:  # a prediction: the last measured frame's decision holds; a vehicle last seen whole

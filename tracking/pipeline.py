@@ -490,6 +490,8 @@ class Pipeline:
         withheld: list[TrackState] = []
         if not cfg.baseline:
             tracks, withheld = self._confirmed(tracks, rows, dets)
+            if not cfg.motion.report_from_first_frame:
+                withheld = []  # reported from confirmation on, live or recorded: nothing to hold
             if self._edge is not None and (tracks or withheld):
                 # a box the detector or a blob gave this frame; a track's own prediction (motion frames) is not one
                 measured = {
@@ -502,6 +504,7 @@ class Pipeline:
                     [tr.track_id for tr in both],
                     np.array([tr.xyxy for tr in both]),
                     np.array([tr.track_id in measured for tr in both]),
+                    np.arange(len(both)) < len(tracks),  # the reported tracks' sizes, as before anything was withheld
                 )
                 n = len(tracks)
                 tracks = [tr for tr, k in zip(tracks, keep[:n]) if k]

@@ -1,0 +1,35 @@
+"""FrameEdgeRule alone: a box cut by the frame's edge is judged against the size of vehicles in the same rows; which
+boxes may stand for that size is the caller's choice (the pipeline leaves out the motion blobs it withholds)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracking.frame_edge import FrameEdgeRule
+
+W, H = 400, 300
+
+
+def _frame(entering_w: float, neighbour_w: float) -> tuple[list[int], np.ndarray]:
+    """A vehicle entering at the left edge (its visible part ``entering_w`` px wide) and three whole vehicles
+    ``neighbour_w`` px long in the same rows."""
+    boxes = [[0, 100, entering_w, 110]] + [[100 + 60 * k, 100, 100 + 60 * k + neighbour_w, 110] for k in range(3)]
+    return [1, 2, 3, 4], np.array(boxes, np.float64)
+
+
+def test_a_sliver_is_hidden_and_a_vehicle_half_in_view_is_reported():
+    ids, boxes = _frame(entering_w=8, neighbour_w=40)
+    assert list(FrameEdgeRule(0.5, W, H).keep(ids, boxes, np.ones(4, bool))) == [False, True, True, True]
+    ids, boxes = _frame(entering_w=24, neighbour_w=40)
+    assert FrameEdgeRule(0.5, W, H).keep(ids, boxes, np.ones(4, bool))[0]
+
+
+def test_only_the_reference_boxes_set_the_size_of_a_vehicle_in_those_rows():
+    # two loose 80 px blobs beside one 40 px car: with them a 24 px part in view looks like less than half a vehicle
+    ids = [1, 2, 3, 4]
+    boxes = np.array([[0, 100, 24, 110], [100, 100, 140, 110], [160, 100, 240, 110], [260, 100, 340, 110]], float)
+    measured = np.ones(4, bool)
+    assert not FrameEdgeRule(0.5, W, H).keep(ids, boxes, measured)[0]
+    # only the car may stand for the vehicles there: too few references, the box is taken as it is (whole)
+    reference = np.array([True, True, False, False])
+    assert FrameEdgeRule(0.5, W, H).keep(ids, boxes, measured, reference)[0]
