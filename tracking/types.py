@@ -73,7 +73,8 @@ class FrameResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     scale_detail: str | None = None  # the scale source in words (size prior: view, vehicles, segment, +- error)
     # tracks followed but not reported yet: motion-only ones younger than motion.min_motion_track_s. A recorded run
-    # reports them from this frame on once they are confirmed (tracking/track_starts.py); a live stream drops them.
+    # (and a live stream's stored run) reports them from this frame on once they are confirmed
+    # (tracking/track_starts.py); the live feed never shows them here.
     withheld: list[TrackState] = field(default_factory=list)
 
 

@@ -197,8 +197,9 @@ class MotionConfig(BaseModel):
     )
     report_from_first_frame: bool = Field(
         True,
-        description="recorded runs: a motion-only track, once it has lasted min_motion_track_s, is reported from its "
-        "first frame (the outputs are held back that long); live streams report it from then on",
+        description="recorded runs and a live stream's stored run: a motion-only track, once it has lasted "
+        "min_motion_track_s, is reported from its first frame (the outputs are held back that long); a live feed "
+        "shows it from then on",
     )
     detector_blind_px: float = Field(
         12.0, gt=0, description="below this long side in the detector's input YOLOv8 rarely finds a vehicle"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from tests.edge.service.service_fakes import BrightBoxDetector
+from tests.tracking.test_pipeline_dual_layer import _CountingDetector as _CountingBrightBoxes
 from tracking.config import PipelineConfig, RoadConfig
 from tracking.pipeline import Pipeline
 from vision.config import DetectorConfig
@@ -91,7 +91,7 @@ def test_a_parked_vehicle_the_detector_sees_stays_one_track_on_every_motion_fram
     for every in (5, 1):
         cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False))
         cfg.motion.carried_detector_every_n_frames = every
-        det = _Counting()
+        det = _CountingBrightBoxes()
         p = Pipeline(cfg, detector=det)
         p.reset(W, H, FPS)
         ground = _ground(6)
@@ -109,13 +109,3 @@ def test_a_parked_vehicle_the_detector_sees_stays_one_track_on_every_motion_fram
             assert det.calls <= 0.35 * frames
         else:  # as before motion frames: every frame once the motion layer carries (every 3rd before that)
             assert det.calls >= 0.75 * frames
-
-
-class _Counting(BrightBoxDetector):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def detect(self, image, road_mask=None, tiling=None):
-        self.calls += 1
-        return super().detect(image, road_mask, tiling)
