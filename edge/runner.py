@@ -138,6 +138,7 @@ def _summary(
     stats = pipeline.stats()
     summ = next((s for s in sinks if isinstance(s, TrackSummarySink)), None)
     geo = next((s for s in sinks if isinstance(s, GeoJSONSink)), None)
+    rows = next((s for s in sinks if isinstance(s, TrackCSVSink)), None)
     speeds = summ.speeds if summ else []
     n = max(1, stats["frames"])
     return {
@@ -156,6 +157,8 @@ def _summary(
             "vehicles": summ.counts["vehicles"] if summ else None,  # db/vehicles.py: what every page counts
             "moving_tracks": summ.counts["moving"] if summ else None,
             "stationary_tracks": summ.counts["stationary"] if summ else None,
+            # boxes on frames a track was lost on, filled between the frames it was seen on (tracker.fill_lost_gaps)
+            "interpolated_boxes": rows.interpolated if rows else None,
         },
         "speed_kmh": {
             "median_of_moving": round(statistics.median(speeds), 2) if speeds else None,

@@ -510,6 +510,9 @@ class Pipeline:
                 tracks = [tr for tr, k in zip(tracks, keep[:n]) if k]
                 withheld = [tr for tr, k in zip(withheld, keep[n:]) if k]
         self.track_ids.update(tr.track_id for tr in tracks)
+        lost: frozenset[int] = frozenset()
+        if not cfg.baseline and cfg.tracker.fill_lost_gaps:
+            lost = frozenset(int(t.track_id) for t in self.tracker.lost_stracks)
         self.frames += 1
         h, w = frame.image.shape[:2]
         return FrameResult(
@@ -520,6 +523,7 @@ class Pipeline:
             scale_source=ground.source if ground is not None else None,
             scale_detail=ground.description if ground is not None else None,
             withheld=withheld,
+            lost_ids=lost,
         )
 
     def _confirmed(
@@ -563,14 +567,17 @@ class Pipeline:
         return reported, withheld
 
     def report_lookback_frames(self) -> int:
-        """How many frames a recorded run holds its results back, so that a motion-only track is reported from its
-        first frame once it has lasted ``motion.min_motion_track_s`` (0: reported from then on, as live).
+        """How many frames a recorded run holds its results back (``motion.min_motion_track_s``; 0: none, as live):
+        so that a motion-only track is reported from its first frame once it has lasted that long, and a track lost
+        and found again within it is reported on the frames between (``tracker.fill_lost_gaps``).
 
-        Only motion-only tracks: reporting the tracks ByteTrack starts from their first detector box too (before its
-        second look confirms them) scored M1303 +0.5, M1003 night -0.6 (23 more false positives), M0703 -0.2 MOTA
-        (docs/detector_scale.md)."""
-        m = self.config.motion
-        if self.config.baseline or not m.enabled or not m.report_from_first_frame:
+        Only motion-only tracks are reported from their first frame: reporting the tracks ByteTrack starts from their
+        first detector box too (before its second look confirms them) scored M1303 +0.5, M1003 night -0.6 (23 more
+        false positives), M0703 -0.2 MOTA (docs/detector_scale.md)."""
+        cfg = self.config
+        m = cfg.motion
+        starts = m.enabled and m.report_from_first_frame
+        if cfg.baseline or not (starts or cfg.tracker.fill_lost_gaps):
             return 0
         return int(np.ceil(m.min_motion_track_s * (self.fps or 25.0)))
 

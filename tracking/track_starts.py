@@ -1,27 +1,68 @@
-"""A track reported from its first frame: the results of a recorded run held back until each track is decided.
+"""What a recorded run reports once it knows the next second: tracks from their first frame, lost frames filled.
 
 The pipeline withholds a track only motion blobs have fed until it has lasted ``motion.min_motion_track_s`` (flicker
 rarely lasts, real movers do). Live, that is all it can do; a recorded run can do better: it holds each frame's result
 back that long, and when a withheld track is confirmed, the frames it was withheld on report it too. The vehicle's
 trajectory, speed and line crossings then start where it was first seen, not a second later; a track never confirmed
 is dropped as before. Measured: docs/detector_scale.md (the 1080p interchange).
+
+The same hold-back fills gaps (``tracker.fill_lost_gaps``): a track the tracker lost (no detection matched it) and
+found again within the held frames is reported on the frames between, at boxes interpolated between the two it was
+seen at, as ByteTrack's authors interpolate offline (no speed there: speed flag ``interpolated``). Only frames the
+tracker had it lost on (``FrameResult.lost_ids``) are filled: a gap a rule made (the frame's edge, a standing
+vehicle's blob) stays a gap. Measured: docs/accuracy.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from tracking.types import FrameResult
+import numpy as np
+
+from tracking.types import INTERPOLATED, FrameResult, TrackState
+
+
+def _lerp(a: float | None, b: float | None, w: float) -> float | None:
+    return None if a is None or b is None else (1 - w) * a + w * b
+
+
+def interpolated(before: TrackState, after: TrackState, w: float) -> TrackState:
+    """The track a share ``w`` (0..1) of the way from ``before`` to ``after`` (the same track on two frames): box,
+    ground position and lat/lon interpolated; no speed (nothing was measured there), flagged ``interpolated``, so it
+    counts for no speed statistic and no violation."""
+    ground = None
+    if before.ground_xy is not None and after.ground_xy is not None:
+        ground = (
+            (1 - w) * before.ground_xy[0] + w * after.ground_xy[0],
+            (1 - w) * before.ground_xy[1] + w * after.ground_xy[1],
+        )
+    return dataclasses.replace(
+        before,
+        xyxy=((1 - w) * np.asarray(before.xyxy, np.float64) + w * np.asarray(after.xyxy, np.float64)).astype(
+            np.asarray(before.xyxy).dtype
+        ),
+        score=min(before.score, after.score),
+        moving=before.moving or after.moving,
+        speed_kmh=None,
+        speed_sigma_kmh=None,
+        speed_flag=INTERPOLATED,
+        ground_xy=ground,
+        lat=_lerp(before.lat, after.lat, w),
+        lon=_lerp(before.lon, after.lon, w),
+    )
 
 
 class TrackStarts:
     """``push`` each result in frame order, emit what it returns, then what ``flush`` returns; ``frames``: the
-    look-back (``Pipeline.report_lookback_frames``); 0 passes every result through at once."""
+    look-back (``Pipeline.report_lookback_frames``); 0 passes every result through at once.
+    ``filled``: boxes reported on frames a track was lost on (interpolated), so far."""
 
     def __init__(self, frames: int):
         self.frames = max(0, int(frames))
         self._held: deque[FrameResult] = deque()
+        self.filled = 0
 
     def push(self, result: FrameResult) -> list[FrameResult]:
         if self.frames == 0:
@@ -34,11 +75,35 @@ class TrackStarts:
             if now:
                 earlier.tracks.extend(now)
                 earlier.withheld = [tr for tr in earlier.withheld if tr.track_id not in reported]
+        if self._held and self._held[-1].lost_ids:
+            self._fill_gaps(result)
         self._held.append(result)
         out = []
         while len(self._held) > self.frames:
             out.append(self._held.popleft())
         return out
+
+    def _fill_gaps(self, result: FrameResult) -> None:
+        """Report each track of ``result`` lost on the frames just before on those frames too, when every one of
+        them had it lost and a held frame before them reports it (the other end of the gap)."""
+        last = self._held[-1]
+        for after in result.tracks:
+            tid = after.track_id
+            if tid not in last.lost_ids:
+                continue
+            gap: list[FrameResult] = []
+            before: TrackState | None = None
+            for earlier in reversed(self._held):
+                before = next((tr for tr in earlier.tracks if tr.track_id == tid), None)
+                if before is not None or tid not in earlier.lost_ids:
+                    break  # the other end, or a frame a rule hid it on: nothing to fill then
+                gap.append(earlier)
+            if before is None:
+                continue
+            n = len(gap) + 1
+            for k, earlier in enumerate(reversed(gap), start=1):
+                earlier.tracks.append(interpolated(before, after, k / n))
+            self.filled += len(gap)
 
     def flush(self) -> list[FrameResult]:
         out = list(self._held)

@@ -17,6 +17,10 @@ def trusted_speed(flag: str | None, sigma_kmh: float | None) -> bool:
     return flag is None or (flag == "low_confidence_scale" and sigma_kmh is not None)
 
 
+# speed_flag of a box not measured: a frame the tracker had lost the vehicle on, filled between the frames it was
+# seen on (a recorded run: tracking/track_starts.py); such a box has a position but no speed
+INTERPOLATED = "interpolated"
+
 # a violation needs speed - VIOLATION_SIGMAS * sigma > limit: too fast with ~98 % confidence (one-sided 2 sigma)
 VIOLATION_SIGMAS = 2.0
 
@@ -76,6 +80,9 @@ class FrameResult:
     # (and a live stream's stored run) reports them from this frame on once they are confirmed
     # (tracking/track_starts.py); the live feed never shows them here.
     withheld: list[TrackState] = field(default_factory=list)
+    # confirmed tracks the tracker has lost on this frame (unmatched, kept to be found again): a recorded run fills
+    # the frames of one found again within its hold-back (tracking/track_starts.py)
+    lost_ids: frozenset[int] = frozenset()
 
 
 @dataclass

@@ -39,15 +39,18 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-motion": {"motion.enabled": False},
     # vehicles cut by the frame's edge reported whatever share of them is in view
     "no-edge-rule": {"tracker.min_visible_at_border": None},
-    # each track reported from the frame it is confirmed on, as live streams report it (the previous rounds' recorded
-    # runs too), instead of from its first frame
-    "live-starts": {"motion.report_from_first_frame": False},
-    # the shipped default two rounds back
+    # a track lost and found again within the hold-back is not reported on the frames between (the previous default)
+    "no-gap-fill": {"tracker.fill_lost_gaps": False},
+    # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty (the recorded
+    # runs of two rounds back too)
+    "as-live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False},
+    # the shipped default three rounds back
     "previous-default": {
         "detector.stride_follows_scale": False,
         "tracker.min_visible_at_border": None,
         "road.sure_off_road_max_score": None,
         "motion.report_from_first_frame": False,
+        "tracker.fill_lost_gaps": False,
     },
 }
 
@@ -449,9 +452,9 @@ def _interchange(results: dict) -> list[str]:
         ),
         ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
         (
-            "dual, tracks reported from the frame they are confirmed on, as live (`motion.report_from_first_frame: "
-            "false`)",
-            "dual_live_starts",
+            "dual as live: tracks reported from the frame they are confirmed on, lost frames empty "
+            "(`motion.report_from_first_frame: false`, `tracker.fill_lost_gaps: false`)",
+            "dual_as_live",
         ),
         ("reference: dual at native resolution, detector every frame", "native"),
     ):

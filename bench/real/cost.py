@@ -212,15 +212,15 @@ def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> d
         {**key, "contender": "dual", "overrides": PREVIOUS_CARRIED},
         lambda: _dual_tracks(source, weights, frames, PREVIOUS_CARRIED),
     )
-    # tracks reported from the frame they are confirmed on, as live streams report them (the native reference and the
-    # other rows report them from their first frame, as a recorded run does)
-    live = {"motion.report_from_first_frame": False}
-    out["dual_live_starts"] = cached(
+    # as a live stream's feed reports them: tracks from the frame they are confirmed on, lost frames empty (the native
+    # reference and the other rows report them from their first frame and fill lost frames, as a recorded run does)
+    live = {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False}
+    out["dual_as_live"] = cached(
         cache, {**key, "contender": "dual", "overrides": live}, lambda: _dual_tracks(source, weights, frames, live)
     )
     out["frames"] = out["dual"]["frames"]
     reference = np.array(out["native"]["rows"]).reshape(-1, 6)
-    for k in ("plain", "dual", "dual_detector_every_frame", "dual_no_motion", "dual_live_starts", "native"):
+    for k in ("plain", "dual", "dual_detector_every_frame", "dual_no_motion", "dual_as_live", "native"):
         r = out[k] = dict(out[k])  # the cached entry keeps its rows; the results file gets the counts only
         r["matched"] = match(np.array(r.pop("rows")).reshape(-1, 6), reference, r.get("fps", 25.0))
         m = r["matched"]

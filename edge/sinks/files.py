@@ -11,7 +11,7 @@ from typing import Any
 
 from db.vehicles import is_vehicle
 from edge.sinks.tracks import TrackAccumulator, TrackRecord
-from tracking.types import FrameResult, RunInfo
+from tracking.types import INTERPOLATED, FrameResult, RunInfo
 from vision.detection import class_name
 
 MIN_TRACK_FRAMES = 3  # shorter tracks are noise, left out of the per-track outputs
@@ -69,6 +69,7 @@ class TrackCSVSink:
 
     def __init__(self, folder: Path, name: str = "tracks.csv"):
         self.path = Path(folder) / name
+        self.interpolated = 0  # rows of boxes filled on frames a track was lost on (speed_flag "interpolated")
 
     def open(self, info: RunInfo) -> None:
         self._f = open(self.path, "w", newline="", encoding="utf-8")
@@ -79,6 +80,7 @@ class TrackCSVSink:
         f = result.frame
         for tr in result.tracks:
             gx, gy = tr.ground_xy if tr.ground_xy else (None, None)
+            self.interpolated += tr.speed_flag == INTERPOLATED
             self._w.writerow(
                 [
                     f.index + 1,

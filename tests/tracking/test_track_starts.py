@@ -10,7 +10,7 @@ from tests.tracking.test_pipeline_motion_frames import FPS, MOVERS, H, W, _frame
 from tracking.config import PipelineConfig, RoadConfig
 from tracking.pipeline import Pipeline
 from tracking.track_starts import TrackStarts, from_first_frame
-from tracking.types import FrameResult, TrackState
+from tracking.types import INTERPOLATED, FrameResult, TrackState
 from vision.types import Frame
 
 
@@ -77,3 +77,45 @@ def test_a_recorded_run_reports_a_motion_only_vehicle_from_its_first_frame():
         assert first_recorded <= first_live - wait + 1
         assert all(k in on for on in recorded[first_recorded:first_live])  # every frame in between
         assert [k in on for on in recorded[first_live:]] == [k in on for on in live[first_live:]]
+
+
+def _moving(tid: int, i: int) -> TrackState:
+    x = 10.0 * i
+    return TrackState(
+        tid, np.array([x, 0, x + 20, 10], np.float32), 0.8, 0, speed_kmh=40.0, ground_xy=(x / 10, 0.0), lat=1.0, lon=2.0
+    )
+
+
+def _gap_run(lost_on: dict[int, set[int]], seen_on: set[int], frames: int) -> list[FrameResult]:
+    """Track 4 reported on ``seen_on``; ``lost_on``: frame -> the ids the tracker had lost there."""
+    results = (
+        FrameResult(
+            Frame(i, i / 25, np.zeros((2, 2, 3), np.uint8)),
+            [_moving(4, i)] if i in seen_on else [],
+            lost_ids=frozenset(lost_on.get(i, set())),
+        )
+        for i in range(8)
+    )
+    return list(from_first_frame(results, frames))
+
+
+def test_a_track_lost_and_found_again_is_filled_between():
+    out = _gap_run({2: {4}, 3: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=5)
+    assert [r.frame.index for r in out] == list(range(8))
+    assert _ids(out) == [[4]] * 8
+    for i in (2, 3, 4):  # halfway boxes, positions and lat/lon; no speed: nothing was measured there
+        tr = out[i].tracks[0]
+        assert np.allclose(tr.xyxy, [10 * i, 0, 10 * i + 20, 10]) and tr.ground_xy == (i, 0.0)
+        assert (tr.lat, tr.lon) == (1.0, 2.0) and tr.speed_kmh is None and tr.speed_flag == INTERPOLATED
+    assert all(out[i].tracks[0].speed_flag is None for i in (0, 1, 5, 6, 7))
+
+
+def test_only_gaps_the_tracker_lost_it_in_are_filled_within_the_look_back():
+    # frame 3 had the track hidden by a rule (not lost): the gap 2-4 is not the tracker's and stays empty
+    assert _ids(_gap_run({2: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=5))[2:5] == [[], [], []]
+    # the frame before the gap has left the look-back when the track is found again: nothing to fill from
+    assert _ids(_gap_run({2: {4}, 3: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=3))[2:5] == [[], [], []]
+    # live (no look-back): nothing is held, nothing filled
+    assert _ids(_gap_run({2: {4}, 3: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=0))[2:5] == [[], [], []]
+    # lost and never found again: nothing filled
+    assert _ids(_gap_run({5: {4}, 6: {4}, 7: {4}}, {0, 1, 2, 3, 4}, frames=5))[5:] == [[], [], []]
