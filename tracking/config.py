@@ -37,11 +37,12 @@ class TrackerConfig(BaseModel):
     fuse_score: bool = True
     fill_lost_gaps: bool = Field(
         True,
-        description="a recorded run (and a live stream's stored run) reports a track the tracker lost and found again "
-        "within its hold-back (motion.min_motion_track_s) on the frames between too, at boxes and positions "
-        "interpolated between the two frames it was seen on (ByteTrack's own offline interpolation; such boxes have "
-        "no speed and the speed flag 'interpolated'). A gap a rule made (the frame's edge, a standing vehicle's blob) "
-        "is never filled; the live feed cannot wait and fills nothing. False: lost frames stay empty",
+        description="a recorded run (and a live stream's stored run) reports a moving track the tracker lost and "
+        "found again within its hold-back (motion.min_motion_track_s) on the frames between too, at boxes and "
+        "positions interpolated between the two frames it was seen on with the drone's own motion taken out "
+        "(ByteTrack's own offline interpolation; such boxes have no speed and the speed flag 'interpolated'). A gap a "
+        "rule made (the frame's edge, a standing vehicle's blob) and a standing track's gap (as likely clutter as a "
+        "parked car) are never filled; the live feed cannot wait and fills nothing. False: lost frames stay empty",
     )
     min_visible_at_border: float | None = Field(
         0.5,

@@ -511,8 +511,10 @@ class Pipeline:
                 withheld = [tr for tr, k in zip(withheld, keep[n:]) if k]
         self.track_ids.update(tr.track_id for tr in tracks)
         lost: frozenset[int] = frozenset()
+        to_first = None
         if not cfg.baseline and cfg.tracker.fill_lost_gaps:
             lost = frozenset(int(t.track_id) for t in self.tracker.lost_stracks)
+            to_first = self._H_cur_to_first.copy()
         self.frames += 1
         h, w = frame.image.shape[:2]
         return FrameResult(
@@ -524,6 +526,7 @@ class Pipeline:
             scale_detail=ground.description if ground is not None else None,
             withheld=withheld,
             lost_ids=lost,
+            to_first=to_first,
         )
 
     def _confirmed(

@@ -6,11 +6,13 @@ back that long, and when a withheld track is confirmed, the frames it was withhe
 trajectory, speed and line crossings then start where it was first seen, not a second later; a track never confirmed
 is dropped as before. Measured: docs/detector_scale.md (the 1080p interchange).
 
-The same hold-back fills gaps (``tracker.fill_lost_gaps``): a track the tracker lost (no detection matched it) and
-found again within the held frames is reported on the frames between, at boxes interpolated between the two it was
-seen at, as ByteTrack's authors interpolate offline (no speed there: speed flag ``interpolated``). Only frames the
+The same hold-back fills gaps (``tracker.fill_lost_gaps``): a moving track the tracker lost (no detection matched it)
+and found again within the held frames is reported on the frames between, at boxes interpolated between the two it
+was seen at, as ByteTrack's authors interpolate offline, but in the first frame's pixels (``FrameResult.to_first``),
+so the drone's own motion does not bend the path (no speed there: speed flag ``interpolated``). Only frames the
 tracker had it lost on (``FrameResult.lost_ids``) are filled: a gap a rule made (the frame's edge, a standing
-vehicle's blob) stays a gap. Measured: docs/accuracy.md.
+vehicle's blob) stays a gap, and so does a standing track's (on synthetic clips those were mostly static clutter).
+Measured: docs/detector_scale.md.
 """
 
 from __future__ import annotations
@@ -28,10 +30,19 @@ def _lerp(a: float | None, b: float | None, w: float) -> float | None:
     return None if a is None or b is None else (1 - w) * a + w * b
 
 
-def interpolated(before: TrackState, after: TrackState, w: float) -> TrackState:
+def _through(H: np.ndarray, xy: np.ndarray) -> np.ndarray:
+    p = H @ np.array([xy[0], xy[1], 1.0])
+    return p[:2] / p[2]
+
+
+def interpolated(before: TrackState, after: TrackState, w: float, centre: np.ndarray | None = None) -> TrackState:
     """The track a share ``w`` (0..1) of the way from ``before`` to ``after`` (the same track on two frames): box,
     ground position and lat/lon interpolated; no speed (nothing was measured there), flagged ``interpolated``, so it
-    counts for no speed statistic and no violation."""
+    counts for no speed statistic and no violation. ``centre``: where the box's centre is (pixels), when known
+    better than halfway between the two boxes (the drone moved in between)."""
+    xyxy = (1 - w) * np.asarray(before.xyxy, np.float64) + w * np.asarray(after.xyxy, np.float64)
+    if centre is not None:
+        xyxy += np.tile(np.asarray(centre, np.float64) - (xyxy[:2] + xyxy[2:]) / 2, 2)
     ground = None
     if before.ground_xy is not None and after.ground_xy is not None:
         ground = (
@@ -40,9 +51,7 @@ def interpolated(before: TrackState, after: TrackState, w: float) -> TrackState:
         )
     return dataclasses.replace(
         before,
-        xyxy=((1 - w) * np.asarray(before.xyxy, np.float64) + w * np.asarray(after.xyxy, np.float64)).astype(
-            np.asarray(before.xyxy).dtype
-        ),
+        xyxy=xyxy.astype(np.asarray(before.xyxy).dtype),
         score=min(before.score, after.score),
         moving=before.moving or after.moving,
         speed_kmh=None,
@@ -89,7 +98,7 @@ class TrackStarts:
         last = self._held[-1]
         for after in result.tracks:
             tid = after.track_id
-            if tid not in last.lost_ids:
+            if tid not in last.lost_ids or not after.moving:
                 continue
             gap: list[FrameResult] = []
             before: TrackState | None = None
@@ -98,11 +107,23 @@ class TrackStarts:
                 if before is not None or tid not in earlier.lost_ids:
                     break  # the other end, or a frame a rule hid it on: nothing to fill then
                 gap.append(earlier)
-            if before is None:
-                continue
+            if before is None or not before.moving:
+                continue  # a standing "vehicle" lost and found again is as likely clutter: only movers are filled
+            start = earlier
+            # the two ends' centres in the first frame's pixels, where the drone's own motion is taken out
+            ends = None
+            if start.to_first is not None and result.to_first is not None:
+                ends = (
+                    _through(start.to_first, np.array(before.center)),
+                    _through(result.to_first, np.array(after.center)),
+                )
             n = len(gap) + 1
-            for k, earlier in enumerate(reversed(gap), start=1):
-                earlier.tracks.append(interpolated(before, after, k / n))
+            for k, frame in enumerate(reversed(gap), start=1):
+                w = k / n
+                centre = None
+                if ends is not None and frame.to_first is not None:
+                    centre = _through(np.linalg.inv(frame.to_first), (1 - w) * ends[0] + w * ends[1])
+                frame.tracks.append(interpolated(before, after, w, centre))
             self.filled += len(gap)
 
     def flush(self) -> list[FrameResult]:

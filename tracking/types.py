@@ -83,6 +83,9 @@ class FrameResult:
     # confirmed tracks the tracker has lost on this frame (unmatched, kept to be found again): a recorded run fills
     # the frames of one found again within its hold-back (tracking/track_starts.py)
     lost_ids: frozenset[int] = frozenset()
+    # this frame's pixels -> the run's first frame's (the drone's own motion chained), when the pipeline measures it:
+    # a filled gap is interpolated there, so a drone that moved or shook in the gap does not bend the vehicle's path
+    to_first: np.ndarray | None = None
 
 
 @dataclass

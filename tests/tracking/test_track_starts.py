@@ -3,6 +3,8 @@ until the tracks on them are decided; tracks never confirmed stay out."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tests.edge.service.service_fakes import BrightBoxDetector
@@ -86,12 +88,12 @@ def _moving(tid: int, i: int) -> TrackState:
     )
 
 
-def _gap_run(lost_on: dict[int, set[int]], seen_on: set[int], frames: int) -> list[FrameResult]:
+def _gap_run(lost_on: dict[int, set[int]], seen_on: set[int], frames: int, moving: bool = True) -> list[FrameResult]:
     """Track 4 reported on ``seen_on``; ``lost_on``: frame -> the ids the tracker had lost there."""
     results = (
         FrameResult(
             Frame(i, i / 25, np.zeros((2, 2, 3), np.uint8)),
-            [_moving(4, i)] if i in seen_on else [],
+            [dataclasses.replace(_moving(4, i), moving=moving)] if i in seen_on else [],
             lost_ids=frozenset(lost_on.get(i, set())),
         )
         for i in range(8)
@@ -119,3 +121,25 @@ def test_only_gaps_the_tracker_lost_it_in_are_filled_within_the_look_back():
     assert _ids(_gap_run({2: {4}, 3: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=0))[2:5] == [[], [], []]
     # lost and never found again: nothing filled
     assert _ids(_gap_run({5: {4}, 6: {4}, 7: {4}}, {0, 1, 2, 3, 4}, frames=5))[5:] == [[], [], []]
+    # a standing track (as likely clutter as a parked car): its gaps stay
+    assert _ids(_gap_run({2: {4}, 3: {4}, 4: {4}}, {0, 1, 5, 6, 7}, frames=5, moving=False))[2:5] == [[], [], []]
+
+
+def test_a_gap_is_interpolated_where_the_drones_own_motion_is_taken_out():
+    # a parked vehicle at x = 100 (first frame's pixels) while the drone shakes: frame i sees it shifted by -shake[i]
+    shake = [0.0, 0.0, 30.0, -20.0, 10.0, 0.0, 0.0, 0.0]
+
+    def result(i: int) -> FrameResult:
+        x = 100 - shake[i]
+        track = TrackState(4, np.array([x - 10, 0, x + 10, 10], np.float32), 0.8, 0)
+        to_first = np.array([[1, 0, shake[i]], [0, 1, 0], [0, 0, 1]], np.float64)
+        return FrameResult(
+            Frame(i, i / 25, np.zeros((2, 2, 3), np.uint8)),
+            [track] if i not in (2, 3, 4) else [],
+            lost_ids=frozenset({4} if i in (2, 3, 4) else set()),
+            to_first=to_first,
+        )
+
+    out = list(from_first_frame((result(i) for i in range(8)), frames=5))
+    for i in (2, 3, 4):  # on the vehicle in each frame, not on the straight line between the two ends
+        assert np.isclose(out[i].tracks[0].center[0], 100 - shake[i]), (i, out[i].tracks[0].center)
