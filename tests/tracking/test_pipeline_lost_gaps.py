@@ -87,7 +87,7 @@ def test_airpatrol_process_writes_the_filled_rows_flagged_and_counts_them(tmp_pa
 
     video = tmp_path / "clip.avi"
     ground = _ground()
-    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), FPS, (W, H))
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), FPS, (W, H))
     for i in range(45):
         writer.write(_image(ground, i))
     writer.release()
