@@ -65,13 +65,11 @@ def interpolated(before: TrackState, after: TrackState, w: float, centre: np.nda
 
 class TrackStarts:
     """``push`` each result in frame order, emit what it returns, then what ``flush`` returns; ``frames``: the
-    look-back (``Pipeline.report_lookback_frames``); 0 passes every result through at once.
-    ``filled``: boxes reported on frames a track was lost on (interpolated), so far."""
+    look-back (``Pipeline.report_lookback_frames``); 0 passes every result through at once."""
 
     def __init__(self, frames: int):
         self.frames = max(0, int(frames))
         self._held: deque[FrameResult] = deque()
-        self.filled = 0
 
     def push(self, result: FrameResult) -> list[FrameResult]:
         if self.frames == 0:
@@ -124,7 +122,6 @@ class TrackStarts:
                 if ends is not None and frame.to_first is not None:
                     centre = _through(np.linalg.inv(frame.to_first), (1 - w) * ends[0] + w * ends[1])
                 frame.tracks.append(interpolated(before, after, w, centre))
-            self.filled += len(gap)
 
     def flush(self) -> list[FrameResult]:
         out = list(self._held)
