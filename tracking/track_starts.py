@@ -53,7 +53,6 @@ def interpolated(before: TrackState, after: TrackState, w: float, centre: np.nda
         before,
         xyxy=xyxy.astype(np.asarray(before.xyxy).dtype),
         score=min(before.score, after.score),
-        moving=before.moving or after.moving,
         speed_kmh=None,
         speed_sigma_kmh=None,
         speed_flag=INTERPOLATED,
