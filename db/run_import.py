@@ -30,6 +30,7 @@ from tqdm import tqdm
 from db.models import ProcessingRun, TrackRow, Violation
 from tracking.types import FrameResult, RunInfo, TrackState
 from vision.evidence import Wanted
+from vision.run_inputs import run_telemetry, run_video
 from vision.types import VEHICLE_CLASSES, Frame
 
 FALLBACK_DEVICE_SERIAL = "unregistered-drone"  # flight logs that do not name their aircraft (e.g. DJI SRT)
@@ -189,15 +190,16 @@ def import_run_dir(
     video = summary["video"]
     fps = float(video.get("fps") or 25.0)
     frames = int((summary.get("counts") or {}).get("frames") or 0)
-    log_path = summary.get("telemetry")
-    if flight_id is None and import_telemetry and log_path and Path(log_path).is_file():
-        flight_id = _import_flight(maker, Path(log_path), device_serial)
+    # the inputs where they are now, whatever folder the run was processed or is imported from (vision/run_inputs.py)
+    log_path, video_path = run_telemetry(run_dir, summary), run_video(run_dir, summary)
+    if flight_id is None and import_telemetry and log_path is not None and log_path.is_file():
+        flight_id = _import_flight(maker, log_path, device_serial)
 
     sink = DatabaseSink(
         session_maker=maker, flight_id=flight_id, task_round_id=task_round_id, speed_limit_kmh=speed_limit_kmh
     )
     info = RunInfo(
-        str(summary.get("source") or run_dir),
+        str(video_path or summary.get("source") or run_dir),  # the video's row: the same one from any folder
         int(video.get("width") or 0),
         int(video.get("height") or 0),
         fps,

@@ -19,8 +19,10 @@ from edge.rundir import RunDirectory
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
 from edge.sinks.loop import RunSinks
 from tracking.config import PipelineConfig
+from tracking.linked_run import LinkReport, hold, link_results, with_images
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
+from vision.run_inputs import record as record_input
 from vision.source import SourceInfo, open_source
 from vision.yolo_weights import detector_weights_label
 
@@ -103,19 +105,42 @@ def process_video(
             if write_video:
                 file_sinks.append(AnnotatedVideoSink(tmp, speed_limit_kmh=speed_limit_kmh))
 
+            link = config.linking.enabled and not config.baseline
+            link_report: LinkReport | None = None
+
             def summarize() -> dict[str, Any]:
-                summary = _summary(run, info, pipeline, file_sinks, sinks.loop_s, time.perf_counter() - wall0, tel_path)
+                summary = _summary(
+                    run, info, pipeline, file_sinks, sinks.loop_s, time.perf_counter() - wall0, tel_path, rundir.final
+                )
                 duration = info.duration_s or ((info.frame_count or 0) / info.fps)
                 summary.update(
                     completeness(video_losses(source) + telemetry_losses(flight_log, poses, duration, info.fps))
                 )
+                # the pieces of one vehicle's path joined over the flight (tracking/linking.py); None: not linked
+                summary["linking"] = link_report.as_dict() if link_report is not None else None
                 return summary
 
             with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
                 total = min(info.frame_count or 0, max_frames or 10**12) or None
                 bar = tqdm(total=total, unit="frame", desc=video.name[:24], disable=not progress, dynamic_ncols=True)
                 with frame_results(pipeline, source, batch_size) as results:
-                    sinks.feed(results, bar)
+                    if link:  # the whole flight first, then the sinks: every sink gets the linked tracks
+                        t0 = time.perf_counter()
+                        held = hold(results, bar)
+                        bar.close()
+                        link_report = link_results(held.results, info.width, info.height, config.linking)
+                        sinks.loop_s += time.perf_counter() - t0
+                        bar = tqdm(
+                            total=len(held.results),
+                            unit="frame",
+                            desc="writing",
+                            disable=not progress,
+                            dynamic_ncols=True,
+                        )
+                        with open_source(video, max_frames=max_frames) as again:
+                            sinks.feed(with_images(held, again), bar)
+                    else:
+                        sinks.feed(results, bar)
                 summary = sinks.finish(summarize, tmp / "summary.json")
             final = rundir.commit()
     return RunOutcome(final, summary)
@@ -129,7 +154,10 @@ def _summary(
     loop_s: float,
     wall_s: float,
     telemetry: Path | None,
+    run_dir: Path,
 ) -> dict[str, Any]:
+    """The run's ``summary.json``. Its inputs (video, flight log) are recorded by absolute path and by path relative
+    to ``run_dir``, the run's final folder, so that `import-run` finds them from any folder (vision/run_inputs.py)."""
     import statistics
 
     import torch
@@ -146,8 +174,8 @@ def _summary(
         "status": "complete",  # or "incomplete", with "losses": see edge/completeness.py
         "losses": [],
         "mode": run.mode,
-        "video": asdict(info),
-        "telemetry": str(telemetry) if telemetry else None,
+        "video": {**asdict(info), **_recorded_video(info.path, run_dir)},
+        **_recorded_telemetry(telemetry, run_dir),
         "weights": run.weights,  # name and hash (vision.yolo_weights.weights_label)
         "device": run.device,
         "config": run.config,
@@ -183,3 +211,15 @@ def _summary(
             "ultralytics": ultralytics.__version__,
         },
     }
+
+
+def _recorded_video(path: str, run_dir: Path) -> dict[str, str | None]:
+    absolute, from_run = record_input(path, run_dir)
+    return {"path": absolute, "path_from_run": from_run}
+
+
+def _recorded_telemetry(path: Path | None, run_dir: Path) -> dict[str, str | None]:
+    if path is None:
+        return {"telemetry": None, "telemetry_from_run": None}
+    absolute, from_run = record_input(path, run_dir)
+    return {"telemetry": absolute, "telemetry_from_run": from_run}

@@ -19,6 +19,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from vision.run_inputs import run_video
+
 EVIDENCE_DIR = "evidence"
 CLIP_BEFORE_S, CLIP_AFTER_S = 2.0, 2.0  # a violation is measured over about 1 s: the clip shows the approach too
 CLIP_MAX_WIDTH = 1280  # clips are evidence to look at in a browser, not the full-resolution record
@@ -48,8 +50,9 @@ def evidence_video(run_dir: Path) -> Path | None:
             summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        video = Path(str((summary.get("video") or {}).get("path") or summary.get("source") or ""))
-    return video if video.is_file() else None
+        found = run_video(run_dir, summary)
+        return found if found is not None and found.is_file() else None
+    return video
 
 
 def _boxes(tracks_csv: Path, wanted: dict[tuple[int, int], Wanted]) -> dict[tuple[int, int], np.ndarray]:

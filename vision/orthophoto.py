@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from vision.camera import enu_to_lonlat, lonlat_to_enu
+from vision.run_inputs import recorded_video, run_video
 
 MIN_POINTS = 6
 MAX_RMS_M = 1.5
@@ -113,9 +114,10 @@ def make_orthophoto(run_dir: str | Path, every_s: float = 1.0) -> Orthophoto:
     except (OSError, ValueError) as exc:
         raise OrthophotoError(f"{run_dir / 'summary.json'}: cannot read ({exc})") from None
     video = summary.get("video") or {}
-    source = Path(str(video.get("path") or summary.get("source") or ""))
-    if not source.exists():
-        raise OrthophotoError(f"{source}: the run's video is not there any more")
+    found = run_video(run_dir, summary)
+    if found is None:
+        raise OrthophotoError(f"{recorded_video(summary)}: the run's video is not there any more")
+    source = found
     fps = float(video.get("fps") or 25.0)
     points = _georeferenced_points(run_dir / "tracks.csv")
     if not points:

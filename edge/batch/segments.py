@@ -275,6 +275,7 @@ def write_run(
                 processing_s,
                 time.perf_counter() - wall0,
                 find_sidecar_srt(video),
+                rundir.final,
             )
             summary["segments"] = [
                 {

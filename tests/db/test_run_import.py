@@ -103,3 +103,58 @@ def test_import_run_command(cli, sqlite_url, run_dir):
     assert "6 vehicles, 2 violations, flight 1" in r.output
     r = cli("import-run", run_dir.parent, "--database-url", sqlite_url, "-q")
     assert r.exit_code == 2 and "summary.json: missing" in r.output
+
+
+def _run_processed_in(folder, recorded: str):
+    """A run as `airpatrol process clip/video.mp4 --out run` leaves it when run in ``folder``: ``folder/run`` and the
+    video (a real one, with the road under the tracks) in ``folder/clip``; ``recorded``: how its summary records the
+    video: ``old`` as given (relative to ``folder``, as runs did before), ``new`` as runs do now."""
+    import json
+
+    from vision.run_inputs import record
+
+    run_dir = make_run_dir(folder / "run", video=True)
+    (folder / "clip").mkdir()
+    (run_dir / "video.mp4").rename(folder / "clip" / "video.mp4")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    if recorded == "old":
+        summary["source"] = summary["video"]["path"] = "clip/video.mp4"
+    else:
+        path, from_run = record(folder / "clip" / "video.mp4", run_dir)
+        summary["video"].update(path=path, path_from_run=from_run)
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+@pytest.mark.parametrize("recorded", ["old", "new"])
+def test_import_run_from_another_folder_finds_the_video(cli, sqlite_url, tmp_path, monkeypatch, recorded):
+    """`import-run ../a/run` from another folder: the run's video is found (an old run's path relative to where
+    `process` ran; a new run's path relative to the run folder, after the whole tree moved), so the orthophoto and
+    the violations' snapshots are made; the video's row is the same one whichever folder imported it."""
+    import shutil
+
+    from sqlalchemy import select
+
+    from db.engine import session_scope
+    from db.models import ProcessingRun, Video
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    run_dir = _run_processed_in(tmp_path / "a", recorded)
+    if recorded == "new":  # the absolute path recorded is stale now: only the one relative to the run folder is right
+        shutil.move(tmp_path / "a", tmp_path / "moved")
+        run_dir = tmp_path / "moved" / "run"
+    monkeypatch.chdir(tmp_path / "b")
+    rel = f"../{run_dir.parent.name}/run"
+    r = cli("import-run", rel, "--speed-limit", "80", "--database-url", sqlite_url, "-q")
+    assert r.exit_code == 0, r.output
+    assert f"{rel}: orthophoto of " in r.output, r.output
+    assert "2 violation snapshots" in r.output, r.output
+    assert (run_dir / "ortho.png").is_file() and len(list((run_dir / "evidence").glob("*.jpg"))) == 2
+
+    monkeypatch.chdir(run_dir.parent)  # where `process` ran: the same video, the same row, the older run superseded
+    r = cli("import-run", "run", "--speed-limit", "80", "--database-url", sqlite_url, "-q")
+    assert r.exit_code == 0 and "run: orthophoto kept" in r.output, r.output
+    with session_scope(sqlite_url) as s:
+        assert s.scalars(select(Video.file_path)).all() == [str((run_dir.parent / "clip" / "video.mp4").resolve())]
+        assert s.scalars(select(ProcessingRun.status).order_by(ProcessingRun.id)).all() == ["superseded", "complete"]
