@@ -144,7 +144,7 @@ def build_scene(cfg: SceneConfig) -> Scene:
     specs = dict(sim.specs)
     statics = parked + clutter
     specs.update({o.spec.vid: o.spec for o in statics})
-    renderer = Renderer(cfg, cam, ground, assets.car_crops)
+    renderer = Renderer(cfg, cam, ground, assets.car_crops, assets.vehicle_crops)
     return Scene(cfg, cam, net, ground, traffic, statics, specs, renderer, assets.source, sim.near_misses)
 
 

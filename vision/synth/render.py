@@ -96,8 +96,17 @@ def sun(cfg: SceneConfig) -> tuple[float, float, np.ndarray]:
 
 
 class Renderer:
-    def __init__(self, cfg: SceneConfig, cam: CameraTrack, ground: Ground, crops: list[np.ndarray]):
+    def __init__(
+        self,
+        cfg: SceneConfig,
+        cam: CameraTrack,
+        ground: Ground,
+        crops: list[np.ndarray],
+        vehicle_crops: dict[str, list[np.ndarray]] | None = None,
+    ):
+        """``crops``: real car crops; ``vehicle_crops``: real truck/bus/van crops by class (both may be empty)."""
         self.cfg, self.cam, self.ground, self.crops = cfg, cam, ground, crops
+        self.vehicle_crops = vehicle_crops or {}
         rng = rng_for(cfg.seed, "render")
         self.sun_az, self.sun_el, self.shadow_vec = sun(cfg)
         self.shadow_strength = float(rng.uniform(0.3, 0.5)) if cfg.shadows else 0.0
@@ -118,7 +127,7 @@ class Renderer:
 
     def sprite(self, spec: VehicleSpec):
         if spec.vid not in self.sprites:
-            sp = sprite_for(spec, self.crops)
+            sp = sprite_for(spec, self.crops, self.vehicle_crops)
             self.sprites[spec.vid] = (sp, side_colour(sp))
         return self.sprites[spec.vid]
 

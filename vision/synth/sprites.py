@@ -2,10 +2,13 @@
 
 A sprite is a premultiplied BGRA float32 image at :data:`PX_PER_M`, the vehicle's length along x with the front at the
 right edge and its left side at the top row. Cars come from real drone crops when available (recoloured for the
-colours the data lacks); vans, trucks, buses and clutter are drawn.
+colours the data lacks); so do vans, trucks and buses when a crop of their class with about their length-to-width
+ratio exists (kept in their own colours), else they are drawn, as clutter always is.
 """
 
 from __future__ import annotations
+
+import math
 
 import cv2
 import numpy as np
@@ -13,6 +16,9 @@ import numpy as np
 from vision.synth.vehicles import VehicleSpec
 
 PX_PER_M = 24.0
+# a real crop is stretched to the vehicle's length x width at most this much (either way) in its length/width ratio;
+# a 16 m semi-trailer with no crop that long stays drawn rather than show a squashed 8 m truck
+MAX_ASPECT_STRETCH = 1.4
 
 
 def _rounded_alpha(h: int, w: int, radius: float, inset: float = 0.0) -> np.ndarray:
@@ -172,7 +178,30 @@ def real_car(spec: VehicleSpec, crops: list[np.ndarray], rng: np.random.Generato
     return _finish(img, alpha, rng)
 
 
-def sprite_for(spec: VehicleSpec, crops: list[np.ndarray]) -> np.ndarray:
+def real_vehicle(spec: VehicleSpec, crops: list[np.ndarray], rng: np.random.Generator) -> np.ndarray | None:
+    """A truck, bus or van from a real crop of its class, scaled to its length x width; None when no crop's
+    length/width ratio is within :data:`MAX_ASPECT_STRETCH` of the vehicle's."""
+    target = spec.length / spec.width
+    fits = [c for c in crops if abs(math.log(c.shape[1] / c.shape[0] / target)) <= math.log(MAX_ASPECT_STRETCH)]
+    if not fits:
+        return None
+    crop = fits[int(rng.integers(len(fits)))]
+    if rng.random() < 0.5:
+        crop = crop[:, ::-1]  # either end may be the front (the crops are not told which)
+    if rng.random() < 0.5:
+        crop = crop[::-1]
+    w, h = int(round(spec.length * PX_PER_M)), int(round(spec.width * PX_PER_M))
+    ch, cw = crop.shape[:2]
+    crop = crop[int(0.04 * ch) : ch - int(0.04 * ch), int(0.01 * cw) : cw - int(0.01 * cw)]
+    img = cv2.resize(np.ascontiguousarray(crop), (w, h), interpolation=cv2.INTER_AREA).astype(np.float32)
+    alpha = _rounded_alpha(h, w, (0.3 if spec.cls == "van" else 0.1) * h)
+    return _finish(img, alpha, rng)
+
+
+def sprite_for(
+    spec: VehicleSpec, crops: list[np.ndarray], vehicle_crops: dict[str, list[np.ndarray]] | None = None
+) -> np.ndarray:
+    """The sprite of ``spec``: ``crops`` are real car crops, ``vehicle_crops`` real truck/bus/van crops by class."""
     rng = np.random.default_rng(spec.look)
     if spec.kind == "clutter":
         return draw_clutter(spec, rng)
@@ -180,6 +209,9 @@ def sprite_for(spec: VehicleSpec, crops: list[np.ndarray]) -> np.ndarray:
         if crops and rng.random() < 0.75:
             return real_car(spec, crops, rng)
         return draw_car(spec, rng)
+    real = real_vehicle(spec, vehicle_crops[spec.cls], rng) if vehicle_crops and vehicle_crops.get(spec.cls) else None
+    if real is not None:
+        return real
     if spec.cls == "van":
         return draw_car(spec, rng, van=True)
     if spec.cls == "truck":
