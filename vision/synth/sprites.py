@@ -3,7 +3,8 @@
 A sprite is a premultiplied BGRA float32 image at :data:`PX_PER_M`, the vehicle's length along x with the front at the
 right edge and its left side at the top row. Cars come from real drone crops when available (recoloured for the
 colours the data lacks); so do vans, trucks and buses when a crop of their class with about their length-to-width
-ratio exists (kept in their own colours), else they are drawn, as clutter always is.
+ratio exists (kept in their own colours; a semi-trailer longer than any truck crop is a truck crop's cab with its load
+stretched), else they are drawn, as clutter always is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from vision.synth.vehicles import VehicleSpec
 
 PX_PER_M = 24.0
 # a real crop is stretched to the vehicle's length x width at most this much (either way) in its length/width ratio;
-# a 16 m semi-trailer with no crop that long stays drawn rather than show a squashed 8 m truck
+# a 16 m semi-trailer with no crop that long is made of a truck crop's cab and its stretched load instead
 MAX_ASPECT_STRETCH = 1.4
 
 
@@ -186,8 +187,11 @@ def real_vehicle(spec: VehicleSpec, crops: list[np.ndarray], rng: np.random.Gene
     if not fits:
         return None
     crop = fits[int(rng.integers(len(fits)))]
-    if rng.random() < 0.5:
-        crop = crop[:, ::-1]  # either end may be the front (the crops are not told which)
+    flip = rng.random() < 0.5  # either end of a bus or van may be its front (the crops are not told which)
+    if spec.cls == "truck":
+        flip = not cab_at_right(crop)  # a truck drives cab first
+    if flip:
+        crop = crop[:, ::-1]
     if rng.random() < 0.5:
         crop = crop[::-1]
     w, h = int(round(spec.length * PX_PER_M)), int(round(spec.width * PX_PER_M))
@@ -196,6 +200,39 @@ def real_vehicle(spec: VehicleSpec, crops: list[np.ndarray], rng: np.random.Gene
     img = cv2.resize(np.ascontiguousarray(crop), (w, h), interpolation=cv2.INTER_AREA).astype(np.float32)
     alpha = _rounded_alpha(h, w, (0.3 if spec.cls == "van" else 0.1) * h)
     return _finish(img, alpha, rng)
+
+
+def cab_at_right(crop: np.ndarray) -> bool:
+    """Which end of a truck crop is its cab: the end with the darkest band across it (windscreen, the gap between
+    cab and load) within its outer 40 % (the outermost 4 % is the outline's dark edge)."""
+    gray = cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_BGR2GRAY).astype(np.float32)
+    h, w = gray.shape
+    profile = gray[int(0.2 * h) : max(int(0.8 * h), int(0.2 * h) + 1)].mean(axis=0)
+    a, b = max(1, int(0.04 * w)), max(2, int(0.4 * w))
+    return float(profile[w - b : w - a].min()) < float(profile[a:b].min())
+
+
+def real_semi(spec: VehicleSpec, crops: list[np.ndarray], rng: np.random.Generator) -> np.ndarray | None:
+    """A truck longer than any crop's length/width allows (a semi-trailer): a truck crop's cab end kept at the
+    crop's own scale (its width is the truck's width), the rest of it, the load, stretched to the truck's length;
+    None when the cab would take more than half of it."""
+    crop = crops[int(rng.integers(len(crops)))]
+    if not cab_at_right(crop):
+        crop = crop[:, ::-1]  # front at the right edge, as every sprite has it
+    if rng.random() < 0.5:
+        crop = crop[::-1]
+    ch, cw = crop.shape[:2]
+    crop = crop[int(0.04 * ch) : ch - int(0.04 * ch), int(0.01 * cw) : cw - int(0.01 * cw)]
+    ch, cw = crop.shape[:2]
+    w, h = int(round(spec.length * PX_PER_M)), int(round(spec.width * PX_PER_M))
+    cut = int(round(0.65 * cw))
+    cab_px = int(round((cw - cut) * spec.width / ch * PX_PER_M))
+    if cab_px < 1 or cab_px > w // 2:
+        return None
+    load = cv2.resize(np.ascontiguousarray(crop[:, :cut]), (w - cab_px, h), interpolation=cv2.INTER_LINEAR)
+    cab = cv2.resize(np.ascontiguousarray(crop[:, cut:]), (cab_px, h), interpolation=cv2.INTER_AREA)
+    img = np.hstack([load, cab]).astype(np.float32)
+    return _finish(img, _rounded_alpha(h, w, 0.1 * h), rng)
 
 
 def sprite_for(
@@ -209,9 +246,13 @@ def sprite_for(
         if crops and rng.random() < 0.75:
             return real_car(spec, crops, rng)
         return draw_car(spec, rng)
-    real = real_vehicle(spec, vehicle_crops[spec.cls], rng) if vehicle_crops and vehicle_crops.get(spec.cls) else None
-    if real is not None:
-        return real
+    own = vehicle_crops.get(spec.cls) if vehicle_crops else None
+    if own:
+        real = real_vehicle(spec, own, rng)
+        if real is None and spec.cls == "truck":
+            real = real_semi(spec, own, rng)
+        if real is not None:
+            return real
     if spec.cls == "van":
         return draw_car(spec, rng, van=True)
     if spec.cls == "truck":

@@ -15,7 +15,7 @@ import pytest
 
 from vision.synth import SceneConfig, build_scene
 from vision.synth.assets import HEAVY_ASPECT, HEAVY_CLASSES, _straighten, load_assets
-from vision.synth.sprites import PX_PER_M, draw_bus, draw_car, draw_truck, sprite_for
+from vision.synth.sprites import PX_PER_M, cab_at_right, draw_bus, draw_car, draw_truck, sprite_for
 from vision.synth.vehicles import VehicleSpec
 
 SHARED = Path(os.environ.get("AIRPATROL_SHARED") or Path(__file__).resolve().parents[3] / ".." / "shared")
@@ -61,13 +61,29 @@ def test_fallback_draws_when_no_crop_fits_or_none_given():
     look = spec("bus").look
     for vehicle_crops in (None, {}, {"truck": crops["truck"]}):
         assert np.array_equal(sprite_for(spec("bus"), [], vehicle_crops), draw_bus(spec("bus"), rng(look)))
-    # a 16 m semi-trailer: the 8 m crop would be stretched twice its ratio -> drawn
     semi = spec("truck", length=16.0)
-    assert np.array_equal(sprite_for(semi, [], crops), draw_truck(semi, rng(look)))
+    assert np.array_equal(sprite_for(semi, [], {"bus": crops["bus"]}), draw_truck(semi, rng(look)))
     van = spec("van")
     assert np.array_equal(sprite_for(van, [], {"bus": crops["bus"]}), draw_car(van, rng(look), van=True))
     # cars do not change with the heavy-vehicle crops
     assert np.array_equal(sprite_for(spec("car"), [], crops), sprite_for(spec("car"), []))
+
+
+def test_semi_trailer_is_a_truck_crop_with_its_load_stretched():
+    """16 m is twice the ratio of the 8 m truck crop: its cab end keeps its scale, the load is stretched."""
+    crop = np.full((50, 160, 3), 200, np.uint8)  # 8 m x 2.5 m at 20 px/m: a light load ...
+    crop[:, 120:] = (40, 40, 160)  # ... and a red 2 m cab at its right end
+    crop[10:40, 150:154] = 10  # its windscreen: the darkest band
+    semi = spec("truck", length=16.0)
+    sp = sprite_for(semi, [], {"truck": [crop]})
+    assert sp.shape[:2] == (round(2.5 * PX_PER_M), round(16.0 * PX_PER_M))
+    rgb = sp[..., :3] / np.maximum(sp[..., 3:], 1e-3)
+    red = np.flatnonzero(rgb[sp.shape[0] // 2, :, 2] - rgb[sp.shape[0] // 2, :, 0] > 60)
+    cab_m = (red.max() - red.min() + 1) / PX_PER_M
+    assert 1.5 < cab_m < 3.0 and red.max() > sp.shape[1] - 0.1 * PX_PER_M * 16  # cab ~2 m long, at the front
+    assert cab_at_right(crop) and not cab_at_right(crop[:, ::-1])
+    # the cab drawn at the left of the crop ends up at the front (right) all the same
+    assert np.array_equal(sprite_for(semi, [], {"truck": [crop[:, ::-1].copy()]}), sp)
 
 
 def rng(seed: int) -> np.random.Generator:
