@@ -93,6 +93,12 @@ class ServiceConfig(BaseModel):
     db_batch_rows: int = Field(
         5000, ge=1, description="per-frame result rows written to the database in one transaction"
     )
+    live_pacing: bool = Field(
+        True,
+        description="a live stream faster than its processing keeps every k-th frame, evenly, with k from the "
+        "measured load (edge/service/pacing.py), instead of whatever the full queue drops; false: only the "
+        "drop-oldest queue",
+    )
     instance_id: str | None = Field(
         None,
         max_length=64,

@@ -27,6 +27,7 @@ from edge.service.config import ServiceConfig
 from edge.service.ingest import DropOldestQueue, IncomingFrame, PullReader, SourceSpec
 from edge.service.live import Broadcaster, LiveViolations, result_message
 from edge.service.metrics import ServiceMetrics
+from edge.service.pacing import FramePacer
 from edge.sinks.loop import RunSinks
 from tracking.pipeline import Pipeline
 from tracking.track_starts import TrackStarts
@@ -133,6 +134,8 @@ class StreamWorker:
         self.key = str(spec.id)
         deps.metrics.new_stream(self.key)
         self.queue: DropOldestQueue[IncomingFrame] = DropOldestQueue(self.cfg.queue_frames)
+        # faster than processing: every k-th frame, evenly, rather than whatever the full queue drops
+        self.pacer = FramePacer() if self.cfg.live_pacing else None
         self.feed = Broadcaster()
         self.state = "starting"
         self.last_error: str | None = None
@@ -276,6 +279,9 @@ class StreamWorker:
         self.frames_received += 1
         m = self.deps.metrics
         m.frames_received.labels(self.key).inc()
+        if self.pacer is not None and not self.pacer.admit(time.monotonic()):
+            m.frames_dropped.labels(self.key).inc()  # shed: counted as dropped (and as shed in the stats)
+            return
         if self.queue.put(frame):
             m.frames_dropped.labels(self.key).inc()
 
@@ -350,7 +356,11 @@ class StreamWorker:
                     if self._input_done.is_set() and not len(self.queue):
                         break
                     continue
-                if self._process(item):
+                started = time.monotonic()
+                ok = self._process(item)
+                if self.pacer is not None:
+                    self.pacer.processed(time.monotonic() - started, len(self.queue), time.monotonic())
+                if ok:
                     consecutive = 0
                 else:
                     consecutive += 1
@@ -393,6 +403,8 @@ class StreamWorker:
         frame = Frame(index=item.seq, t=item.t, image=image, pose=item.pose)
         pipe = self._pipeline
         assert pipe is not None and self._violations is not None  # made before the first frame is taken
+        if self.pacer is not None:  # its time thresholds (motion track confirmation, blob gate) at the kept rate
+            pipe.fps = self.fps_in / self.pacer.keep_every
         before = dict(pipe.timings)
         try:
             result = self.deps.step(pipe, frame)
@@ -521,7 +533,9 @@ class StreamWorker:
         return {
             "received": self.frames_received,
             "processed": self.frames_processed,
-            "dropped": self.queue.dropped,
+            "dropped": self.queue.dropped + self.frames_shed,
+            "shed": self.frames_shed,  # of those, not given to the pipeline by pacing (evenly: every keep_every-th kept)
+            "keep_every": self.pacer.keep_every if self.pacer is not None else 1,
             "queue": len(self.queue),
             "fps": round(self.fps, 2),
             "errors": self.frame_errors,
@@ -529,6 +543,10 @@ class StreamWorker:
             "lost": self.frames_lost,
             "corruptions": self.corruptions,
         }
+
+    @property
+    def frames_shed(self) -> int:
+        return self.pacer.shed if self.pacer is not None else 0
 
     @property
     def frames_lost(self) -> int:
