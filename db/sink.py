@@ -91,11 +91,13 @@ class DatabaseSink:
         min_over_limit_s: float = 1.0,
         session_maker: sessionmaker | None = None,
         retry_s: float = DEFAULT_RETRY_S,
-        fence: Callable[[Session], None] | None = None,
+        fence: Callable[[Session, int], None] | None = None,
     ):
         self._sessions = session_maker or session_factory(url)
-        # Run first in every transaction that writes results; raises to refuse the write. The service's batch jobs
-        # check (and renew) their lease with it: a worker that lost its job commits nothing more.
+        # Called in every transaction that writes results, with the run's id (in ``open``: the new run's, so the
+        # caller can record it in the same transaction); raises to refuse the write. The service's batch jobs check
+        # (and renew) their lease with it and record the attempt's run on the job: a worker that lost its job
+        # commits nothing more, and whoever takes the job over knows which run's rows to remove.
         self._fence = fence
         self.video_id, self.flight_id, self.task_round_id = video_id, flight_id, task_round_id
         self.speed_limit_kmh, self.time_offset_s = speed_limit_kmh, time_offset_s
@@ -116,8 +118,6 @@ class DatabaseSink:
         def attempt() -> tuple[int, int]:
             with self._sessions() as s, s.begin():
                 begin_write(s)
-                if self._fence is not None:
-                    self._fence(s)
                 video_id = self.video_id if self.video_id is not None else self._video_for(s, info).id
                 run = ProcessingRun(
                     video_id=video_id,
@@ -135,6 +135,8 @@ class DatabaseSink:
                 )
                 s.add(run)
                 s.flush()
+                if self._fence is not None:
+                    self._fence(s, run.id)
                 return video_id, run.id
 
         self.video_id, self.run_id = retry_db(attempt, "starting a run", self.retry_s)
@@ -182,7 +184,7 @@ class DatabaseSink:
             with self._sessions() as s, s.begin():
                 begin_write(s)
                 if self._fence is not None:
-                    self._fence(s)
+                    self._fence(s, self._run_id())
                 self._confirm_unknown_commit(s)
                 n = len(self._rows)
                 self._unconfirmed = (self._frames, n)  # until the commit's answer arrives
@@ -196,7 +198,7 @@ class DatabaseSink:
             with self._sessions() as s, s.begin():
                 begin_write(s)
                 if self._fence is not None:
-                    self._fence(s)
+                    self._fence(s, self._run_id())
                 self._confirm_unknown_commit(s)
                 run = s.get(ProcessingRun, self.run_id)
                 assert run is not None  # created by open(); a run is not deleted while its sink writes
@@ -249,6 +251,10 @@ class DatabaseSink:
         retry_db(attempt, f"marking run {self.run_id} failed", self.retry_s)
 
     # -- internals -------------------------------------------------------------------------------------------
+    def _run_id(self) -> int:
+        assert self.run_id is not None  # set by open(), before any batch is written
+        return self.run_id
+
     def _video_for(self, s: Session, info: RunInfo) -> Video:
         path = str(Path(info.source).resolve()) if Path(info.source).exists() else info.source
         video = s.scalar(select(Video).where(Video.file_path == path[:1024]).order_by(Video.id.desc()))
@@ -428,11 +434,16 @@ class DatabaseSink:
         )
         if not old or run.video_id is None:
             return
-        old_tracks = select(TrackRow.id).where(TrackRow.run_id.in_(old))
-        s.execute(delete(TrackSpeed).where(TrackSpeed.track_id.in_(old_tracks)))
-        s.execute(delete(Violation).where(Violation.run_id.in_(old)))
-        s.execute(delete(TrackRow).where(TrackRow.run_id.in_(old)))
+        delete_run_rows(s, old)
         s.execute(update(ProcessingRun).where(ProcessingRun.id.in_(old)).values(status="superseded"))
+
+
+def delete_run_rows(s: Session, run_ids: list[int]) -> None:
+    """The result rows of these runs (per-frame speeds, violations, tracks); the runs' own rows stay."""
+    tracks = select(TrackRow.id).where(TrackRow.run_id.in_(run_ids))
+    s.execute(delete(TrackSpeed).where(TrackSpeed.track_id.in_(tracks)))
+    s.execute(delete(Violation).where(Violation.run_id.in_(run_ids)))
+    s.execute(delete(TrackRow).where(TrackRow.run_id.in_(run_ids)))
 
 
 _ROWS_PER_STATEMENT = 5000

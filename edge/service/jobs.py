@@ -18,6 +18,12 @@ owner is alive and waiting in its retry loop. Two rules keep such a job from run
 * fencing: every transaction that writes the job's results (``DatabaseSink(fence=...)``) first renews the lease with
   an UPDATE that matches only the owner *and* the attempt number it claimed (the fencing token). A worker whose
   job was taken over anyway (a network cut that only it saw) commits nothing more and stops (``lease_lost``).
+
+What such a worker committed before it was fenced off is removed: the transaction that creates an attempt's
+processing run records it on the job (``run_id``, in the same fenced transaction), and whoever ends the attempt
+for it - the worker that takes the job over, a restart, giving up - marks that run failed and deletes its rows
+(tracks, per-frame speeds, violations) in the same transaction as the take-over, so no page, export or count ever
+sees half an attempt next to the complete one.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import ProcessingRun, utcnow
 from db.retry import DEFAULT_RETRY_S, is_connection_error, note_unreachable, reachable_for, retry_db, short
-from db.sink import DatabaseSink
+from db.sink import DatabaseSink, delete_run_rows
 from edge.rundir import OutputWriteError
 from edge.service.config import ServiceConfig
 from edge.service.metrics import ServiceMetrics
@@ -55,13 +61,16 @@ class JobInterrupted(Exception):
 
 
 def _fail_run(s: Session, run_id: int | None, why: str) -> None:
-    """An attempt's processing run that will never finish: failed, so nobody mistakes it for complete."""
+    """An attempt's processing run that will never finish: failed, so nobody mistakes it for complete, and the rows
+    its worker committed before it stopped (or was fenced off) deleted: a partial result counts nowhere."""
     if run_id is not None:
         s.execute(
             update(ProcessingRun)
             .where(ProcessingRun.id == run_id, ProcessingRun.status == "running")
             .values(status="failed", finished_at=utcnow(), error=why)
         )
+        if s.scalar(select(ProcessingRun.status).where(ProcessingRun.id == run_id)) == "failed":
+            delete_run_rows(s, [run_id])
 
 
 class JobQueue:
@@ -120,7 +129,9 @@ class JobQueue:
             job_id = s.scalar(select(JobRow.id).where(claimable).order_by(JobRow.id).limit(1))
             if job_id is None:
                 return None
-            previous_run = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id))
+            # locked (MariaDB): a write of the current attempt that commits first renews the lease (this claim then
+            # fails), one that comes later is fenced off; either way the run read here is the attempt's last
+            previous_run = s.scalar(select(JobRow.run_id).where(JobRow.id == job_id).with_for_update())
             won = (
                 s.execute(
                     update(JobRow)
@@ -144,16 +155,17 @@ class JobQueue:
             _fail_run(s, previous_run, "the worker running this attempt stopped; the job was retried")
             return s.get(JobRow, job_id)
 
-    def fence(self, job_id: int, owner: str, attempt: int) -> Callable[[Session], None]:
-        """For ``DatabaseSink(fence=...)``: renews the lease inside the result transaction, or raises
-        ``JobInterrupted("lease_lost")`` (rolling it back) when this claim - owner and attempt - is no longer the job's."""
+    def fence(self, job_id: int, owner: str, attempt: int) -> Callable[[Session, int], None]:
+        """For ``DatabaseSink(fence=...)``: renews the lease inside the result transaction and records the attempt's
+        run (``run_id``) on the job, or raises ``JobInterrupted("lease_lost")`` (rolling it back) when this claim -
+        owner and attempt - is no longer the job's."""
 
-        def check(s: Session) -> None:
+        def check(s: Session, run_id: int) -> None:
             now = utcnow()
             claim = and_(
                 JobRow.id == job_id, JobRow.lease_owner == owner, JobRow.attempts == attempt, JobRow.status == "running"
             )
-            renew = {"lease_expires_at": now + timedelta(seconds=self.lease_s), "heartbeat_at": now}
+            renew = {"lease_expires_at": now + timedelta(seconds=self.lease_s), "heartbeat_at": now, "run_id": run_id}
             renewed = s.execute(update(JobRow).where(claim).values(**renew))
             if renewed.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
                 raise JobInterrupted("lease_lost")

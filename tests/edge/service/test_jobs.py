@@ -131,7 +131,7 @@ def test_a_fenced_off_worker_writes_no_results(queue):
     fence = q.fence(job_id, "w1", job.attempts)
     with sessions() as s, s.begin():
         s.execute(update(JobRow).where(JobRow.id == job_id).values(lease_expires_at=utcnow()))
-        fence(s)  # renews
+        fence(s, 0)  # renews (0: no run of this attempt yet)
     with sessions() as s:
         assert s.get(JobRow, job_id).lease_expires_at > utcnow() + timedelta(seconds=20)
     _expire(sessions, job_id)
@@ -143,6 +143,71 @@ def test_a_fenced_off_worker_writes_no_results(queue):
         sink.open(RunInfo("job.mp4", 64, 48, 25.0, 10, {}, "fake.pt", "dual_layer", "cpu"))
     with sessions() as s:
         assert len(s.scalars(select(ProcessingRun)).all()) == runs_before  # rolled back
+
+
+def test_rows_a_fenced_off_worker_committed_are_removed_when_its_job_is_taken_over(queue):
+    """A worker that committed batches and was then fenced off (its lease expired during a cut only it saw): the
+    worker that takes the job over marks the old attempt's run failed and deletes its rows in the same transaction -
+    the attempt's run was recorded on the job when it was created, before any heartbeat - and the old worker's later
+    writes are refused. Only the winning attempt's rows remain."""
+    import numpy as np
+    from sqlalchemy import func
+
+    from db.models import TrackRow, TrackSpeed
+    from db.sink import DatabaseSink
+    from edge.service.jobs import JobInterrupted
+    from tracking.types import FrameResult, RunInfo, TrackState
+    from vision.types import Frame
+
+    q, sessions, (job_id, _) = queue
+    info = RunInfo("job.mp4", 64, 48, 10.0, 40, {}, "fake.pt", "dual_layer", "cpu")
+
+    def frame(i: int) -> FrameResult:
+        car = TrackState(7, np.array([i, 0, i + 10, 10]), 0.9, 0, True, 50.0, 2.0, None, None, 46.5 + i * 1e-5, 6.6)
+        return FrameResult(Frame(i, i / 10.0, np.zeros((4, 4, 3), np.uint8)), [car])
+
+    def rows(run_id: int) -> tuple[int, int]:
+        with sessions() as s:
+            tracks = s.scalar(select(func.count()).select_from(TrackRow).where(TrackRow.run_id == run_id))
+            speeds = s.scalar(
+                select(func.count()).select_from(TrackSpeed).join(TrackRow).where(TrackRow.run_id == run_id)
+            )
+        return tracks, speeds
+
+    first = q.claim("w1")
+    old = DatabaseSink(session_maker=sessions, fence=q.fence(job_id, "w1", first.attempts), batch_rows=5, retry_s=0)
+    old.open(info)
+    with sessions() as s:
+        assert s.get(JobRow, job_id).run_id == old.run_id  # recorded with the run itself, no heartbeat yet
+    for i in range(12):
+        old.write(frame(i))  # two batches of 5 rows committed, 2 rows buffered
+    assert rows(old.run_id) == (1, 10)
+
+    _expire(sessions, job_id)  # w1 renews nothing for a lease: a network cut only it saw
+    second = q.claim("w2")
+    assert second.id == job_id and second.attempts == first.attempts + 1
+    with sessions() as s:
+        run = s.get(ProcessingRun, old.run_id)
+        assert run.status == "failed" and "retried" in run.error
+    assert rows(old.run_id) == (0, 0)  # the partial result is gone with the take-over
+
+    with pytest.raises(JobInterrupted, match="lease_lost"):  # w1 comes back: refused, rolled back
+        for i in range(12, 20):
+            old.write(frame(i))
+    with pytest.raises(JobInterrupted, match="lease_lost"):
+        old.close({})
+    assert rows(old.run_id) == (0, 0)
+
+    new = DatabaseSink(session_maker=sessions, fence=q.fence(job_id, "w2", second.attempts), batch_rows=5, retry_s=0)
+    new.open(info)
+    for i in range(40):
+        new.write(frame(i))
+    new.close({})
+    assert q.finish(job_id, "w2", "complete", run_id=new.run_id)
+    assert rows(new.run_id) == (1, 40)
+    with sessions() as s:
+        assert s.scalar(select(func.count()).select_from(TrackSpeed)) == 40  # nothing of the first attempt
+        assert s.get(ProcessingRun, new.run_id).status == "complete"
 
 
 def _upload_video(base: str, clip, headers: dict) -> dict:
