@@ -109,3 +109,102 @@ def test_a_calibration_from_the_old_json_file_is_imported_at_start_and_the_resum
         client.delete(f"/api/streams/{sid}", headers=client.creds["operator"])
     assert _stored(settings, sid) == {"metres_per_pixel": 0.2}
     assert sorted(p.name for p in data.glob("stream_calibrations*")) == ["stream_calibrations.json.imported"]
+
+
+def test_a_push_client_streams_on_across_a_recalibration_on_one_time_axis(server):
+    """A device pushes frames over a real WebSocket (the ``websockets`` client) to a real server while the stream is
+    recalibrated: the push connection is not touched; a viewer's feed (a second real client) receives the results in
+    order, the new run's id announced with its first result and in the stream's status; the new run goes on on the
+    stream's time axis (frame numbers and times continue, not from 0), in the feed and in the database, so the two
+    runs line up in a study or on the dashboard; each run measured with its own scale."""
+    import time
+
+    import httpx
+    from service_fakes import jpeg
+    from sqlalchemy import func, select
+    from websockets.sync.client import connect
+
+    from db.models import ProcessingRun, TrackRow, TrackSpeed
+
+    app, addr, creds = server
+    base = f"http://{addr}"
+    r = httpx.post(
+        f"{base}/api/streams", headers=creds.device, json={"kind": "push", "calibration": {"metres_per_pixel": 0.2}}
+    )
+    assert r.status_code == 201, r.text
+    stream = r.json()
+    messages: list[dict] = []
+
+    def read_feed(feed) -> None:  # all along, so no result waits in the server's per-viewer queue
+        while True:
+            try:
+                msg = json.loads(feed.recv(timeout=30))
+            except Exception:
+                return
+            messages.append(msg)
+            if msg["type"] == "status" and msg["state"] in ("finished", "failed"):
+                return
+
+    fps, frames, recalibrate_at = 25, 90, 40
+    acks: list[dict] = []
+    with (
+        connect(f"ws://{addr}{stream['feed_url']}", additional_headers=creds["viewer"]) as feed,
+        connect(f"ws://{addr}{stream['push_url']}", additional_headers=creds.device) as push,
+    ):
+        reader = threading.Thread(target=read_feed, args=(feed,), daemon=True)
+        reader.start()
+        push.send(json.dumps({"type": "hello", "fps": fps}))
+        t0 = time.monotonic()
+        for i in range(frames):
+            if i == recalibrate_at:
+                wait_for(lambda: any(m["type"] == "result" for m in messages), 30, "the first run's results")
+                r = httpx.post(
+                    f"{base}/api/streams/{stream['id']}/calibration",
+                    headers=creds.device,
+                    json={"metres_per_pixel": 0.1},
+                    timeout=30,
+                )
+                assert r.status_code == 200, r.text
+                t0 = time.monotonic() - i / fps  # real time goes on from here, like a drone that kept flying
+            push.send(json.dumps({"type": "frame", "t": i / fps}))
+            push.send(jpeg(i))
+            time.sleep(max(0.0, t0 + (i + 1) / fps - time.monotonic()))
+        push.send(json.dumps({"type": "end"}))
+        while True:  # the server confirms the end by closing with 1000 (acks may come first)
+            try:
+                acks.append(json.loads(push.recv(timeout=30)))
+            except Exception:
+                break
+        assert push.close_code == 1000 and push.close_reason == "run complete"  # one connection all along
+        reader.join(60)
+    assert acks and all(a["type"] == "ack" for a in acks)
+
+    results = [m for m in messages if m["type"] == "result"]
+    runs = list(dict.fromkeys(m["run_id"] for m in results))
+    assert len(runs) == 2 and None not in runs, runs  # the first run, then the recalibrated one
+    first, second = ([m for m in results if m["run_id"] == run] for run in runs)
+    assert results == first + second  # every result of the first run before any of the second
+    numbers = [m["frame"] for m in results]
+    assert numbers == sorted(set(numbers))  # in order, none twice
+    assert all(m["t"] == round(m["frame"] / fps, 3) for m in results)  # the stream's axis: frame i at i / fps
+    assert first[-1]["t"] < second[0]["t"] and second[0]["frame"] >= recalibrate_at  # continued, not from 0
+    assert {m["metres_per_pixel"] for m in first} == {0.2} and {m["metres_per_pixel"] for m in second} == {0.1}
+    assert len(second) >= 10 and any(t["speed_kmh"] for m in second for t in m["tracks"])
+    status = httpx.get(f"{base}/api/streams/{stream['id']}", headers=creds["viewer"]).json()
+    assert status["run_id"] == runs[1] and status["calibration"] == "0.1 m per pixel"
+    assert status["received"] == frames  # every frame pushed arrived over the one connection
+
+    with app.state.ctx.sessions() as s:
+        assert [s.get(ProcessingRun, run).status for run in runs] == ["complete", "complete"]
+        axis = {
+            run: s.execute(
+                select(func.min(TrackSpeed.frame), func.max(TrackSpeed.frame), func.min(TrackSpeed.t_s))
+                .join(TrackRow)
+                .where(TrackRow.run_id == run)
+            ).one()
+            for run in runs
+        }
+        first_t = s.scalar(select(func.min(TrackRow.first_t)).where(TrackRow.run_id == runs[1]))
+    (_, last_a, _), (first_b, _, t_b) = axis[runs[0]], axis[runs[1]]
+    assert last_a < first_b and first_b >= recalibrate_at  # the database's rows continue the axis too
+    assert t_b == first_t == first_b / fps
