@@ -3,9 +3,9 @@ instead of whatever the full queue happens to drop (``edge/service/pacing.py``).
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
-from collections import Counter
 
 import pytest
 from service_fakes import make_pipeline
@@ -24,7 +24,7 @@ STEP_S = 0.1  # the "model": 10 frames a second at most, against a 25 fps stream
 
 
 def test_a_stream_faster_than_processing_is_shed_evenly(settings, clip):
-    processed: list[tuple[int, int]] = []  # (frame, keep_every when it was processed)
+    processed: list[tuple[int, float]] = []  # (frame, keep_every when it was processed)
     worker: StreamWorker | None = None
 
     def slow_pipeline():
@@ -59,8 +59,9 @@ def test_a_stream_faster_than_processing_is_shed_evenly(settings, clip):
     assert stats["shed"] >= stats["received"] // 2  # most frames were never given to the pipeline...
     assert worker.queue.dropped - queue_dropped <= 2  # ...and once paced, the queue itself dropped (almost) nothing
     settled = processed[settled_from:]
-    ks = Counter(k for _, k in settled)
-    k = ks.most_common(1)[0][0]
-    assert k >= 2, ks  # 25 fps at >= 0.1 s per frame: at least every 2nd frame shed
-    gaps = [b - a for (a, _), (b, kb) in zip(settled, settled[1:]) if kb == k]
-    assert gaps and Counter(gaps)[k] >= 0.8 * len(gaps), gaps  # kept frames evenly k apart
+    ks = [k for _, k in settled]
+    assert min(ks) >= 2, ks  # 25 fps at >= 0.1 s per frame: at least every 2nd frame shed
+    # kept frames evenly spaced: floor(k) or ceil(k) apart for the k in force (never the queue's 1, 1, 1, 8)
+    gaps = [(b - a, kb) for (a, _), (b, kb) in zip(settled, settled[1:])]
+    even = [g for g, k in gaps if math.floor(k) <= g <= math.ceil(k)]
+    assert len(even) >= 0.8 * len(gaps), gaps
