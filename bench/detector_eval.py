@@ -3,8 +3,8 @@
 (a) held-out val split of the built detector data (vision/training/detector/dataset.py): Ultralytics mAP50 per class for our
     weights, and a class-agnostic "vehicle" AP50 for both models (COCO car/truck/bus count as vehicle);
 (b) UAVDT M1303 (never trained on): ByteTrack via ``model.track(conf=0.1, imgsz=640, persist=True)`` frame by frame,
-    MOTA / IDF1 with motmetrics (IoU >= 0.5); predictions whose centre is in an ignore region are dropped, and so
-    are GT boxes whose centre is there;
+    MOTA / IDF1 with motmetrics (IoU >= 0.5, ``tracking.evaluation.mot``); predictions whose centre is in an ignore
+    region are dropped, and so are GT boxes whose centre is there;
 (c) vehicles found per frame on a few frames of the 1920x1080 nadir interchange video, tiled inference at native
     resolution (640 px tiles, overlap, merged with NMS).
 
@@ -25,9 +25,6 @@ import numpy as np
 import torch
 import torchvision
 from tqdm import tqdm
-
-setattr(np, "asfarray", lambda a, dtype=float: np.asarray(a, dtype=dtype))  # motmetrics 1.4.0 needs it (NumPy 2)
-import motmetrics as mm  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -130,23 +127,17 @@ def eval_val(weights: Path, coco_onnx: Path | None, data_dir: Path, shared: Path
 
 
 # ---------------------------------------------------------------- (b) UAVDT M1303 MOTA / IDF1
-def in_regions(boxes_xywh: np.ndarray, regions_xywh: np.ndarray) -> np.ndarray:
-    """Whether each box's centre lies inside any of the regions."""
-    if len(boxes_xywh) == 0 or len(regions_xywh) == 0:
-        return np.zeros(len(boxes_xywh), bool)
-    cx = boxes_xywh[:, 0:1] + boxes_xywh[:, 2:3] / 2
-    cy = boxes_xywh[:, 1:2] + boxes_xywh[:, 3:4] / 2
-    x, y, w, h = (regions_xywh[None, :, i] for i in range(4))
-    return ((cx >= x) & (cx <= x + w) & (cy >= y) & (cy <= y + h)).any(axis=1)
-
-
 def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[str, float]:
-    gt = np.loadtxt(seq / "gt" / "gt_mot.txt", delimiter=",", ndmin=2)
-    ignore = np.loadtxt(seq / "gt" / "M1303_gt_ignore.txt", delimiter=",", ndmin=2)
+    from tracking.evaluation.mot import drop_ignored, mot_metrics
+    from tracking.evaluation.scoring import boxes_from_rows
+
     frames = sorted((seq / "img").glob("*.jpg"))[:max_frames]
+    gt = boxes_from_rows(np.loadtxt(seq / "gt" / "gt_mot.txt", delimiter=",", ndmin=2)[:, :6])
+    gt = gt.subset(gt.frame <= len(frames))
+    ignore = boxes_from_rows(np.loadtxt(seq / "gt" / "M1303_gt_ignore.txt", delimiter=",", ndmin=2)[:, :6])
     model = load(weights)
     classes = vehicle_classes(model)
-    acc = mm.MOTAccumulator(auto_id=False)
+    rows = []
     started = time.monotonic()
     for index, frame_path in enumerate(tqdm(frames, desc=f"track {weights.name}", unit="frame"), 1):
         result = model.track(
@@ -158,25 +149,13 @@ def mot_scores(weights: Path, seq: Path, max_frames: int | None = None) -> dict[
             classes=classes,
             verbose=False,
         )[0]
-        regions = ignore[ignore[:, 0] == index, 2:6]
-        g = gt[gt[:, 0] == index]
-        g = g[~in_regions(g[:, 2:6], regions)]
         if result.boxes.id is not None:
             xyxy = result.boxes.xyxy.cpu().numpy()
-            pred = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
-            ids = result.boxes.id.cpu().numpy().astype(int)
-            keep = ~in_regions(pred, regions)
-            pred, ids = pred[keep], ids[keep]
-        else:
-            pred, ids = np.zeros((0, 4)), np.zeros(0, int)
-        acc.update(g[:, 1].astype(int), ids, mm.distances.iou_matrix(g[:, 2:6], pred, max_iou=0.5), frameid=index)
+            for (x1, y1, x2, y2), tid in zip(xyxy, result.boxes.id.cpu().numpy().astype(int)):
+                rows.append((index, tid, x1, y1, x2 - x1, y2 - y1))
     seconds = time.monotonic() - started
-    summary = mm.metrics.create().compute(
-        acc,
-        metrics=["mota", "idf1", "precision", "recall", "num_switches", "num_false_positives", "num_misses"],
-        name="m",
-    )
-    row = summary.loc["m"].to_dict()
+    # boxes centred in an ignore region dropped on both sides, as ``airpatrol eval`` does
+    row, _ = mot_metrics(drop_ignored(gt, ignore)[0], drop_ignored(boxes_from_rows(rows), ignore)[0], 0.5)
     row["ms_per_frame"] = 1000 * seconds / len(frames)
     return row
 

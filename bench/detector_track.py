@@ -1,7 +1,7 @@
 """Plain Ultralytics tracking figures of detector weights on the real dev sequences (issue 23: day accuracy back).
 
 What a user of Ultralytics runs, ``YOLO(w).track(frame, tracker="bytetrack.yaml", persist=True, conf=c, imgsz=640)``,
-for c in 0.1 / 0.2 / 0.3, scored like ``bench/real`` (``bench.real.scoring.score``: motmetrics, IoU 0.5, UAVDT
+for c in 0.1 / 0.2 / 0.3, scored like ``bench/real`` (``tracking.evaluation.scoring.score``: motmetrics, IoU 0.5, UAVDT
 ignore regions dropped) on M1303 (day oblique), M1003 frames 1-240 (night) and M0703 frames 1-340 (day nadir).
 
 The detector runs once per frame at conf 0.1; each conf then replays Ultralytics' own ``BYTETracker`` on the
@@ -27,34 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from bench.real.scoring import boxes_from_rows, score  # noqa: E402
-from bench.real.sequences import NIGHT_SCORED_FRAMES, Sequence  # noqa: E402
-from vision.training.detector.training import shared_root  # noqa: E402
+from bench.real.sequences import Sequence, real_sequences  # noqa: E402
+from tracking.evaluation.scoring import boxes_from_rows, score  # noqa: E402
 
 CONFS = (0.1, 0.2, 0.3)
-
-
-def sequences() -> list[Sequence]:
-    mot = shared_root() / "data" / "mot"
-    return [
-        Sequence("M1303", mot / "uavdt_M1303", mot / "uavdt_M1303/gt/M1303_gt_whole.txt", (1, 445), "day", "oblique"),
-        Sequence(
-            "M1003-night",
-            mot / "uavdt_M1003_night_dev/video.mp4",
-            mot / "uavdt_M1003_night_dev/gt/M1003_gt_whole.txt",
-            NIGHT_SCORED_FRAMES,
-            "night",
-            "oblique",
-        ),
-        Sequence(
-            "M0703-nadir",
-            mot / "uavdt_M0703_nadir_dev/video.mp4",
-            mot / "uavdt_M0703_nadir_dev/gt/M0703_gt_whole.txt",
-            (1, 340),
-            "day",
-            "nadir",
-        ),
-    ]
 
 
 def detections(model, seq: Sequence, imgsz: int = 640) -> list[np.ndarray]:
@@ -91,7 +67,7 @@ def evaluate(weights: Path) -> dict:
 
     model = YOLO(str(weights), task="detect")
     results: dict = {}
-    for seq in sequences():
+    for seq in real_sequences():
         dets = detections(model, seq)
         gt, ignore = seq.ground_truth()
         for conf in CONFS:
@@ -111,7 +87,7 @@ def check(weights: Path) -> None:
 
     from bench.real.contenders import run_plain
 
-    seq = sequences()[1]
+    seq = next(s for s in real_sequences() if s.name == "M1003-night")
     gt, ignore = seq.ground_truth()
     direct = score(gt, ignore, run_plain(seq, weights, 0.1).pred, seq.frames)
     replay = score(gt, ignore, replay_bytetrack(detections(YOLO(str(weights), task="detect"), seq), 0.1), seq.frames)

@@ -16,9 +16,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.real.contenders import run_plain  # noqa: E402
-from bench.real.scoring import score  # noqa: E402
 from bench.real.sequences import real_sequences  # noqa: E402
 from tracking.evaluation.io import Boxes  # noqa: E402
+from tracking.evaluation.scoring import score  # noqa: E402
 from tracking.frame_edge import FrameEdgeRule  # noqa: E402
 
 

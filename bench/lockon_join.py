@@ -9,12 +9,12 @@ Run it with PYTHONPATH pointing at another checkout to measure that code (e.g. m
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from publish_bench import publisher  # noqa: E402
 from stream_bench import DEFAULT_CLIP, free_port  # noqa: E402
 
 
@@ -22,25 +22,7 @@ def join(clip: Path, delay: float, seconds: float = 15.0) -> str:
     from edge.service.ingest import PullReader, check_source
 
     port = free_port()
-    ff = subprocess.Popen(
-        [
-            "ffmpeg",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-re",
-            "-stream_loop",
-            "-1",
-            "-i",
-            str(clip),
-            "-c",
-            "copy",
-            "-f",
-            "mpegts",
-            f"udp://127.0.0.1:{port}?pkt_size=1316",
-        ],
-        stdin=subprocess.DEVNULL,
-    )
+    ff = publisher(clip, f"udp://127.0.0.1:{port}?pkt_size=1316", quiet=False)
     try:
         time.sleep(delay)
         n, events = [0], []

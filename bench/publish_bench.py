@@ -33,8 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stream_bench import ADMIN, DEFAULT_CLIP, free_port, start_server  # noqa: E402
 
 
-def publisher(clip: Path, url: str) -> subprocess.Popen:
-    fmt = "mpegts" if url.startswith("srt://") else "flv"
+def publisher(clip: Path, url: str, quiet: bool = True) -> subprocess.Popen:
+    """ffmpeg sending the clip in a loop at its real rate, without re-encoding: FLV to rtmp://, MPEG-TS otherwise (srt://,
+    udp://); ``quiet=False`` lets its errors through."""
+    fmt = "flv" if url.startswith("rtmp://") else "mpegts"
+    out = subprocess.DEVNULL if quiet else None
     return subprocess.Popen(
         [
             "ffmpeg",
@@ -53,8 +56,8 @@ def publisher(clip: Path, url: str) -> subprocess.Popen:
             url,
         ],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
     )
 
 

@@ -18,16 +18,17 @@ computes what changed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import platform
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.real.cache import cached, code_tag, weights_tag
 from bench.real.contenders import RunResult, run_airpatrol, run_plain, run_plain_sweep
-from bench.real.scoring import score
+from bench.real.cost import interchange, interchange_markdown, measure
 from bench.real.sequences import NIGHT_SCORED_FRAMES, NIGHT_TRAIN_FRAMES, Sequence, real_sequences
+from tracking.evaluation.scoring import score
 
 # Settings of the dual layer the leave-one-out choice picks from: native resolution, what the road restricts, the
 # motion layer's blobs, the detector stride, the frame-edge rule. {} = shipped. (The moving-blob gate's strictness and
@@ -69,48 +70,6 @@ DUAL_REFERENCES: dict[str, dict] = {
 }
 
 
-def _weights_tag(weights: Path) -> str:
-    return hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-
-
-def _code_tag(pipeline: bool = True) -> str:
-    """Fingerprint of the code a run depends on: a cached result is reused only for the same code. Plain Ultralytics
-    runs depend on the benchmark's plain runner and scoring only (``pipeline=False``), so they survive other edits."""
-    import inspect
-
-    from bench.real import contenders
-
-    root = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256()
-    h.update((root / "bench" / "real" / "scoring.py").read_bytes())
-    h.update(inspect.getsource(contenders.run_plain_sweep).encode())
-    if not pipeline:
-        return h.hexdigest()[:12]
-    for path in sorted(
-        [
-            *(root / "vision").rglob("*.py"),
-            *(root / "tracking").rglob("*.py"),
-            root / "edge" / "runner.py",
-            *(root / "bench" / "real").glob("*.py"),
-        ]
-    ):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def _cached(cache: Path, key: dict, compute, pipeline: bool = True) -> dict:
-    key = {**key, "code": _code_tag(pipeline)}
-    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    path = cache / f"{name}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    value = compute()
-    cache.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**value, "key": key}))
-    return value
-
-
 def _scored(seq: Sequence, result: RunResult) -> dict:
     gt, ignore = seq.ground_truth()
     return {
@@ -138,7 +97,7 @@ def evaluate(
     baseline: bool = False,
     candidates: list[str] | None = None,
 ) -> dict:
-    tag = _weights_tag(weights)
+    tag = weights_tag(weights)
     out: dict = {"weights": str(weights), "weights_sha256_12": tag, "sequences": {}}
     for seq in seqs:
         entry: dict = {
@@ -160,7 +119,7 @@ def evaluate(
             runs = run_plain_sweep(seq, weights, plain_confs)
             return {f"{t}|{c}": _scored(seq, r) for (t, c), r in runs.items()}
 
-        for k, r in _cached(cache, key, sweep, pipeline=False).items():
+        for k, r in cached(cache, key, sweep, pipeline=False).items():
             if k == "key":
                 continue
             tracker, conf = k.split("|")
@@ -175,13 +134,13 @@ def evaluate(
                 "imgsz": 1024,
                 "weights": tag,
             }
-            entry["plain_1024"] = _cached(
+            entry["plain_1024"] = cached(
                 cache, key, lambda: _scored(seq, run_plain(seq, weights, 0.1, imgsz=1024)), pipeline=False
             )
             log(seq.name, "plain imgsz=1024 conf=0.1", entry["plain_1024"])
         if baseline:
             key = {"seq": seq.name, "frames": seq.frames, "contender": "baseline", "weights": tag}
-            entry["baseline"] = _cached(
+            entry["baseline"] = cached(
                 cache, key, lambda: _scored(seq, run_airpatrol(seq, True, {"detector.weights": str(weights)}))
             )
             log(seq.name, "baseline", entry["baseline"])
@@ -189,7 +148,7 @@ def evaluate(
             if candidates and name not in candidates:
                 continue
             key = {"seq": seq.name, "frames": seq.frames, "contender": "dual", "overrides": overrides, "weights": tag}
-            entry["dual"][name] = _cached(
+            entry["dual"][name] = cached(
                 cache,
                 key,
                 lambda: _scored(seq, run_airpatrol(seq, False, {**overrides, "detector.weights": str(weights)})),
@@ -325,7 +284,7 @@ def targets(results: dict, choice: dict) -> list[tuple[str, str, bool]]:
             )
         )
         m = d.get("matched")
-        if m:  # tracks that follow a native-run track (bench/real/track_match.py), not any track >= 1 s
+        if m:  # tracks that follow a native-run track (tracking/evaluation/track_match.py), not any track >= 1 s
             share = m["found_matched"] / max(m["reference_vehicles"], 1)
             measured = (
                 f"{m['found_matched']} of {m['reference_vehicles']} found and matched ({100 * share:.0f} %), "
@@ -422,66 +381,6 @@ def _scales(results: dict) -> list[str]:
     return out
 
 
-def _interchange(results: dict) -> list[str]:
-    ic = results.get("interchange")
-    if not ic:
-        return []
-    lines = [
-        "## Cost on the real 1080p nadir interchange (no ground truth)",
-        "",
-        f"`{ic['source']}`, {ic['frames']} frames 1920x1080, 25 fps. The native-resolution run (detector at the "
-        "frame's own 1920 px on every frame: what the previous default did there) is the reference for what can be "
-        "found. Tracks = tracks lasting >= 1 s; found and matched = the native run's vehicles (its tracks >= 1 s) "
-        "that a track of the contender follows (box IoU >= 0.3 or centres within one vehicle length in >= 50 % of "
-        "their common frames, >= 0.5 s; bench/real/track_match.py); extra = the contender's tracks >= 1 s that "
-        "follow no native-run track (invented, or vehicles the native run missed: no ground truth tells which). "
-        "CPU ms per frame over all threads, run one after another.",
-        "",
-        "| contender | tracks >= 1 s | found and matched | share of the native run's | extra tracks | CPU ms/frame "
-        "| wall ms/frame | x plain |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    p = ic["plain"]
-    for label, k in (
-        ("plain Ultralytics track, ByteTrack, imgsz 640, conf 0.1", "plain"),
-        ("`airpatrol process` (dual, defaults)", "dual"),
-        (
-            "dual, detector on every frame while the motion layer carries (`motion.carried_detector_every_n_frames: "
-            "1`: before motion frames)",
-            "dual_detector_every_frame",
-        ),
-        ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
-        (
-            "dual as live: tracks reported from the frame they are confirmed on, lost frames empty "
-            "(`motion.report_from_first_frame: false`, `tracker.fill_lost_gaps: false`)",
-            "dual_as_live",
-        ),
-        ("reference: dual at native resolution, detector every frame", "native"),
-    ):
-        r = ic.get(k)
-        if r is None:
-            continue
-        m = r.get("matched") or {}
-        found = m.get("found_matched", "-")
-        share = f"{100 * found / max(m['reference_vehicles'], 1):.0f} %" if m else "-"
-        lines.append(
-            f"| {label} | {r['vehicles']} | {found} | {share} | {m.get('extra', '-')} | {r['cpu']:.0f} | "
-            f"{r['wall']:.0f} | {r['cpu'] / p['cpu']:.2f} |"
-        )
-    plan = ic["dual"].get("detector_scales")
-    if plan:
-        lines += [
-            "",
-            "Detector scales the dual run used: "
-            + "; ".join(
-                f"frames {q['frames'][0]}-{q['frames'][1]} rows {q['rows'][0]}-{q['rows'][1]}: x{q['scale']:.2f}"
-                for q in plan[:12]
-            )
-            + ".",
-        ]
-    return [*lines, ""]
-
-
 def write_markdown(results: dict, choice: dict, path: Path, command: str) -> None:
     split = results["night_split"]
     t = targets(results, choice)
@@ -534,7 +433,7 @@ def write_markdown(results: dict, choice: dict, path: Path, command: str) -> Non
         "",
         *(_scales(results) or ["- (not recorded in this run)"]),
         "",
-        *_interchange(results),
+        *interchange_markdown(results),
         "## Every dual setting scored",
         "",
         "Leave-one-out picks among the candidates; references are over the cost budget and never picked.",
@@ -609,15 +508,11 @@ def main(argv: list[str] | None = None) -> int:
         baseline=args.baseline,
         candidates=args.candidates,
     )
-    results["code_sha256_12"] = _code_tag()
+    results["code_sha256_12"] = code_tag()
     if args.cost_frames:
-        from bench.real.cost import measure
-
         results["cost"] = {seq.name: measure(seq, args.cost_frames, args.cost_repeats, log=print) for seq in seqs}
     if args.interchange_frames:
-        from bench.real.cost import interchange
-
-        ic = interchange(args.weights, args.interchange_frames, args.cache, _cached, log=print)
+        ic = interchange(args.weights, args.interchange_frames, args.cache, log=print)
         if ic:
             results["interchange"] = ic
     choice = leave_one_out(results)

@@ -15,10 +15,9 @@ from collections import Counter
 import numpy as np
 
 from bench.real.contenders import pipeline_config
-from bench.real.scoring import touches_border
 from bench.real.sequences import real_sequences
-from tracking.evaluation.io import Boxes
 from tracking.evaluation.mot import drop_ignored, iou_xywh, mot_metrics
+from tracking.evaluation.scoring import boxes_from_rows, touches_border
 from tracking.pipeline import Pipeline
 from vision.source import open_source
 
@@ -47,12 +46,10 @@ def run(seq_name: str, overrides: dict) -> None:
                 rows.append((n, tr.track_id, x1, y1, x2 - x1, y2 - y1))
                 st = tracked.get(tr.track_id)
                 measured.append(bool(detector_frame[n] and st is not None and st.frame_id == pipe.tracker.frame_id))
-    a = np.array(rows, np.float64).reshape(-1, 6)
-    pred = Boxes(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2:6])
+    pred = boxes_from_rows(rows)
     meas = np.array(measured, bool)
     gt, ignore = seq.ground_truth()
     gt, _ = drop_ignored(gt, ignore)
-    keep = np.ones(len(pred), bool)
     pred_kept, _ = drop_ignored(pred, ignore)
     # drop_ignored keeps order: find the kept rows by (frame, id)
     kept_keys = set(zip(pred_kept.frame.tolist(), pred_kept.ids.tolist()))

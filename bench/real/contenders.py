@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.real.scoring import boxes_from_rows
 from bench.real.sequences import Sequence
 from tracking.evaluation.io import Boxes, read_mot
+from tracking.evaluation.scoring import boxes_from_rows
 
 
 @dataclass

@@ -16,48 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from bench.real.cache import cached, weights_tag
 from bench.real.contenders import pipeline_config
 from bench.real.sequences import real_sequences
-from bench.real.track_match import match
-
-
-def _plain(seq, weights: Path, frames: int, imgsz: int = 640) -> tuple[float, float]:
-    from ultralytics import YOLO
-
-    from vision.source import open_source
-
-    model = YOLO(str(weights), task="detect")
-    with open_source(seq.source, max_frames=1) as src:
-        model.predict(next(iter(src)).image, imgsz=imgsz, verbose=False)  # warm-up
-    w0, c0 = time.perf_counter(), time.process_time()
-    with open_source(seq.source, max_frames=frames) as src:
-        for frame in src:
-            model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=imgsz, verbose=False)
-    return 1000 * (time.perf_counter() - w0) / frames, 1000 * (time.process_time() - c0) / frames
-
-
-def _airpatrol(seq, baseline: bool, frames: int, overrides: dict | None = None) -> tuple[float, float, dict]:
-    import json
-
-    from edge.runner import process_video
-    from tracking.pipeline import Pipeline
-
-    config = pipeline_config(baseline, overrides)
-    pipeline = Pipeline(config)  # models loaded before timing
-    with tempfile.TemporaryDirectory() as tmp:
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = process_video(
-            seq.source,
-            Path(tmp) / "run",
-            config,
-            pipeline=pipeline,
-            write_video=False,
-            progress=False,
-            max_frames=frames,
-        )
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        stages = json.loads((out.out_dir / "summary.json").read_text())["timings"]["ms_per_frame_by_stage"]
-    return 1000 * wall / frames, 1000 * cpu / frames, stages
+from tracking.evaluation.io import Boxes, read_mot
+from tracking.evaluation.track_match import match, vehicles_found
 
 
 def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | None = None) -> dict:
@@ -68,11 +31,14 @@ def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | No
     rows: dict[str, list[tuple[float, float]]] = {"plain": [], "baseline": [], "dual": []}
     stages: dict = {}
     for r in range(repeats):
-        rows["plain"].append(_plain(seq, DEFAULT_DETECTOR_WEIGHTS, frames))
+        plain = _plain_tracks(seq.source, DEFAULT_DETECTOR_WEIGHTS, frames, keep_rows=False)
+        rows["plain"].append((plain["wall"], plain["cpu"]))
         for name, base in (("baseline", True), ("dual", False)):
-            wall, cpu, st = _airpatrol(seq, base, frames, None if base else dual_overrides)
-            rows[name].append((wall, cpu))
-            stages[name] = st
+            wall, cpu, summary, _ = _timed_process(
+                seq.source, pipeline_config(base, None if base else dual_overrides), frames
+            )
+            rows[name].append((1000 * wall / frames, 1000 * cpu / frames))
+            stages[name] = summary["timings"]["ms_per_frame_by_stage"]
         log(
             f"{seq.name} cost repeat {r + 1}: "
             + ", ".join(f"{k} {v[-1][0]:.0f} ms wall / {v[-1][1]:.0f} ms CPU" for k, v in rows.items())
@@ -97,17 +63,10 @@ def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | No
 INTERCHANGE = Path("data") / "real_video" / "nadir_interchange" / "drone.mp4"
 
 
-def vehicles_found(mot_rows: np.ndarray, fps: float, min_s: float = 1.0) -> int:
-    """Tracks lasting at least ``min_s`` seconds (first to last frame) in MOTChallenge rows (frame, id, ...)."""
-    rows = np.asarray(mot_rows).reshape(-1, 6)
-    spans: dict[int, list[int]] = {}
-    for f, tid in rows[:, :2].astype(int):
-        s = spans.setdefault(int(tid), [f, f])
-        s[0], s[1] = min(s[0], f), max(s[1], f)
-    return sum(1 for a, b in spans.values() if b - a + 1 >= min_s * fps)
-
-
-def _plain_tracks(source: Path, weights: Path, frames: int) -> dict:
+def _plain_tracks(source: Path, weights: Path, frames: int, keep_rows: bool = True) -> dict:
+    """Plain ``model.track`` (ByteTrack, conf 0.1, imgsz 640) over the first ``frames`` frames, the model loaded and
+    warmed up before timing: wall and CPU ms per frame; with ``keep_rows`` also its tracks as rows (frame, id, x1, y1,
+    x2, y2) and how many last >= 1 s."""
     from ultralytics import YOLO
 
     from vision.source import open_source
@@ -123,29 +82,23 @@ def _plain_tracks(source: Path, weights: Path, frames: int) -> dict:
             r: Any = list(
                 model.track(frame.image, tracker="bytetrack.yaml", persist=True, conf=0.1, imgsz=640, verbose=False)
             )[0]
-            if r.boxes is not None and r.boxes.id is not None:
+            if keep_rows and r.boxes is not None and r.boxes.id is not None:
                 ids, xyxy = r.boxes.id.cpu().numpy(), r.boxes.xyxy.cpu().numpy()
                 rows += [(frame.index + 1, int(t), *map(float, b)) for t, b in zip(ids, xyxy)]
             n += 1
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    return {
-        "vehicles": vehicles_found(np.array(rows), fps),
-        "wall": 1000 * wall / n,
-        "cpu": 1000 * cpu / n,
-        "frames": n,
-        "fps": fps,
-        "rows": rows,
-    }
+    out = {"wall": 1000 * wall / n, "cpu": 1000 * cpu / n, "frames": n, "fps": fps}
+    return {"vehicles": vehicles_found(np.array(rows), fps), **out, "rows": rows} if keep_rows else out
 
 
-def _dual_tracks(source: Path, weights: Path, frames: int, overrides: dict) -> dict:
+def _timed_process(source: Path, config, frames: int) -> tuple[float, float, dict, Boxes]:
+    """``airpatrol process`` (no video) on the first ``frames`` frames, the models loaded before timing: wall and CPU
+    seconds, summary.json and the reported tracks."""
     import json
 
     from edge.runner import process_video
-    from tracking.evaluation.io import read_mot
     from tracking.pipeline import Pipeline
 
-    config = pipeline_config(False, {**overrides, "detector.weights": str(weights)})
     pipeline = Pipeline(config)  # models loaded before timing
     with tempfile.TemporaryDirectory() as tmp:
         w0, c0 = time.perf_counter(), time.process_time()
@@ -155,6 +108,12 @@ def _dual_tracks(source: Path, weights: Path, frames: int, overrides: dict) -> d
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         summary = json.loads((out.out_dir / "summary.json").read_text())
         pred, _ = read_mot(out.out_dir / "tracks_mot.txt")
+    return wall, cpu, summary, pred
+
+
+def _dual_tracks(source: Path, weights: Path, frames: int, overrides: dict) -> dict:
+    config = pipeline_config(False, {**overrides, "detector.weights": str(weights)})
+    wall, cpu, summary, pred = _timed_process(source, config, frames)
     n = int(summary["counts"]["frames"])
     xyxy = np.column_stack([pred.xywh[:, :2], pred.xywh[:, :2] + pred.xywh[:, 2:]])
     rows = np.column_stack([pred.frame, pred.ids, xyxy])
@@ -171,53 +130,41 @@ def _dual_tracks(source: Path, weights: Path, frames: int, overrides: dict) -> d
     }
 
 
-# The reference for what can be found: the detector at the frame's own resolution on every frame.
-NATIVE_REFERENCE = {"detector.tiling": "on", "detector.every_n_frames": 1}
-# Before motion frames: while the motion layer carries the tracks, the detector ran on every frame.
-PREVIOUS_CARRIED = {"motion.carried_detector_every_n_frames": 1}
+# The dual runs on the interchange, in the order they run: name in the results -> config overrides.
+INTERCHANGE_DUAL: dict[str, dict] = {
+    "dual": {},
+    # the reference for what can be found: the detector at the frame's own resolution on every frame
+    "native": {"detector.tiling": "on", "detector.every_n_frames": 1},
+    # what the motion layer adds there: the tiny vehicles the detector at an affordable scale cannot see
+    "dual_no_motion": {"motion.enabled": False},
+    # before motion frames: while the motion layer carries the tracks, the detector ran on every frame
+    "dual_detector_every_frame": {"motion.carried_detector_every_n_frames": 1},
+    # as a live stream's feed reports them: tracks from the frame they are confirmed on, lost frames empty (the native
+    # reference and the other rows report them from their first frame and fill lost frames, as a recorded run does)
+    "dual_as_live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False},
+}
 
 
-def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> dict | None:
+def interchange(weights: Path, frames: int, cache: Path, log=print) -> dict | None:
     """Vehicles found and CPU time per frame on the 1080p nadir interchange (no ground truth): plain ByteTrack at 640,
-    the dual layer's defaults, and the native-resolution reference; ``cached(cache, key, compute, pipeline)``."""
+    the dual layer's defaults and variants, and the native-resolution reference; each run kept in ``cache``."""
     from vision.training.detector.training import shared_root
 
     source = shared_root() / INTERCHANGE
     if not source.is_file():
         log(f"{source}: missing, interchange cost skipped")
         return None
-    import hashlib
-
-    tag = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-    key = {"seq": "interchange", "frames": frames, "weights": tag, "rows": True}
-    out = {
+    key = {"seq": "interchange", "frames": frames, "weights": weights_tag(weights), "rows": True}
+    out: dict[str, Any] = {
         "source": f"../shared/{INTERCHANGE.as_posix()}",
         "plain": cached(cache, {**key, "contender": "plain"}, lambda: _plain_tracks(source, weights, frames), False),
-        "dual": cached(cache, {**key, "contender": "dual"}, lambda: _dual_tracks(source, weights, frames, {})),
-        "native": cached(
-            cache,
-            {**key, "contender": "dual", "overrides": NATIVE_REFERENCE},
-            lambda: _dual_tracks(source, weights, frames, NATIVE_REFERENCE),
-        ),
     }
-    # what the motion layer adds there: the tiny vehicles the detector at an affordable scale cannot see
-    out["dual_no_motion"] = cached(
-        cache,
-        {**key, "contender": "dual", "overrides": {"motion.enabled": False}},
-        lambda: _dual_tracks(source, weights, frames, {"motion.enabled": False}),
-    )
-    # the previous behaviour where the motion layer carries the tracks: the detector on every frame (no motion frames)
-    out["dual_detector_every_frame"] = cached(
-        cache,
-        {**key, "contender": "dual", "overrides": PREVIOUS_CARRIED},
-        lambda: _dual_tracks(source, weights, frames, PREVIOUS_CARRIED),
-    )
-    # as a live stream's feed reports them: tracks from the frame they are confirmed on, lost frames empty (the native
-    # reference and the other rows report them from their first frame and fill lost frames, as a recorded run does)
-    live = {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False}
-    out["dual_as_live"] = cached(
-        cache, {**key, "contender": "dual", "overrides": live}, lambda: _dual_tracks(source, weights, frames, live)
-    )
+    for name, overrides in INTERCHANGE_DUAL.items():
+        out[name] = cached(
+            cache,
+            {**key, "contender": "dual", **({"overrides": overrides} if overrides else {})},
+            lambda: _dual_tracks(source, weights, frames, overrides),  # called at once, inside this turn
+        )
     out["frames"] = out["dual"]["frames"]
     reference = np.array(out["native"]["rows"]).reshape(-1, 6)
     for k in ("plain", "dual", "dual_detector_every_frame", "dual_no_motion", "dual_as_live", "native"):
@@ -231,16 +178,76 @@ def interchange(weights: Path, frames: int, cache: Path, cached, log=print) -> d
     return out
 
 
+def interchange_markdown(results: dict) -> list[str]:
+    """The report's section on the interchange (``results["interchange"]`` from :func:`interchange`)."""
+    ic = results.get("interchange")
+    if not ic:
+        return []
+    lines = [
+        "## Cost on the real 1080p nadir interchange (no ground truth)",
+        "",
+        f"`{ic['source']}`, {ic['frames']} frames 1920x1080, 25 fps. The native-resolution run (detector at the "
+        "frame's own 1920 px on every frame: what the previous default did there) is the reference for what can be "
+        "found. Tracks = tracks lasting >= 1 s; found and matched = the native run's vehicles (its tracks >= 1 s) "
+        "that a track of the contender follows (box IoU >= 0.3 or centres within one vehicle length in >= 50 % of "
+        "their common frames, >= 0.5 s; tracking/evaluation/track_match.py); extra = the contender's tracks >= 1 s that "
+        "follow no native-run track (invented, or vehicles the native run missed: no ground truth tells which). "
+        "CPU ms per frame over all threads, run one after another.",
+        "",
+        "| contender | tracks >= 1 s | found and matched | share of the native run's | extra tracks | CPU ms/frame "
+        "| wall ms/frame | x plain |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    p = ic["plain"]
+    for label, k in (
+        ("plain Ultralytics track, ByteTrack, imgsz 640, conf 0.1", "plain"),
+        ("`airpatrol process` (dual, defaults)", "dual"),
+        (
+            "dual, detector on every frame while the motion layer carries (`motion.carried_detector_every_n_frames: "
+            "1`: before motion frames)",
+            "dual_detector_every_frame",
+        ),
+        ("dual without the motion layer (`motion.enabled: false`)", "dual_no_motion"),
+        (
+            "dual as live: tracks reported from the frame they are confirmed on, lost frames empty "
+            "(`motion.report_from_first_frame: false`, `tracker.fill_lost_gaps: false`)",
+            "dual_as_live",
+        ),
+        ("reference: dual at native resolution, detector every frame", "native"),
+    ):
+        r = ic.get(k)
+        if r is None:
+            continue
+        m = r.get("matched") or {}
+        found = m.get("found_matched", "-")
+        share = f"{100 * found / max(m['reference_vehicles'], 1):.0f} %" if m else "-"
+        lines.append(
+            f"| {label} | {r['vehicles']} | {found} | {share} | {m.get('extra', '-')} | {r['cpu']:.0f} | "
+            f"{r['wall']:.0f} | {r['cpu'] / p['cpu']:.2f} |"
+        )
+    plan = ic["dual"].get("detector_scales")
+    if plan:
+        lines += [
+            "",
+            "Detector scales the dual run used: "
+            + "; ".join(
+                f"frames {q['frames'][0]}-{q['frames'][1]} rows {q['rows'][0]}-{q['rows'][1]}: x{q['scale']:.2f}"
+                for q in plan[:12]
+            )
+            + ".",
+        ]
+    return [*lines, ""]
+
+
 def _interchange_main(frames: int, cache: Path, out: Path | None) -> int:
     import json
 
-    from bench.real.__main__ import _cached, _interchange
     from vision.detection import DEFAULT_DETECTOR_WEIGHTS
 
-    result = interchange(DEFAULT_DETECTOR_WEIGHTS, frames, cache, _cached)
+    result = interchange(DEFAULT_DETECTOR_WEIGHTS, frames, cache)
     if result is None:
         return 2
-    print("\n".join(_interchange({"interchange": result})))
+    print("\n".join(interchange_markdown({"interchange": result})))
     if out is not None:
         out.write_text(json.dumps(result, indent=1))
     return 0

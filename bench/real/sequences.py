@@ -42,44 +42,44 @@ def window(boxes: Boxes, frames: tuple[int, int]) -> Boxes:
     return boxes.subset((boxes.frame >= frames[0]) & (boxes.frame <= frames[1]))
 
 
+# name, folder in data/mot, the source in it ("": the folder, an image sequence), ground truth in its gt/, scored
+# frames, condition, view
+SEQUENCES = (
+    (
+        "M1303",
+        "uavdt_M1303",
+        "",
+        "M1303_gt_whole.txt",
+        (1, 445),
+        "day",
+        "oblique urban road and junction, moving drone",
+    ),
+    (
+        "M1003-night",
+        "uavdt_M1003_night_dev",
+        "video.mp4",
+        "M1003_gt_whole.txt",
+        NIGHT_SCORED_FRAMES,
+        "night",
+        "oblique arterial road at night, moving drone",
+    ),
+    (
+        "M0703-nadir",
+        "uavdt_M0703_nadir_dev",
+        "video.mp4",
+        "M0703_gt_whole.txt",
+        (1, 340),
+        "day",
+        "nadir urban junctions at low altitude (cars 40-100 px), moving drone",
+    ),
+)
+
+
 def real_sequences(root: Path | None = None) -> list[Sequence]:
     """Every real sequence with ground truth that is present (none when ``../shared`` is absent)."""
     mot = (root or shared_root()) / "data" / "mot"
-    out = []
-    m1303 = mot / "uavdt_M1303"
-    if (m1303 / "gt" / "M1303_gt_whole.txt").is_file():
-        out.append(
-            Sequence(
-                "M1303",
-                m1303,
-                m1303 / "gt" / "M1303_gt_whole.txt",
-                (1, 445),
-                "day",
-                "oblique urban road and junction, moving drone",
-            )
-        )
-    m1003 = mot / "uavdt_M1003_night_dev"
-    if (m1003 / "gt" / "M1003_gt_whole.txt").is_file():
-        out.append(
-            Sequence(
-                "M1003-night",
-                m1003 / "video.mp4",
-                m1003 / "gt" / "M1003_gt_whole.txt",
-                NIGHT_SCORED_FRAMES,
-                "night",
-                "oblique arterial road at night, moving drone",
-            )
-        )
-    m0703 = mot / "uavdt_M0703_nadir_dev"
-    if (m0703 / "gt" / "M0703_gt_whole.txt").is_file():
-        out.append(
-            Sequence(
-                "M0703-nadir",
-                m0703 / "video.mp4",
-                m0703 / "gt" / "M0703_gt_whole.txt",
-                (1, 340),
-                "day",
-                "nadir urban junctions at low altitude (cars 40-100 px), moving drone",
-            )
-        )
-    return out
+    return [
+        Sequence(name, mot / folder / source, mot / folder / "gt" / gt, frames, condition, view)
+        for name, folder, source, gt, frames, condition, view in SEQUENCES
+        if (mot / folder / "gt" / gt).is_file()
+    ]

@@ -1,5 +1,8 @@
 """Score predicted tracks of one sequence: motmetrics at IoU 0.5 (MOTA, IDF1, FP, FN, ID switches) and HOTA
-(TrackEval); predictions and ground truth centred in UAVDT ignore regions are dropped, as ``airpatrol eval`` does."""
+(TrackEval); predictions and ground truth centred in UAVDT ignore regions are dropped, as ``airpatrol eval`` does.
+
+The benchmarks that compare trackers on the real sequences (``python -m bench.real``, ``bench/detector_track.py``,
+``bench/edge_rule_plain.py``) all score with :func:`score`, so their figures stay comparable."""
 
 from __future__ import annotations
 
@@ -9,8 +12,8 @@ from tracking.evaluation.io import Boxes
 from tracking.evaluation.mot import drop_ignored, hota, mot_metrics
 
 
-def boxes_from_rows(rows: list[tuple[int, int, float, float, float, float]]) -> Boxes:
-    """(frame 1-based, id, left, top, width, height) rows."""
+def boxes_from_rows(rows: list[tuple[int, int, float, float, float, float]] | np.ndarray) -> Boxes:
+    """(frame 1-based, id, left, top, width, height) rows, as a list or an (n, 6) array."""
     a = np.array(rows, np.float64).reshape(-1, 6)
     return Boxes(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2:6])
 

@@ -8,6 +8,8 @@ length (the reference box's long side), for at least ``min_close_s`` seconds.
 Reported: reference vehicles (tracks >= ``min_s``) found by at least one candidate track; candidate tracks
 (>= ``min_s``) that follow no reference track at all (extra: invented, or vehicles the reference missed, which no
 ground truth here can tell apart); and the old count of candidate tracks >= ``min_s``.
+
+Used by ``python -m bench.real`` and ``python -m bench.real.cost --interchange`` on the 1080p nadir interchange.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ def tracks_by_id(rows: np.ndarray) -> dict[int, dict[int, np.ndarray]]:
 
 def _lasting(tracks: dict[int, dict[int, np.ndarray]], frames: float) -> set[int]:
     return {tid for tid, t in tracks.items() if max(t) - min(t) + 1 >= frames}
+
+
+def vehicles_found(rows: np.ndarray, fps: float, min_s: float = 1.0) -> int:
+    """Tracks lasting at least ``min_s`` seconds (first to last frame) in rows (frame, id, x1, y1, x2, y2): the
+    count of "vehicles found" before the matched measure of :func:`match`."""
+    return len(_lasting(tracks_by_id(rows), min_s * fps))
 
 
 def _area(p: np.ndarray) -> np.ndarray:
