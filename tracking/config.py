@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tracking.linking import LinkingConfig
+
 # The vision stages' own configs live next to them (vision/config.py); re-exported here, where the pipeline's
 # composed config is, so existing imports keep working.
 from vision.config import DetectorConfig, EgoMotionConfig, MotionConfig, RoadConfig
@@ -19,6 +21,7 @@ __all__ = [
     "CalibrationConfig",
     "DetectorConfig",
     "EgoMotionConfig",
+    "LinkingConfig",
     "MotionConfig",
     "MotionGateConfig",
     "PipelineConfig",
@@ -111,6 +114,7 @@ class PipelineConfig(BaseModel):
     ego_motion: EgoMotionConfig = EgoMotionConfig()
     motion: MotionConfig = MotionConfig()
     tracker: TrackerConfig = TrackerConfig()
+    linking: LinkingConfig = LinkingConfig()
     speed: SpeedConfig = SpeedConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     warm_up: bool = Field(

@@ -512,8 +512,8 @@ class Pipeline:
         self.track_ids.update(tr.track_id for tr in tracks)
         lost: frozenset[int] = frozenset()
         to_first = None
-        if not cfg.baseline and cfg.tracker.fill_lost_gaps:
-            lost = frozenset(int(t.track_id) for t in self.tracker.lost_stracks)
+        if not cfg.baseline and (cfg.tracker.fill_lost_gaps or cfg.linking.enabled):
+            lost = frozenset(int(t.track_id) for t in self.tracker.lost_stracks) if cfg.tracker.fill_lost_gaps else lost
             to_first = self._H_cur_to_first.copy()
         self.frames += 1
         h, w = frame.image.shape[:2]

@@ -61,6 +61,14 @@ class DetectorConfig(BaseModel):
         "native resolution whatever max_input_pixels allows, when their vehicles need it (below 1.0x their small "
         "vehicles are missed: toll-plaza speeds, docs/detector_scale.md); larger frames stay within the budget",
     )
+    budget_frame_px: int = Field(
+        1920,
+        ge=0,
+        description="'auto': frames larger than this (4K) get at least the input scale max_input_pixels gives a frame "
+        "of this size (1920: half scale), not the same number of pixels: a 4K frame at a quarter scale showed ~100 px "
+        "cars to the detector at ~25 px, and the queues at a junction were lost (issue 32). Such a pass costs the "
+        "detector more; 0: the budget in pixels whatever the frame's size (the previous behaviour)",
+    )
     scale_bands: int = Field(
         3, ge=1, le=8, description="'auto': row bands of the frame that get their own scale (oblique views)"
     )

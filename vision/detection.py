@@ -150,6 +150,11 @@ class VehicleDetector:
         letterbox = min(1.0, cfg.imgsz / max(width, height))
         # a detector that runs every few frames (motion frames between) may cost more per pass
         budget = np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels * self.budget_frames) + 1e-6) / 8
+        if cfg.budget_frame_px and max(width, height) > cfg.budget_frame_px:
+            # a frame larger than the reference keeps the reference's share of its pixels: its vehicles are as many
+            # pixels long as the reference's are at a proportionally lower altitude, and need the same scale
+            ref = min(1.0, cfg.imgsz / cfg.budget_frame_px)
+            budget = max(budget, np.floor(8 * ref * np.sqrt(cfg.max_input_pixels * self.budget_frames) + 1e-6) / 8)
         if max(width, height) <= cfg.native_up_to_px:
             # up to 720p, native is affordable, and below it small vehicles are missed (toll plaza, 720x1280)
             budget = max(budget, 1.0)

@@ -160,6 +160,22 @@ def test_a_720p_frame_of_small_vehicles_is_detected_at_native_resolution_either_
     assert budget_only._plan(720, 1280) == [(0, 1280, 0.75)]  # what the budget alone allows (the regression)
 
 
+def test_a_4k_frame_gets_the_scale_its_vehicles_need_not_a_quarter():
+    """A 4K frame keeps the input scale a 1920 px frame gets (half), not the same number of pixels (a quarter):
+    at a quarter the ~100 px cars of a 120 m flight reached the detector at ~25 px and a junction's queues were lost
+    (issue 32). ``budget_frame_px=0`` is the pixel budget alone."""
+    rows = [300, 700, 1000, 1300, 1800]
+    uhd = _auto_detector()
+    uhd._measure(_cars(100, rows))
+    assert uhd._plan(3840, 2160) == [(0, 2160, 0.5)]
+    pixels_only = _auto_detector(budget_frame_px=0)
+    pixels_only._measure(_cars(100, rows))
+    assert pixels_only._plan(3840, 2160) == [(0, 2160, 0.25)]
+    hd = _auto_detector()
+    hd._measure(_cars(50, [200, 400, 500, 600, 800]))
+    assert hd._plan(1920, 1080) == [(0, 1080, 0.5)]  # 1080p is unchanged
+
+
 def test_the_toll_plaza_portrait_clip_gets_the_scale_its_vehicles_need():
     """Real portrait oblique footage (720x1280, vehicles ~30-50 px long at native resolution): 'auto' measures them
     and detects the frame at native resolution, where it finds them (at 0.75x it missed about 4 in 10 of the middle

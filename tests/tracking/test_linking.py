@@ -1,0 +1,135 @@
+"""Whole-flight linking (tracking/linking.py, tracking/linked_run.py): the pieces of one vehicle joined, and only
+those; the frames between filled where the vehicle stood or the gap was short."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracking.linked_run import hold, link_results, with_images
+from tracking.linking import LinkingConfig, Piece, link_pieces
+from tracking.types import INTERPOLATED, FrameResult, TrackState
+from vision.types import Frame
+
+FPS = 10.0
+W, H = 1000, 600
+CAR = 40.0  # px long (4.5 m): 0.1125 m per px
+
+
+def _results(n_frames: int, paths: dict[int, dict[int, tuple[float, float]]]) -> list[FrameResult]:
+    """``paths``: track id -> {frame: box centre}; a hovering drone (to_first = identity)."""
+    out = []
+    for f in range(n_frames):
+        tracks = [
+            TrackState(tid, np.array([x - CAR / 2, y - CAR / 4, x + CAR / 2, y + CAR / 4], np.float32), 0.9, 0)
+            for tid, path in paths.items()
+            if f in path
+            for x, y in [path[f]]
+        ]
+        out.append(FrameResult(Frame(f, f / FPS, np.zeros((1, 1, 3), np.uint8)), tracks, to_first=np.eye(3)))
+    return out
+
+
+def _ids_by_frame(results: list[FrameResult]) -> dict[int, set[int]]:
+    return {r.frame.index: {tr.track_id for tr in r.tracks} for r in results}
+
+
+def _drive(frames: range, x0: float, y: float, px_per_frame: float) -> dict[int, tuple[float, float]]:
+    return {f: (x0 + px_per_frame * (f - frames.start), y) for f in frames}
+
+
+def test_a_car_waiting_at_a_red_light_is_one_track_reported_on_every_frame():
+    # arrives moving, stops at x=500 for 25 s (the detector loses it: the track breaks), then drives off
+    arrive = {f: (100 + 8 * f, 300.0) for f in range(0, 50)}  # 8 px/frame = 9 m/s, stops at x=500 at f=50
+    stand_a = {f: (500.0, 300.0) for f in range(50, 80)}
+    stand_b = {f: (500.0, 300.5) for f in range(330, 360)}  # found again 25 s later where it stood
+    leave = {f: (500 + 8 * (f - 360), 300.0) for f in range(360, 400)}
+    results = _results(400, {1: arrive | stand_a, 2: stand_b | leave})
+    report = link_results(results, W, H)
+    assert report.links == 1 and report.tracks_after == 1
+    ids = _ids_by_frame(results)
+    assert all(ids[f] == {1} for f in range(400)), "one id on every frame from arrival to departure"
+    filled = [tr for r in results[80:330] for tr in r.tracks]
+    assert len(filled) == 250 and all(tr.speed_flag == INTERPOLATED and tr.speed_kmh is None for tr in filled)
+    assert all(abs(tr.center[0] - 500) < 1 for tr in filled)  # where it stood
+
+
+def test_a_queue_of_broken_tracks_is_joined_car_by_car():
+    # three cars queued 60 px apart (nose to tail), each track broken during the wait; restarts in the same places
+    results = _results(
+        300,
+        {
+            1: {f: (500.0, 300.0) for f in range(0, 40)},
+            2: {f: (440.0, 300.0) for f in range(0, 45)},
+            3: {f: (380.0, 300.0) for f in range(0, 50)},
+            11: {f: (500.0 + 6 * max(0, f - 250), 300.0) for f in range(200, 300)},
+            12: {f: (440.0 + 6 * max(0, f - 255), 300.0) for f in range(210, 300)},
+            13: {f: (380.0 + 6 * max(0, f - 260), 300.0) for f in range(220, 300)},
+        },
+    )
+    report = link_results(results, W, H)
+    assert report.links == 3
+    ids = _ids_by_frame(results)
+    assert ids[299] == {1, 2, 3}
+    lead = next(tr for tr in results[299].tracks if tr.center[0] > 600)
+    assert lead.track_id == 1  # the car in front kept its own id, not the one behind's
+
+
+def test_pieces_that_leave_or_enter_the_view_or_go_the_other_way_are_not_joined():
+    results = _results(
+        200,
+        {
+            1: _drive(range(0, 60), 700, 300, 5.0),  # leaves through the right edge (x >= 1000) ...
+            2: _drive(range(80, 140), 980, 300, -5.0),  # ... another enters there, going the other way
+            3: _drive(range(0, 50), 100, 100, 5.0),  # eastbound, lost at x=345
+            4: _drive(range(70, 120), 400, 100, -5.0),  # westbound from x=400: not the same vehicle turned round
+        },
+    )
+    report = link_results(results, W, H)
+    assert report.links == 0
+    assert report.tracks_after == 4
+
+
+def test_a_vehicle_hidden_for_three_seconds_keeps_its_id_and_the_long_gap_is_not_guessed():
+    hidden = _drive(range(0, 100), 50, 400, 6.0)
+    results = _results(
+        100, {1: {f: p for f, p in hidden.items() if f < 40}, 2: {f: p for f, p in hidden.items() if f >= 70}}
+    )
+    report = link_results(results, W, H, LinkingConfig(fill_moving_s=1.0))
+    assert report.links == 1 and report.filled_boxes == 0  # moving across 3 s: joined, not filled
+    assert _ids_by_frame(results)[99] == {1}
+    short = _results(
+        100, {1: {f: p for f, p in hidden.items() if f < 40}, 2: {f: p for f, p in hidden.items() if f >= 46}}
+    )
+    report = link_results(short, W, H, LinkingConfig(fill_moving_s=1.0))
+    assert report.filled_boxes == 6  # frames 40-45 (0.6 s): filled on its path
+    for r in short[40:46]:
+        (tr,) = r.tracks
+        assert abs(tr.center[0] - hidden[r.frame.index][0]) < 1e-3
+
+
+def test_link_pieces_prefers_the_short_displacement_and_needs_time_order():
+    t = np.arange(10) / FPS
+    a = Piece(1, np.arange(10), t, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
+    b = Piece(2, np.arange(100, 110), t + 10, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
+    before = Piece(3, np.arange(10), t - 20, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
+    mapping = link_pieces([a, b, before])
+    assert mapping[2] in (1, 3) and mapping[1] in (1, 3)
+    assert len(set(mapping.values())) == 1  # standing at one place throughout: one vehicle, three pieces
+    far = Piece(4, np.arange(100, 110), t + 10, np.column_stack([np.full(10, 400.0), np.full(10, 50.0)]), CAR)
+    assert link_pieces([a, far]) == {1: 1, 4: 4}  # standing pieces 34 m apart are two vehicles
+
+
+def test_held_results_give_back_their_images_and_masks():
+    results = _results(5, {1: {f: (100.0 + f, 100.0) for f in range(5)}})
+    mask = np.zeros((H, W), np.uint8)
+    mask[100:200] = 255
+    for r in results:
+        r.road_mask = mask
+    held = hold(results)
+    assert all(r.frame.image.size == 0 and r.road_mask is None for r in held.results)
+    frames = [Frame(f, f / FPS, np.full((H, W, 3), f, np.uint8)) for f in range(5)]
+    seen = [
+        (int(r.frame.image[0, 0, 0]), r.road_mask is not None and bool((r.road_mask == mask).all()))
+        for r in with_images(held, frames)
+    ]  # each image is let go once the sinks have had it
+    assert seen == [(f, True) for f in range(5)]

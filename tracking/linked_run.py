@@ -1,0 +1,193 @@
+"""A recorded run's results linked over the whole flight: held without their images, pieces joined, gaps filled.
+
+``process`` runs the pipeline over the video once, keeping each frame's result without its image (a road mask is
+kept PNG-encoded, once per mask the road layer made), links the pieces of each vehicle's path
+(:func:`tracking.linking.link_pieces`), fills the frames between linked pieces, and then feeds its sinks with the
+images decoded again (``edge.runner``). Memory grows with the tracks reported, not with the frames' pixels: a few
+hundred bytes per reported box.
+
+A filled box is interpolated between the two ends in the first frame's pixels (the drone's own motion taken out),
+like the short gaps ``tracking.track_starts`` fills, and carries no speed (speed flag ``interpolated``); a filled
+box whose centre would lie outside the frame is left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from tracking.linking import LinkingConfig, Piece, link_pieces
+from tracking.track_starts import _through, interpolated
+from tracking.types import FrameResult, TrackState
+from vision.types import Frame
+
+_NO_IMAGE = np.zeros((0, 0, 3), np.uint8)
+STOOD_LENGTHS = 0.5  # two ends of a gap closer than this share of the vehicle's length: it stood in between
+
+
+@dataclass
+class LinkReport:
+    """What linking changed, for ``summary.json`` → ``linking``."""
+
+    tracks_before: int = 0
+    tracks_after: int = 0
+    links: int = 0
+    filled_boxes: int = 0
+    held_boxes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class HeldResults:
+    """Frame results without their images, in frame order; road masks PNG-encoded (``mask``)."""
+
+    results: list[FrameResult] = field(default_factory=list)
+    _masks: dict[int, bytes] = field(default_factory=dict)  # result position -> encoded mask
+    _last_mask: tuple[int, int] | None = None  # (id of the last mask array seen, its position)
+
+    def add(self, result: FrameResult) -> None:
+        mask = result.road_mask
+        if mask is not None:
+            if self._last_mask is None or self._last_mask[0] != id(mask):
+                ok, png = cv2.imencode(".png", mask)
+                self._masks[len(self.results)] = png.tobytes() if ok else b""
+                self._last_mask = (id(mask), len(self.results))
+            else:
+                self._masks[len(self.results)] = self._masks[self._last_mask[1]]
+        frame = Frame(result.frame.index, result.frame.t, _NO_IMAGE, result.frame.pose)
+        self.results.append(dataclasses.replace(result, frame=frame, road_mask=None, withheld=[]))
+
+    def mask(self, position: int) -> np.ndarray | None:
+        png = self._masks.get(position)
+        if not png:
+            return None
+        return cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+
+
+def hold(results: Iterable[FrameResult], progress=None) -> HeldResults:
+    held = HeldResults()
+    for r in results:
+        held.add(r)
+        if progress is not None:
+            progress.update(1)
+    return held
+
+
+def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
+    c = np.array(tr.center, np.float64)
+    return _through(result.to_first, c) if result.to_first is not None else c
+
+
+def pieces(results: list[FrameResult], width: int, height: int, border_frac: float) -> list[Piece]:
+    """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path)."""
+    by_id: dict[int, list[tuple[int, float, np.ndarray, float, bool]]] = {}
+    mx, my = border_frac * width, border_frac * height
+    for r in results:
+        for tr in r.tracks:
+            x1, y1, x2, y2 = (float(v) for v in tr.xyxy)
+            border = x1 <= mx or y1 <= my or x2 >= width - mx or y2 >= height - my
+            by_id.setdefault(tr.track_id, []).append(
+                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), border)
+            )
+    out = []
+    for tid, pts in by_id.items():
+        out.append(
+            Piece(
+                tid,
+                np.array([p[0] for p in pts]),
+                np.array([p[1] for p in pts], np.float64),
+                np.array([p[2] for p in pts], np.float64).reshape(-1, 2),
+                float(np.median([p[3] for p in pts])),
+                touches_border_start=pts[0][4],
+                touches_border_end=pts[-1][4],
+            )
+        )
+    return out
+
+
+def link_results(results: list[FrameResult], width: int, height: int, cfg: LinkingConfig | None = None) -> LinkReport:
+    """Relabel ``results`` in place so each vehicle's pieces carry its first piece's id, and fill the frames
+    between linked pieces."""
+    cfg = cfg or LinkingConfig()
+    ps = pieces(results, width, height, cfg.border_frac)
+    mapping = link_pieces(ps, cfg)
+    report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
+    report.links = report.tracks_before - report.tracks_after
+    report.held_boxes = sum(len(r.tracks) for r in results)
+    if not report.links:
+        return report
+    last_seen: dict[int, tuple[int, TrackState, int]] = {}  # linked id -> (position, box, piece id) so far
+    for k, r in enumerate(results):
+        # one box per vehicle and frame: where two overlapping pieces both report it, the later piece's box stays
+        unique: dict[int, tuple[TrackState, int]] = {}
+        for tr in r.tracks:
+            new = mapping.get(tr.track_id, tr.track_id)
+            unique[new] = (tr if new == tr.track_id else dataclasses.replace(tr, track_id=new), tr.track_id)
+        r.tracks = [tr for tr, _ in unique.values()]
+        for tr, piece in unique.values():
+            prev = last_seen.get(tr.track_id)
+            if prev is not None and prev[2] != piece and prev[0] < k - 1:  # the gap between two linked pieces
+                report.filled_boxes += _fill(results, prev[0], prev[1], k, tr, width, height, cfg)
+            last_seen[tr.track_id] = (k, tr, piece)
+    return report
+
+
+def _fill(
+    results: list[FrameResult],
+    k0: int,
+    before: TrackState,
+    k1: int,
+    after: TrackState,
+    width: int,
+    height: int,
+    cfg: LinkingConfig,
+) -> int:
+    """Boxes between positions ``k0`` and ``k1`` of one vehicle (its box on neither), as track_starts fills: where it
+    stood, or across a short gap (``cfg.fill_moving_s``)."""
+    a, b = results[k0], results[k1]
+    length = max(float(np.max(before.xyxy[2:] - before.xyxy[:2])), 1.0)
+    stood = float(np.hypot(*(_first_xy(b, after) - _first_xy(a, before)))) < STOOD_LENGTHS * length
+    if not stood and b.frame.t - a.frame.t > cfg.fill_moving_s:
+        return 0
+    ends = None
+    if a.to_first is not None and b.to_first is not None:
+        ends = (_first_xy(a, before), _first_xy(b, after))
+    ta, tb = a.frame.t, b.frame.t
+    moving = not stood and (before.moving or after.moving)  # it stood there: a label, it is reported either way
+    n = 0
+    for r in results[k0 + 1 : k1]:
+        w = (r.frame.t - ta) / (tb - ta) if tb > ta else 0.5
+        centre = None
+        if ends is not None and r.to_first is not None:
+            centre = _through(np.linalg.inv(r.to_first), (1 - w) * ends[0] + w * ends[1])
+        box = interpolated(before, after, w, centre)
+        cx, cy = box.center
+        if not (0 <= cx < width and 0 <= cy < height):
+            continue
+        box.moving = moving
+        r.tracks.append(box)
+        n += 1
+    return n
+
+
+def with_images(held: HeldResults, frames: Iterable[Frame]) -> Iterator[FrameResult]:
+    """The held results again with their images (and road masks), from the video decoded a second time. A frame the
+    second decode does not give (it should give every one) reuses the previous image."""
+    it = iter(frames)
+    image = None
+    frame = next(it, None)
+    for k, r in enumerate(held.results):
+        while frame is not None and frame.index < r.frame.index:
+            frame = next(it, None)
+        if frame is not None and frame.index == r.frame.index:
+            image = frame.image
+        if image is None:
+            continue
+        # a new result for the sinks (the video sink encodes in a thread of its own): the held one stays lightweight
+        yield dataclasses.replace(r, frame=Frame(r.frame.index, r.frame.t, image, r.frame.pose), road_mask=held.mask(k))
