@@ -164,7 +164,7 @@ def test_a_4k_frame_gets_the_scale_its_vehicles_need_not_a_quarter():
     """A 4K frame keeps the input scale a 1920 px frame gets (half), not the same number of pixels (a quarter):
     at a quarter the ~100 px cars of a 120 m flight reached the detector at ~25 px and a junction's queues were lost
     (issue 32). ``budget_frame_px=0`` is the pixel budget alone."""
-    rows = [300, 700, 1000, 1300, 1800]
+    rows = [300.0, 700.0, 1000.0, 1300.0, 1800.0]
     uhd = _auto_detector()
     uhd._measure(_cars(100, rows))
     assert uhd._plan(3840, 2160) == [(0, 2160, 0.5)]
@@ -172,7 +172,7 @@ def test_a_4k_frame_gets_the_scale_its_vehicles_need_not_a_quarter():
     pixels_only._measure(_cars(100, rows))
     assert pixels_only._plan(3840, 2160) == [(0, 2160, 0.25)]
     hd = _auto_detector()
-    hd._measure(_cars(50, [200, 400, 500, 600, 800]))
+    hd._measure(_cars(50, [200.0, 400.0, 500.0, 600.0, 800.0]))
     assert hd._plan(1920, 1080) == [(0, 1080, 0.5)]  # 1080p is unchanged
 
 

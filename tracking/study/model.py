@@ -142,6 +142,11 @@ class VehicleMovement:
     mean_speed_kmh: float
     present_at_start: bool = False  # already in view when the flight began
     present_at_end: bool = False  # still in view when it ended
+    # an origin (destination) inferred from the vehicle's heading and lane at the flight's start (end), where one
+    # approach alone lies behind (ahead of) it: it was already past its origin's corridor (not yet in its
+    # destination's) when the flight began (ended)
+    origin_inferred: bool = False
+    destination_inferred: bool = False
     entry_xy: tuple[float, float] = (math.nan, math.nan)
     exit_xy: tuple[float, float] = (math.nan, math.nan)
 
@@ -159,6 +164,8 @@ class VehicleMovement:
             "mean_speed_kmh": round(self.mean_speed_kmh, 1),
             "present_at_start": int(self.present_at_start),
             "present_at_end": int(self.present_at_end),
+            "origin_inferred": int(self.origin_inferred),
+            "destination_inferred": int(self.destination_inferred),
             "entry_x_m": round(self.entry_xy[0], 2),
             "entry_y_m": round(self.entry_xy[1], 2),
             "exit_x_m": round(self.exit_xy[0], 2),

@@ -67,6 +67,26 @@ def corridor_match(
     return best
 
 
+def along_heading(xy: np.ndarray, inbound: np.ndarray, approaches: list[Approach], cfg: StudyConfig) -> Approach | None:
+    """The one approach whose inbound heading agrees with ``inbound`` and whose point lies behind ``xy`` along it
+    (against ``inbound``), within its ``radius_m`` of the line: for a vehicle travelling along ``inbound`` the
+    approach it came from; for one travelling against it (``inbound`` = minus its travel direction), the approach it
+    is heading out on. None where none or several qualify (ambiguous)."""
+    h = heading_deg(inbound)
+    found = []
+    for a in approaches:
+        if angle_between(h, a.heading_deg) > cfg.approach_heading_deg:
+            continue
+        rel = np.array([a.x, a.y]) - np.asarray(xy, float)  # from the vehicle to the approach point
+        along = float(rel @ inbound)
+        if along > 0:  # the approach lies upstream of the vehicle's inbound direction: it is behind (or ahead) it
+            continue
+        across = abs(float(rel @ np.array([inbound[1], -inbound[0]])))
+        if across <= a.radius_m:
+            found.append(a)
+    return found[0] if len(found) == 1 else None
+
+
 def junction_centre(approaches: list[Approach], area: ObservedArea) -> np.ndarray:
     """Where the approaches meet: the point nearest to all approach axes (least squares), else the area's centre."""
     if len(approaches) < 2:
@@ -111,6 +131,15 @@ def assign_movements(
             origin = corridor_match(s.xy[0], d_in, approaches, centre, cfg)
         if moving and d_out is not None:
             destination = corridor_match(s.xy[-1], -d_out, approaches, centre, cfg)
+        origin_inferred = destination_inferred = False
+        # already past its origin's corridor when the flight began (not yet in its destination's when it ended):
+        # the one approach behind (ahead of) it by heading and lane, flagged as inferred
+        if moving and origin is None and start_edge and d_in is not None:
+            origin = along_heading(s.xy[0], d_in, approaches, cfg)
+            origin_inferred = origin is not None
+        if moving and destination is None and end_edge and d_out is not None:
+            destination = along_heading(s.xy[-1], -d_out, approaches, cfg)
+            destination_inferred = destination is not None
         turn = 0.0
         if d_in is not None and d_out is not None:
             turn = signed_turn(heading_deg(d_in), heading_deg(d_out))
@@ -138,6 +167,8 @@ def assign_movements(
                 mean_speed_kmh=mean_kmh,
                 present_at_start=start_edge,
                 present_at_end=end_edge,
+                origin_inferred=origin_inferred,
+                destination_inferred=destination_inferred,
                 entry_xy=(float(s.xy[0, 0]), float(s.xy[0, 1])),
                 exit_xy=(float(s.xy[-1, 0]), float(s.xy[-1, 1])),
             )

@@ -50,11 +50,13 @@ def turning_movements(
     names = {a.id: a.name for a in approaches}
     spans = bins(t0, t1, bin_s)
     counts: Counter = Counter()
+    inferred: Counter = Counter()
     combos = set()
     for v in vehicles:
         key = (v.origin or "", v.destination or "", v.movement, v.vehicle_class)
         combos.add(key)
         counts[(bin_index(v.entry_t, t0, bin_s, len(spans)), *key)] += 1
+        inferred[(bin_index(v.entry_t, t0, bin_s, len(spans)), *key)] += v.origin_inferred or v.destination_inferred
     order = {m: k for k, m in enumerate(MOVEMENTS)}
     rows = []
     for b, (lo, hi) in enumerate(spans):
@@ -70,6 +72,9 @@ def turning_movements(
                     "movement": m,
                     "vehicle_class": c,
                     "count": counts[(b, o, d, m, c)],
+                    # of those, vehicles whose origin or destination was inferred (heading and lane at the flight's
+                    # start or end)
+                    "inferred": inferred[(b, o, d, m, c)],
                 }
             )
     return rows
@@ -79,11 +84,13 @@ def od_matrix(vehicles: list[VehicleMovement], approaches: list[Approach]) -> li
     """Origin x destination x class over the whole flight (class 'all' too); '' = not on an approach."""
     names = {a.id: a.name for a in approaches}
     counts: Counter = Counter()
+    inferred: Counter = Counter()
     for v in vehicles:
         if v.movement == "stationary":
             continue
         for c in (v.vehicle_class, "all"):
             counts[(v.origin or "", v.destination or "", c)] += 1
+            inferred[(v.origin or "", v.destination or "", c)] += v.origin_inferred or v.destination_inferred
     return [
         {
             "origin": o,
@@ -92,6 +99,7 @@ def od_matrix(vehicles: list[VehicleMovement], approaches: list[Approach]) -> li
             "destination_name": names.get(d, ""),
             "vehicle_class": c,
             "count": n,
+            "inferred": inferred[(o, d, c)],
         }
         for (o, d, c), n in sorted(counts.items())
     ]

@@ -161,3 +161,37 @@ def test_rows_with_lon_lat_give_georeferenced_approaches(junction):
     for a in study.approaches:
         assert a.lon == pytest.approx(lon0 + a.x / m_per_deg_lon, abs=1e-7)
         assert a.lat == pytest.approx(lat0 + a.y / m_per_deg_lat, abs=1e-7)
+
+
+def test_vehicles_cut_by_the_flights_start_or_end_in_the_junction_get_an_inferred_origin_or_destination(junction):
+    """A through vehicle already past its origin's corridor when the flight began, and one not yet in its
+    destination's when it ended, get them from heading and lane, flagged as inferred."""
+    from tests.tracking.study.conftest import drive, rotate, template
+
+    trajs, _ = junction
+    t_first = min(float(tr.t[0]) for tr in trajs)
+    t_last = max(float(tr.t[-1]) for tr in trajs)
+    # northbound through, lane 1, first seen 5 m past the centre at the flight's start
+    t, xy = drive(template("through", 1), 10.0, t_first - 9.5)
+    keep = t >= t_first
+    started = Trajectory(901, "car", t[keep], xy[keep])
+    assert started.xy[0][1] > 0  # beyond the centre: outside the south corridor
+    # eastbound (west arm) through, lane 1, last seen 5 m before the centre when the flight ends
+    t, xy = drive(rotate(template("through", 1), ARMS_W), 10.0, t_last - 8.5)
+    keep = t <= t_last
+    ended = Trajectory(902, "car", t[keep], xy[keep])
+    study = compute_study([*trajs, started, ended], None, StudyConfig())
+    names = {a.id: a.name for a in study.approaches}
+    v = {v.track_id: v for v in study.vehicles}
+    assert (names[v[901].origin], names[v[901].destination], v[901].movement) == ("S", "N", "through")
+    assert v[901].origin_inferred and not v[901].destination_inferred and v[901].present_at_start
+    assert (names[v[902].origin], names[v[902].destination], v[902].movement) == ("W", "E", "through")
+    assert v[902].destination_inferred and not v[902].origin_inferred
+    assert all(not (x.origin_inferred or x.destination_inferred) for x in study.vehicles if x.track_id < 900)
+    od = {
+        (r["origin_name"], r["destination_name"]): r for r in study.tables["od_matrix"] if r["vehicle_class"] == "all"
+    }
+    assert od[("S", "N")]["inferred"] == 1 and od[("W", "E")]["inferred"] == 1 and od[("E", "W")]["inferred"] == 0
+
+
+ARMS_W = 270.0
