@@ -4,6 +4,11 @@
     python3 bench/study.py --scenes ramp --seconds 120 --altitudes 80
     python3 bench/study.py --perf                  # a 5-minute 1080p flight at 25 fps: load + study time
     python3 bench/study.py --runs /tmp/runs/nadir /tmp/runs/toll   # real runs of `airpatrol process`: what it finds
+    python3 bench/study.py --e2e --quick           # end to end: rendered video -> process -> study vs truth
+    python3 bench/study.py --e2e --work /tmp/study_e2e --skip-render  # cached renders, process + study again
+    python3 bench/study.py --e2e --runs-dir /tmp/my_runs   # rescore run folders DIR/<case> made elsewhere
+
+End to end (``--e2e``, bench/study_e2e.py): the detector and tracker *are* in that loop; see its doc.
 
 What is scored: the generator's traffic (exact routes, vehicle sizes, scripted near-misses) seen through its camera:
 a vehicle is observed while its centre projects inside the 1920x1080 frame (10 px margin), its observed ground
@@ -273,7 +278,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--perf", action="store_true", help="only the speed test")
     ap.add_argument("--runs", nargs="*", type=Path, default=None, help="real run folders: report what the study finds")
     ap.add_argument("--verbose", action="store_true", help="print the count cells of each case")
+    e2e = ap.add_argument_group("end to end (--e2e): video -> airpatrol process -> airpatrol study")
+    e2e.add_argument("--e2e", action="store_true", help="render flights, process and study them, score vs truth")
+    e2e.add_argument("--quick", action="store_true", help="2 one-minute 1080p cases (development)")
+    e2e.add_argument("--work", default="/tmp/study_e2e", help="renders and runs, DIR/<case>/{synth,run}")
+    e2e.add_argument("--skip-render", action="store_true", help="only cached renders (a missing one fails its case)")
+    e2e.add_argument("--skip-process", action="store_true", help="score the runs already in --work")
+    e2e.add_argument("--runs-dir", default=None, help="score existing process runs DIR/<case> (not processed here)")
+    e2e.add_argument("--cases", nargs="*", default=None, help="only cases whose name contains one of these")
     args = ap.parse_args(argv)
+    if args.e2e:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
+        from bench.study_e2e import main_e2e
+
+        return main_e2e(args)
     if args.perf:
         perf(args)
         return 0

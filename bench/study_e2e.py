@@ -1,0 +1,370 @@
+"""End-to-end traffic-study benchmark: rendered hovering drone flights -> ``airpatrol process`` -> ``airpatrol study``,
+scored against the scene generator's exact truth (``python3 bench/study.py --e2e [--quick]``).
+
+Every step runs the real command as a subprocess with its defaults (``process`` without the annotated video, which
+does not change its results). Renders are cached in ``--work DIR/<case>/synth`` (rendered again only when the case's
+scene settings or the generator's source, vision/synth/*.py, differ from the cached render's), runs in
+``DIR/<case>/run``; ``--skip-render`` uses any cached render of the case's settings and never renders,
+``--skip-process`` rescores the runs already there (``airpatrol study`` again), ``--runs-dir DIR`` scores run folders
+made elsewhere (``DIR/<case>``, e.g. a branch's ``airpatrol process`` of the cached videos).
+
+Scoring (``tracking/evaluation/study_score.py``): study approaches are placed in the scene's ground frame through the
+run's own georeference (tracks.csv lat/lon -> the generator's east/north metres around its origin; a run without
+lat/lon is placed by a similarity fit of its ground x/y to the matched truth positions, marked ``~``), paired with
+the truth arms; study vehicles are tracks, mapped to truth vehicles by the MOT matching (IoU >= 0.5).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tracking.evaluation.io import load_ground_truth, read_mot
+from tracking.evaluation.mot import Match
+from tracking.evaluation.study_score import (
+    Arm,
+    Conflict,
+    StudyVehicle,
+    TruthVehicle,
+    score_study,
+    tracking_scores,
+)
+from vision.synth.writers import EARTH_RADIUS_M
+
+# A study flight hovers in position hold (as bench/study.py's truth mode): no yaw, drift well under a metre.
+HOVER_DRIFT_MPS = 0.02
+REPO = Path(__file__).resolve().parents[1]
+
+ToWorld = Callable[[float, float, float], tuple[float, float, float]]
+
+
+@dataclass(frozen=True)
+class Case:
+    scene: str
+    pitch: float
+    altitude: float
+    width: int
+    height: int
+    seconds: float
+    fps: float = 15.0
+    seed: int = 1
+
+    @property
+    def view(self) -> str:
+        return "nadir" if self.pitch <= -89.9 else f"oblique{-self.pitch:g}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.scene}_{self.view}_{self.altitude:g}m_{self.height}p_{self.seconds:g}s"
+
+    @property
+    def label(self) -> str:
+        size = "4K" if self.height >= 2160 else f"{self.height}p"
+        return f"{self.scene} {self.view} {self.altitude:g}m {size} {self.seconds:g}s"
+
+    def scene_config(self) -> dict:
+        return {
+            "scene": self.scene,
+            "seed": self.seed,
+            "duration_s": self.seconds,
+            "fps": self.fps,
+            "width": self.width,
+            "height": self.height,
+            "altitude_m": self.altitude,
+            "gimbal_pitch_deg": self.pitch,
+            "drift_mps": HOVER_DRIFT_MPS,
+            "yaw_rate_dps": 0.0,
+            "near_misses": max(1, round(self.seconds / 30)),
+        }
+
+
+QUICK = [
+    Case("intersection", -90.0, 80.0, 1920, 1080, 60.0),
+    Case("roundabout", -55.0, 100.0, 1920, 1080, 60.0),
+]
+# every scene, view, image size at least once, 60-120 m, 5-minute flights
+FULL = [
+    Case("intersection", -90.0, 60.0, 1920, 1080, 300.0),
+    Case("roundabout", -55.0, 120.0, 1920, 1080, 300.0),
+    Case("ramp", -90.0, 100.0, 3840, 2160, 300.0),
+    Case("intersection", -55.0, 100.0, 1920, 1080, 300.0),
+]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def generator_key() -> str:
+    """A digest of the scene generator's source (vision/synth/*.py): a render made by other generator code (new
+    sprites, say) is rendered again; a change of the detector or tracker is not a reason to."""
+    h = hashlib.sha1()
+    for p in sorted((REPO / "vision" / "synth").glob("*.py")):
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _cached(synth: Path, case: Case, key: str | None) -> bool:
+    """A finished render of this case's settings (and, given ``key``, of the same generator code)."""
+    meta = synth / "scene.json"
+    if not (meta.is_file() and (synth / "video.mp4").is_file()):
+        return False
+    try:
+        cfg = json.loads(meta.read_text())["config"]
+    except (ValueError, KeyError):
+        return False
+    if key is not None:
+        stamp = synth.parent / "generator_key.txt"
+        if not stamp.is_file() or stamp.read_text().strip() != key:
+            return False
+    return all(cfg.get(k) == v for k, v in case.scene_config().items())
+
+
+def run_cmd(cmd: list[str], log_path: Path) -> float:
+    """Run a command (nice'd), its output into ``log_path``; seconds it took; a failure stops the benchmark."""
+    t0 = time.perf_counter()
+    with open(log_path, "w") as fh:
+        rc = subprocess.call(["nice", "-n", "5", *cmd], stdout=fh, stderr=subprocess.STDOUT)
+    if rc != 0:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"{' '.join(cmd)} failed ({rc}): {' | '.join(tail)}")
+    return time.perf_counter() - t0
+
+
+def render(case: Case, synth: Path, skip: bool) -> float | None:
+    """Render the case into ``synth`` unless a render of the same settings and generator code is there (None);
+    with ``skip``, any finished render of the same settings is used."""
+    key = generator_key()
+    if _cached(synth, case, None if skip else key):
+        return None
+    if skip:
+        raise RuntimeError(f"{synth}: no cached render of {case.label} (--skip-render)")
+    if synth.exists():
+        shutil.rmtree(synth)
+    synth.mkdir(parents=True)
+    cfg = synth.parent / "synth_config.json"
+    cfg.write_text(json.dumps(case.scene_config(), indent=1))
+    log(f"[{case.name}] rendering {case.seconds:g} s at {case.width}x{case.height} {case.fps:g} fps ...")
+    took = run_cmd(["airpatrol", "synth", str(synth), "--config", str(cfg), "--quiet"], synth.parent / "synth.log")
+    (synth.parent / "generator_key.txt").write_text(key + "\n")
+    return took
+
+
+def process(case: Case, synth: Path, run: Path) -> float:
+    if run.exists():
+        shutil.rmtree(run)
+    log(f"[{case.name}] airpatrol process ...")
+    return run_cmd(
+        ["airpatrol", "process", str(synth / "video.mp4"), "--out", str(run), "--no-video", "-q"],
+        run.parent / f"{run.name}_process.log",
+    )
+
+
+def study(case: Case, run: Path) -> float:
+    log(f"[{case.name}] airpatrol study ...")
+    return run_cmd(["airpatrol", "study", str(run)], run.parent / f"{run.name}_study.log")
+
+
+# --- reading the truth and the outputs ------------------------------------------------------------------------
+
+
+def load_truth(synth: Path) -> tuple[list[Arm], list[TruthVehicle], list[Conflict], dict]:
+    meta = json.loads((synth / "scene.json").read_text())
+    arms = [Arm(a["name"], a["x_m"], a["y_m"], a["heading_deg"]) for a in meta["approaches"]]
+    vehicles = []
+    for k, v in meta["vehicles"].items():
+        st = v.get("study")
+        if v.get("kind") == "parked" or not st:
+            continue
+        vehicles.append(
+            TruthVehicle(
+                int(k),
+                st["origin"],
+                st["destination"],
+                st["movement"],
+                int(st["lane"]),
+                bool(st["entered_during_clip"] and st["left_during_clip"]),
+            )
+        )
+    conflicts = [
+        Conflict(c["id_a"], c["id_b"], c["t"], bool(c["scripted"]))
+        for c in meta["conflicts"]
+        if c["kind"] == "ttc" and c["id_a"] is not None and c["id_b"] is not None
+    ]
+    return arms, vehicles, conflicts, meta
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def load_study(study_dir: Path) -> tuple[list[Arm], list[StudyVehicle], list[Conflict]]:
+    """Approaches in the run's ground frame (x_m, y_m, heading), vehicles, TTC conflicts."""
+    gj = json.loads((study_dir / "study.geojson").read_text())
+    approaches = [
+        Arm(p["id"], p["x_m"], p["y_m"], p["heading_deg"])
+        for p in (f["properties"] for f in gj["features"])
+        if p.get("kind") == "approach"
+    ]
+    vehicles = [
+        StudyVehicle(
+            int(r["track_id"]),
+            r["origin"] or None,
+            r["destination"] or None,
+            r["movement"],
+            int(r["lane"]) if r["lane"] else None,
+            r["present_at_start"] == "1" or r["present_at_end"] == "1",
+        )
+        for r in _read_csv(study_dir / "vehicles.csv")
+    ]
+    conflicts = [
+        Conflict(int(r["track_a"]), int(r["track_b"]), float(r["t"]))
+        for r in _read_csv(study_dir / "conflicts.csv")
+        if r["kind"] == "ttc"
+    ]
+    return approaches, vehicles, conflicts
+
+
+def fit_similarity(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Scale s, rotation R, translation t with dst ~ s R src + t (least squares, Umeyama)."""
+    ms, md = src.mean(0), dst.mean(0)
+    a, b = src - ms, dst - md
+    u, d, vt = np.linalg.svd(b.T @ a / len(src))
+    sign = np.diag([1.0, np.sign(np.linalg.det(u @ vt))])
+    rot = u @ sign @ vt
+    scale = float(np.trace(np.diag(d) @ sign) / max((a**2).sum() / len(src), 1e-12))
+    return scale, rot, md - scale * rot @ ms
+
+
+def run_to_world(run: Path, synth: Path, meta: dict, matches: list[Match]) -> tuple[ToWorld, str]:
+    """A function (x, y, heading) run ground frame -> scene ground frame, and how it was found."""
+    rows = _read_csv(run / "tracks.csv")
+    lat0, lon0 = meta["config"]["origin_lat"], meta["config"]["origin_lon"]
+    src, dst = [], []
+    for r in rows[:: max(1, len(rows) // 5000)]:
+        if r.get("ground_x_m") and r.get("lat") and r.get("lon"):
+            src.append((float(r["ground_x_m"]), float(r["ground_y_m"])))
+            lat, lon = float(r["lat"]), float(r["lon"])
+            dst.append(
+                (
+                    math.radians(lon - lon0) * EARTH_RADIUS_M * math.cos(math.radians(lat0)),
+                    math.radians(lat - lat0) * EARTH_RADIUS_M,
+                )
+            )
+    how = "georef"
+    if len(src) < 3:  # no lat/lon: place the run by its matched positions (hides a scale error: marked)
+        how = "fit"
+        ground = {(int(r["frame"]), int(r["track_id"])): r for r in rows if r.get("ground_x_m")}
+        truth_xy = {}
+        with open(synth / "gt" / "speeds.csv", newline="") as fh:
+            for r in csv.DictReader(fh):
+                truth_xy[(int(r["frame"]), int(r["id"]))] = (float(r["ground_x_m"]), float(r["ground_y_m"]))
+        src, dst = [], []
+        for m in matches:
+            g = ground.get((m.frame, m.track_id))
+            if g is not None and (m.frame, m.gt_id) in truth_xy:
+                src.append((float(g["ground_x_m"]), float(g["ground_y_m"])))
+                dst.append(truth_xy[(m.frame, m.gt_id)])
+        if len(src) < 3:
+            return (lambda x, y, h: (x, y, h)), "none"
+    s, rot, t = fit_similarity(np.array(src), np.array(dst))
+    dh = math.degrees(math.atan2(rot[0, 1], rot[0, 0]))  # heading is clockwise from north: minus the CCW angle
+
+    def apply(x: float, y: float, h: float) -> tuple[float, float, float]:
+        p = s * rot @ np.array([x, y]) + t
+        return float(p[0]), float(p[1]), (h + dh) % 360.0
+
+    return apply, how
+
+
+def score_case(case: Case, synth: Path, run: Path) -> dict:
+    arms, truth, t_conf, meta = load_truth(synth)
+    gt = load_ground_truth(synth)
+    pred, _ = read_mot(run / "tracks_mot.txt")
+    trk, matches = tracking_scores(gt, pred)
+    approaches, vehicles, s_conf = load_study(run / "study")
+    to_world, how = run_to_world(run, synth, meta, matches)
+    placed = [Arm(a.name, *to_world(a.x, a.y, a.heading_deg)) for a in approaches]
+    res = score_study(arms, truth, placed, vehicles, matches, t_conf, s_conf)
+    res["tracking"] = trk
+    res["placed_by"] = how
+    res["study_vehicles"] = len(vehicles)
+    return res
+
+
+# --- the table ----------------------------------------------------------------------------------------------------
+
+HEADER = (
+    f"{'case':36} {'cross':>5} {'appr':>5} {'worst m':>7} {'cells ok':>8} {'O-D err':>7} {'O-D ok':>6} "
+    f"{'lane':>6} {'conf T/S/hit':>12} {'recall':>6} {'stop rec':>8} {'IDsw/v':>6} {'frag/v':>6} {'trk/v':>5}"
+)
+
+
+def _pct(v: float) -> str:
+    return "   -  " if v != v else f"{v:5.1f}%"
+
+
+def format_row(label: str, r: dict) -> str:
+    ap, t = r["approaches"], r["tracking"]
+    worst = f"{ap.worst_m:6.1f}{'~' if r['placed_by'] != 'georef' else ' '}" if math.isfinite(ap.worst_m) else "   -   "
+    return (
+        f"{label:36} {r['crossings']:5d} {ap.found:2d}/{ap.arms:<2d} {worst:>7} "
+        f"{r['cells_ok']:>3d}/{len(r['cells']):<4d} {_pct(r['od_error_pct']):>7} {_pct(r['od_correct_pct']):>6} "
+        f"{_pct(r['lane_correct_pct']):>6} {r['conflicts_truth']:3d}/{r['conflicts_study']:3d}/{r['conflicts_found']:<4d} "
+        f"{t['recall']:6.3f} {t['stopped_recall']:8.3f} {t['switches_per_vehicle']:6.3f} "
+        f"{t['fragments_per_vehicle']:6.3f} {r['tracks_per_vehicle']:5.2f}"
+    )
+
+
+def format_cells(r: dict) -> list[str]:
+    out = [f"    ({o} -> {d} {m}): truth {t} study {s}{'' if ok else '  <- off'}" for (o, d, m), t, s, ok in r["cells"]]
+    dist = ", ".join(f"{k} {'-' if v is None else f'{v:.1f} m'}" for k, v in r["approaches"].distance_m.items())
+    out.append(f"    arms: {dist}; study vehicles {r['study_vehicles']}, incomplete (not counted) {r['incomplete']}")
+    return out
+
+
+def main_e2e(args) -> int:
+    cases = QUICK if args.quick else FULL
+    if args.cases:
+        cases = [c for c in cases if any(s in c.name for s in args.cases)]
+    work = Path(args.work)
+    rows = []
+    t_all = time.perf_counter()
+    print(HEADER, flush=True)
+    for case in cases:
+        base = work / case.name
+        synth = base / "synth"
+        run = Path(args.runs_dir) / case.name if args.runs_dir else base / "run"
+        times = {}
+        try:
+            t = render(case, synth, args.skip_render)
+            times["render"] = t
+            if not args.runs_dir and not args.skip_process:
+                times["process"] = process(case, synth, run)
+            elif not (run / "tracks_mot.txt").is_file():
+                raise RuntimeError(f"{run}: not a processed run (no tracks_mot.txt)")
+            times["study"] = study(case, run)
+            r = score_case(case, synth, run)
+        except RuntimeError as exc:
+            log(f"[{case.name}] {exc}")
+            continue
+        took = ", ".join(f"{k} {'cached' if v is None else f'{v:.0f} s'}" for k, v in times.items())
+        log(f"[{case.name}] done: {took}")
+        rows.append((case, r, times))
+        print(format_row(case.label, r), flush=True)
+        if args.verbose:
+            print("\n".join(format_cells(r)), flush=True)
+    log(f"{len(rows)} of {len(cases)} cases in {time.perf_counter() - t_all:.0f} s")
+    return 0 if len(rows) == len(cases) else 1

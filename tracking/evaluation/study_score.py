@@ -1,0 +1,272 @@
+"""A traffic study of a processed run scored against a synthetic scene's exact truth (``bench/study.py --e2e``).
+
+The chain is video -> ``airpatrol process`` -> ``airpatrol study``; the truth is the generator's (``scene.json``:
+arms, each vehicle's origin, destination, movement and lane, time-to-collision conflicts; ``gt/gt.txt`` boxes and
+``gt/speeds.csv`` speeds). Study vehicles are tracks: each track is the truth vehicle it matched most often in the
+MOT matching (IoU), and each truth vehicle's *primary* track is the track that matched it most often, so a vehicle
+split into two tracks has one primary track that covers only part of its way.
+
+Targets (issue 32): approaches = arms, each within 10 m of its arm; turning-movement counts within 10 % (±2 where
+the truth is under 20); O-D cells' total absolute error <= 10 % of the crossings; >= 90 % of the crossing vehicles
+with a complete and correct O-D.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tracking.evaluation.io import Boxes, GroundTruth
+from tracking.evaluation.mot import Match, drop_ignored, mot_metrics
+
+APPROACH_MAX_M = 10.0  # target: each approach within this distance of its arm
+APPROACH_MATCH_M = 60.0  # beyond this an approach is not paired with an arm at all
+APPROACH_MATCH_DEG = 50.0  # inbound headings must agree this well to pair
+COUNT_REL_TOL = 0.10
+COUNT_ABS_TOL = 2
+COUNT_SMALL = 20  # truth counts below this use the absolute tolerance
+CONFLICT_TOL_S = 2.0
+STOPPED_KMH = 3.6  # < 1 m/s: a stopped or queued vehicle
+
+
+@dataclass
+class Arm:
+    """A truth arm (``scene.json`` ``approaches``) or a study approach, in the scene's ground metres."""
+
+    name: str
+    x: float
+    y: float
+    heading_deg: float  # direction of travel into the junction, clockwise from north
+
+
+@dataclass
+class TruthVehicle:
+    gt_id: int
+    origin: str
+    destination: str
+    movement: str
+    lane: int
+    crossing: bool  # entered and left the view during the clip: a complete movement to count
+
+
+@dataclass
+class StudyVehicle:
+    track_id: int
+    origin: str | None  # study approach id
+    destination: str | None
+    movement: str
+    lane: int | None
+    edge_of_flight: bool  # present at the flight's start or end: the study leaves it out of the counts
+
+
+@dataclass
+class Conflict:
+    a: int  # truth: gt ids; study: track ids
+    b: int
+    t: float
+    scripted: bool = False
+
+
+@dataclass
+class ApproachScore:
+    found: int
+    arms: int
+    distance_m: dict[str, float | None]  # arm name -> distance to its approach (None: no approach for it)
+    approach_arm: dict[str, str]  # study approach id -> arm name
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.found == self.arms
+            and bool(self.distance_m)
+            and all(d is not None and d <= APPROACH_MAX_M for d in self.distance_m.values())
+        )
+
+    @property
+    def worst_m(self) -> float:
+        ds = [d for d in self.distance_m.values() if d is not None]
+        return max(ds) if len(ds) == len(self.distance_m) and ds else math.inf
+
+
+def heading_diff(a: float, b: float) -> float:
+    return abs((a - b + 180.0) % 360.0 - 180.0)
+
+
+def match_approaches(approaches: list[Arm], arms: list[Arm]) -> ApproachScore:
+    """One-to-one pairing of study approaches with truth arms, nearest first, among pairs whose inbound headings
+    agree within ``APPROACH_MATCH_DEG`` and that lie within ``APPROACH_MATCH_M``."""
+    pairs = sorted(
+        (math.hypot(a.x - r.x, a.y - r.y), i, j)
+        for i, a in enumerate(approaches)
+        for j, r in enumerate(arms)
+        if heading_diff(a.heading_deg, r.heading_deg) < APPROACH_MATCH_DEG
+    )
+    used_a: set[int] = set()
+    used_r: set[int] = set()
+    dist: dict[str, float | None] = {r.name: None for r in arms}
+    amap: dict[str, str] = {}
+    for d, i, j in pairs:
+        if d > APPROACH_MATCH_M or i in used_a or j in used_r:
+            continue
+        used_a.add(i)
+        used_r.add(j)
+        dist[arms[j].name] = d
+        amap[approaches[i].name] = arms[j].name
+    return ApproachScore(len(approaches), len(arms), dist, amap)
+
+
+def count_ok(truth: int, study: int) -> bool:
+    """A count within the target: 10 % of the truth, or ±2 where the truth is under 20."""
+    if truth < COUNT_SMALL:
+        return abs(study - truth) <= COUNT_ABS_TOL
+    return abs(study - truth) <= COUNT_REL_TOL * truth
+
+
+@dataclass
+class TrackTruth:
+    """The MOT matching seen per track and per truth vehicle."""
+
+    owner: dict[int, int]  # track id -> the truth id it matched most
+    primary: dict[int, int]  # truth id -> the track that matched it most
+    tracks: dict[int, Counter] = field(default_factory=dict)  # truth id -> track id -> matched frames
+
+
+def track_truth(matches: Iterable[Match]) -> TrackTruth:
+    by_track: dict[int, Counter] = {}
+    by_truth: dict[int, Counter] = {}
+    for m in matches:
+        by_track.setdefault(m.track_id, Counter())[m.gt_id] += 1
+        by_truth.setdefault(m.gt_id, Counter())[m.track_id] += 1
+    # ties go to the lower id, so the result does not depend on the order of the matches
+    owner = {t: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for t, c in by_track.items()}
+    primary = {g: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for g, c in by_truth.items()}
+    return TrackTruth(owner, primary, by_truth)
+
+
+def subset_recall(keys: set[tuple[int, int]], matches: Iterable[Match]) -> tuple[int, int]:
+    """Of the truth boxes ``keys`` (frame, gt id): how many a track matched, and how many there are."""
+    hit = {(m.frame, m.gt_id) for m in matches} & keys
+    return len(hit), len(keys)
+
+
+def match_conflicts(
+    truth: list[Conflict], study: list[Conflict], owner: dict[int, int], tol_s: float = CONFLICT_TOL_S
+) -> tuple[int, int, int]:
+    """Truth conflicts found (same pair of truth vehicles, through the tracks' owners, within ``tol_s``), study
+    conflicts that match a truth conflict, and scripted truth conflicts found."""
+    s_pairs = [({owner.get(c.a, -1 - c.a), owner.get(c.b, -1 - c.b)}, c.t) for c in study]
+    found = 0
+    scripted = 0
+    used: set[int] = set()
+    for tc in truth:
+        hit = [k for k, (p, t) in enumerate(s_pairs) if p == {tc.a, tc.b} and abs(t - tc.t) <= tol_s]
+        if hit:
+            found += 1
+            scripted += tc.scripted
+            used.update(hit)
+    return found, len(used), scripted
+
+
+def score_study(
+    arms: list[Arm],
+    truth: list[TruthVehicle],
+    approaches: list[Arm],
+    study: list[StudyVehicle],
+    matches: list[Match],
+    truth_conflicts: list[Conflict] | None = None,
+    study_conflicts: list[Conflict] | None = None,
+) -> dict:
+    """The study's figures against the truth (see the module doc); ``approaches`` in the truth's ground frame."""
+    ap = match_approaches(approaches, arms)
+    tt = track_truth(matches)
+    arm_of = ap.approach_arm
+    crossing = [v for v in truth if v.crossing]
+    t_cells = Counter((v.origin, v.destination, v.movement) for v in crossing)
+    s_cells: Counter = Counter()
+    incomplete = 0
+    for s in study:
+        if s.edge_of_flight or s.movement == "stationary":
+            continue
+        o, d = arm_of.get(s.origin or ""), arm_of.get(s.destination or "")
+        if o is None or d is None:
+            incomplete += 1
+            continue
+        s_cells[(o, d, s.movement)] += 1
+    cells = sorted(set(t_cells) | set(s_cells))
+    cell_rows = [
+        (c, t_cells.get(c, 0), s_cells.get(c, 0), count_ok(t_cells.get(c, 0), s_cells.get(c, 0))) for c in cells
+    ]
+    t_od = Counter((o, d) for o, d, _ in t_cells.elements())
+    s_od = Counter((o, d) for o, d, _ in s_cells.elements())
+    od_abs = sum(abs(t_od.get(k, 0) - s_od.get(k, 0)) for k in set(t_od) | set(s_od))
+    by_track = {s.track_id: s for s in study}
+
+    def study_of(v: TruthVehicle) -> StudyVehicle | None:
+        tid = tt.primary.get(v.gt_id)
+        return by_track.get(tid) if tid is not None else None
+
+    od_ok = 0
+    for v in crossing:
+        sv = study_of(v)
+        if (
+            sv is not None
+            and arm_of.get(sv.origin or "") == v.origin
+            and arm_of.get(sv.destination or "") == v.destination
+        ):
+            od_ok += 1
+    lanes = []
+    for v in truth:
+        sv = study_of(v)
+        if sv is not None and sv.lane is not None and arm_of.get(sv.origin or "") == v.origin:
+            lanes.append(sv.lane == v.lane)
+    t_conf, s_conf = truth_conflicts or [], study_conflicts or []
+    found, precise, scripted = match_conflicts(t_conf, s_conf, tt.owner)
+    return {
+        "approaches": ap,
+        "cells": cell_rows,
+        "cells_ok": sum(r[3] for r in cell_rows),
+        "crossings": len(crossing),
+        "incomplete": incomplete,
+        "od_abs_error": od_abs,
+        "od_error_pct": 100.0 * od_abs / len(crossing) if crossing else math.nan,
+        "od_correct_pct": 100.0 * od_ok / len(crossing) if crossing else math.nan,
+        "lane_correct_pct": 100.0 * sum(lanes) / len(lanes) if lanes else math.nan,
+        "lane_n": len(lanes),
+        "conflicts_truth": len(t_conf),
+        "conflicts_study": len(s_conf),
+        "conflicts_found": found,
+        "conflicts_precise": precise,
+        "scripted_truth": sum(c.scripted for c in t_conf),
+        "scripted_found": scripted,
+        "tracks_per_vehicle": (sum(len(c) for g, c in tt.tracks.items()) / len(tt.tracks) if tt.tracks else math.nan),
+    }
+
+
+def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
+    """The tracking figures behind the study's: recall, ID switches and fragmentations per truth vehicle
+    (motmetrics), recall of stopped and queued vehicles (truth boxes whose vehicle moves under 1 m/s in that frame;
+    parked vehicles are ignore regions, as in ``airpatrol eval``), and the matches."""
+    gt_boxes, _ = drop_ignored(gt.boxes, gt.ignore)
+    pred_boxes, _ = drop_ignored(pred, gt.ignore)
+    mot, matches = mot_metrics(gt_boxes, pred_boxes, iou_threshold)
+    n_veh = max(int(mot["num_unique_objects"] or 0), 1)
+    stopped: set[tuple[int, int]] = set()
+    if gt.speeds is not None:
+        stopped = {
+            (f, i)
+            for f, i in zip(gt_boxes.frame.tolist(), gt_boxes.ids.tolist())
+            if gt.speeds.get((f, i), math.inf) < STOPPED_KMH
+        }
+    hit, n = subset_recall(stopped, matches)
+    return {
+        "recall": mot["recall"],
+        "mota": mot["mota"],
+        "idf1": mot["idf1"],
+        "vehicles": int(mot["num_unique_objects"] or 0),
+        "switches_per_vehicle": (mot["num_switches"] or 0) / n_veh,
+        "fragments_per_vehicle": (mot["num_fragmentations"] or 0) / n_veh,
+        "stopped_boxes": n,
+        "stopped_recall": hit / n if n else math.nan,
+    }, matches
