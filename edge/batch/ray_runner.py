@@ -36,9 +36,16 @@ def _ensure_worker(job: BatchJob) -> None:
         _initialised = True
 
 
+def _node_id() -> str:
+    """The Ray node this task runs on: recorded in the run's manifest (``batch.json``), to see where work went."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
 def _task(item: BatchItem, job: BatchJob, attempt: int) -> ItemResult:
     _ensure_worker(job)
-    return process_item(item, job, attempt)
+    return process_item(item, job, attempt, node=_node_id())
 
 
 def import_ray():
@@ -81,11 +88,12 @@ def gpus_per_task(job: BatchJob, requested: float | None) -> float:
     return 0.0
 
 
-def _segment_task(video: str, job: BatchJob, segment):
+def _segment_task(video: str, job: BatchJob, segment) -> tuple[SegmentOutput, str]:
+    """The segment's output, and the node that ran it."""
     _ensure_worker(job)
     from edge.batch.segments import run_segment
 
-    return run_segment(video, job.config, segment)
+    return run_segment(video, job.config, segment), _node_id()
 
 
 def segments_for(item: BatchItem, segment_s: float | None, overlap_s: float):
@@ -210,6 +218,7 @@ class _Split:
     def __init__(self, item: BatchItem, job: BatchJob, segments):
         self.item, self.job, self.segments = item, job, segments
         self.outputs: dict[int, SegmentOutput] = {}
+        self.nodes: dict[int, str] = {}  # segment index -> the Ray node that ran it
         self.result: ItemResult | None = None
         self.attempts = 1
         self.wall0 = time.perf_counter()
@@ -230,7 +239,7 @@ class _Split:
         """The item's result once every segment is in (or one failed for good); else WAIT, or RETRY the segment."""
         self.attempts = max(self.attempts, attempt)
         try:
-            self.outputs[seg.index] = ray.get(ref)
+            self.outputs[seg.index], self.nodes[seg.index] = ray.get(ref)
         except ray.exceptions.RayError as exc:
             cause = getattr(exc, "cause", None)
             retryable = not isinstance(cause, ValueError)
@@ -289,6 +298,7 @@ class _Split:
                         "run_id": run_id,
                         "attempt": self.attempts,
                         "segments": len(self.segments),
+                        "segment_nodes": [self.nodes[s.index] for s in self.segments],
                     },
                     indent=2,
                 )

@@ -99,7 +99,8 @@ def done_before(job: BatchJob, video: Path, sha: str) -> tuple[str, int | None] 
     return None if folder is None else (f"already done: {folder}", None)
 
 
-def process_item(item: BatchItem, job: BatchJob, attempt: int = 1) -> ItemResult:
+def process_item(item: BatchItem, job: BatchJob, attempt: int = 1, node: str | None = None) -> ItemResult:
+    """``node``: the Ray node the task runs on (recorded in the manifest; None in a local worker process)."""
     result = ItemResult(video=str(item.video), status="failed", attempts=attempt)
     t0 = time.perf_counter()
     try:
@@ -142,6 +143,7 @@ def process_item(item: BatchItem, job: BatchJob, attempt: int = 1) -> ItemResult
                     "attempt": attempt,
                     "host": os.uname().nodename,
                     "pid": os.getpid(),
+                    **({"ray_node": node} if node else {}),
                 },
                 indent=2,
             )
