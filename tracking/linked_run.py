@@ -120,8 +120,9 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
     report.links = report.tracks_before - report.tracks_after
     report.held_boxes = sum(len(r.tracks) for r in results)
-    if not report.links:
+    if not report.links and not cfg.fill_standing_lost:
         return report
+    span = {p.track_id: float(p.t[-1] - p.t[0]) for p in ps}  # each piece's duration (s)
     last_seen: dict[int, tuple[int, TrackState, int]] = {}  # linked id -> (position, box, piece id) so far
     for k, r in enumerate(results):
         # one box per vehicle and frame: where two overlapping pieces both report it, the later piece's box stays
@@ -132,8 +133,15 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
         r.tracks = [tr for tr, _ in unique.values()]
         for tr, piece in unique.values():
             prev = last_seen.get(tr.track_id)
-            if prev is not None and prev[2] != piece and prev[0] < k - 1:  # the gap between two linked pieces
-                report.filled_boxes += _fill(results, prev[0], prev[1], k, tr, width, height, cfg)
+            if prev is not None and prev[0] < k - 1:
+                if prev[2] != piece:  # the gap between two linked pieces
+                    if min(span[prev[2]], span[piece]) >= cfg.min_fill_piece_s:
+                        report.filled_boxes += _fill(results, prev[0], prev[1], k, tr, width, height, cfg)
+                elif cfg.fill_standing_lost and all(piece in results[j].lost_ids for j in range(prev[0] + 1, k)):
+                    # one piece the tracker lost and found again (no rule hid it): filled where it stood
+                    report.filled_boxes += _fill(
+                        results, prev[0], prev[1], k, tr, width, height, cfg, standing_only=True
+                    )
             last_seen[tr.track_id] = (k, tr, piece)
     return report
 
@@ -147,13 +155,14 @@ def _fill(
     width: int,
     height: int,
     cfg: LinkingConfig,
+    standing_only: bool = False,
 ) -> int:
     """Boxes between positions ``k0`` and ``k1`` of one vehicle (its box on neither), as track_starts fills: where it
     stood, or across a short gap (``cfg.fill_moving_s``)."""
     a, b = results[k0], results[k1]
     length = max(float(np.max(before.xyxy[2:] - before.xyxy[:2])), 1.0)
     stood = float(np.hypot(*(_first_xy(b, after) - _first_xy(a, before)))) < STOOD_LENGTHS * length
-    if not stood and b.frame.t - a.frame.t > cfg.fill_moving_s:
+    if not stood and (standing_only or b.frame.t - a.frame.t > cfg.fill_moving_s):
         return 0
     ends = None
     if a.to_first is not None and b.to_first is not None:

@@ -40,6 +40,13 @@ class LinkingConfig(BaseModel):
     lateral_m: float = Field(2.0, gt=0, description="how far a piece's start may lie beside the previous one's lane")
     back_m: float = Field(1.0, ge=0, description="how far behind the previous piece's end a start may lie")
     max_cost: float = Field(2.5, gt=0, description="largest accepted link cost (metres of unexplained displacement)")
+    min_fill_piece_s: float = Field(
+        0.5,
+        ge=0,
+        description="the frames between two linked pieces are filled only when both last this long: a piece of a "
+        "few boxes has no measured heading or speed, and may be a flicker where a vehicle stood earlier rather than "
+        "that vehicle (it is still linked: its id follows the better match, which costs nothing where it is wrong)",
+    )
     overlap_s: float = Field(
         0.5, ge=0, description="pieces overlapping this long may still be one vehicle (a re-start)"
     )
@@ -51,6 +58,12 @@ class LinkingConfig(BaseModel):
         "place: a queue), and where it moved only across gaps up to this long: over a longer one a straight line "
         "between the ends is a guess (it braked, stopped, turned), and on the real sequences such boxes were more "
         "often off the vehicle than on it",
+    )
+    fill_standing_lost: bool = Field(
+        True,
+        description="also fill the frames a standing vehicle's track was lost on and found again at the same place "
+        "(no rule hid it): a car waiting at a red light that the detector misses now and then is reported on every "
+        "frame (tracker.fill_lost_gaps fills moving tracks only, within its one-second hold-back)",
     )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
