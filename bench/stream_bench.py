@@ -7,7 +7,11 @@ push WebSocket in real time and one reads the live feed. Measured per run:
 * dropped frames (the service drops the oldest queued frames when it falls behind) in the window;
 * frame-to-result latency p50 / p95: from the client sending a frame to the client receiving its result
   (network, JPEG decode, queueing, pipeline, feed);
-* server RSS over time (psutil).
+* server RSS over time (psutil), and the CPU it got (cores), its stream processes included.
+
+``--process-per-stream on|off|both`` sets ``service.process_per_stream`` (``both``: each stream count with a process
+per stream and then with all streams as threads of the server process); ``--repeat K`` runs every configuration K
+times (on a shared machine one run is one sample).
 
 Usage (real detector, default drone footage from ../shared):
     python bench/stream_bench.py --streams 1 2 --duration 30 --fps 25 --detector coco
@@ -151,6 +155,34 @@ def start_server(
     raise SystemExit("server did not become ready in 120 s")
 
 
+def _tree(proc: psutil.Process) -> list[psutil.Process]:
+    """The server and its stream processes (``service.process_per_stream``), the fork server too."""
+    return [proc, *proc.children(recursive=True)]
+
+
+def tree_cpu_s(proc: psutil.Process) -> float:
+    """CPU seconds (user + system) of the server's process tree so far (processes alive now)."""
+    total = 0.0
+    for p in _tree(proc):
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def tree_rss_mib(proc: psutil.Process) -> float:
+    """Resident memory of the server's process tree (pages shared between them counted in each)."""
+    total = 0
+    for p in _tree(proc):
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+    return total / 2**20
+
+
 def fake_pipeline(config):
     """A pipeline whose detector finds nothing: measures the service and the non-detector stages."""
     from tracking.pipeline import Pipeline
@@ -247,9 +279,11 @@ def run(
     queue_frames: int,
     telemetry: dict | None = None,
     server_repo: Path = REPO,
+    process_per_stream: bool | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start_server(Path(tmp), detector, queue_frames, server_repo=server_repo)
+        extra = None if process_per_stream is None else {"process_per_stream": process_per_stream}
+        proc, base = start_server(Path(tmp), detector, queue_frames, extra, server_repo=server_repo)
         server = psutil.Process(proc.pid)
         try:
             token = httpx.post(f"http://{base}/api/auth/login", json=dict(zip(("username", "password"), ADMIN))).json()
@@ -262,13 +296,13 @@ def run(
                     raise SystemExit(f"stream {c.id}: no result within 180 s: {c.status()}")
             time.sleep(2.0)
             before = [c.status() for c in clients]
-            cpu0 = server.cpu_times()
+            cpu0 = tree_cpu_s(server)
             t_start, rss = time.perf_counter(), []
             while (elapsed := time.perf_counter() - t_start) < duration:
-                rss.append((elapsed, server.memory_info().rss / 2**20))
+                rss.append((elapsed, tree_rss_mib(server)))
                 time.sleep(1.0)
             t_end = time.perf_counter()
-            cpu1 = server.cpu_times()
+            cpu1 = tree_cpu_s(server)
             after = [c.status() for c in clients]
             for c in clients:
                 c.stop.set()
@@ -296,8 +330,10 @@ def run(
         "latency_ms_max": round(max(lat), 1) if lat else None,
         "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]]
         + [(round(rss[-1][0]), round(rss[-1][1]))],
-        # CPU the server process actually got (cores): on a shared machine, what it was given, not what it wanted
-        "server_cpu_cores": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / window, 2),
+        # CPU the server and its stream processes actually got (cores): on a shared machine, what they were given,
+        # not what they wanted
+        "server_cpu_cores": round((cpu1 - cpu0) / window, 2),
+        "process_per_stream": process_per_stream,
         "load_average_1min": round(os.getloadavg()[0], 1),
     }
 
@@ -446,6 +482,13 @@ def main() -> None:
         metavar="FRAMES",
         help="instead: per-frame latency of a push stream through a stream worker, in-process, over this many frames",
     )
+    ap.add_argument(
+        "--process-per-stream",
+        choices=("default", "on", "off", "both"),
+        default="default",
+        help="service.process_per_stream for the server (both: each run with on, then off); default: the service's",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="run each configuration this many times")
     ap.add_argument("--telemetry", action="store_true", help="send a fixed oblique camera pose with every frame")
     ap.add_argument("--server-repo", type=Path, default=REPO, help="the project checkout the server runs from")
     args = ap.parse_args()
@@ -483,12 +526,16 @@ def main() -> None:
             flush=True,
         )
         return
-    for n in args.streams:
+    choices: dict[str, list[bool | None]] = {"default": [None], "on": [True], "off": [False], "both": [True, False]}
+    modes = choices[args.process_per_stream]
+    runs = [(n, mode) for _ in range(args.repeat) for mode in modes for n in args.streams]
+    for n, mode in runs:
         telemetry = OBLIQUE_TELEMETRY if args.telemetry else None
-        r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames, telemetry, args.server_repo)
+        r = run(n, frames, args.fps, args.duration, args.detector, args.queue_frames, telemetry, args.server_repo, mode)
         print(json.dumps(r))
+        shown = {None: "", True: " (a process per stream)", False: " (streams as threads of one process)"}[mode]
         print(
-            f"N={n}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
+            f"N={n}{shown}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
             f"per stream) of {r['sent_fps_per_stream']} fps sent per stream; dropped {r['dropped']} of {r['received']} "
             f"frames; latency p50 {r['latency_ms_p50']} ms, p95 {r['latency_ms_p95']} ms; "
             f"server RSS MiB over time {r['rss_mib']}; server CPU {r['server_cpu_cores']} cores "

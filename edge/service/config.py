@@ -12,8 +12,16 @@ class ServiceConfig(BaseModel):
     queue_frames: int = Field(
         4, ge=1, le=1000, description="frames buffered per live stream; when full the OLDEST is dropped"
     )
-    reconnect_initial_s: float = Field(0.5, gt=0, description="first wait before reconnecting a dropped pull stream")
-    reconnect_max_s: float = Field(30.0, gt=0, description="cap of the exponential reconnect back-off")
+    reconnect_initial_s: float = Field(
+        0.5, gt=0, description="first wait before reconnecting a dropped pull stream (or restarting a stream process)"
+    )
+    reconnect_max_s: float = Field(30.0, gt=0, description="cap of the exponential reconnect (and restart) back-off")
+    process_per_stream: bool = Field(
+        True,
+        description="run each live stream (reader, decoder, pipeline, database writes) in its own process: streams "
+        "use all cores and one that crashes or stalls is restarted without touching the others; false: all streams "
+        "in the service process (threads; on a GPU their detector calls then share batched forward passes)",
+    )
     open_timeout_s: float = Field(10.0, gt=0, description="PyAV open timeout of a pull stream")
     read_timeout_s: float = Field(5.0, gt=0, description="no packet for this long counts as a dropped stream")
     stream_file_root: str | None = Field(

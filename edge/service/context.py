@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import event, select, text
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
 
-from db.engine import default_data_dir, make_db_engine, session_factory
+from db.engine import default_data_dir, session_factory
 from db.models import User, utcnow
 from db.throttle import LoginThrottle
 from edge.config import AirPatrolSettings
@@ -30,6 +30,8 @@ from edge.service.ingest import SourceSpec, StreamSourceError, check_source
 from edge.service.jobs import JobDeps, JobQueue, JobWorker
 from edge.service.metrics import ServiceMetrics
 from edge.service.models import StreamRow
+from edge.service.sessions import service_sessions  # moved there (stream processes use it); re-exported
+from edge.service.stream_process import ProcessStreamWorker, StreamSetup, default_pipeline, picklable
 from edge.service.uploads import UploadStore
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
 from tracking.config import PipelineConfig
@@ -51,23 +53,6 @@ MAX_FINISHED_STREAMS = 50  # finished streams kept in memory (status, last snaps
 
 class ServiceSetupError(ValueError):
     pass
-
-
-def service_sessions(url: str) -> sessionmaker[Session]:
-    """Sessions for the service's many threads (stream workers, job workers, requests) writing at once.
-
-    On SQLite, ``db.engine`` opens transactions with a deferred ``BEGIN``: a transaction that reads and then writes
-    fails at once with "database is locked" (SQLITE_BUSY_SNAPSHOT, the busy timeout does not apply) when another
-    connection committed in between - which concurrent writers do all the time. ``BEGIN IMMEDIATE`` takes the write
-    lock up front, so writers queue on the busy timeout instead. (MariaDB has row locks: nothing to change.)
-    """
-    from db.engine import _sqlite_begin
-
-    engine = make_db_engine(url)
-    if engine.dialect.name == "sqlite":
-        event.remove(engine, "begin", _sqlite_begin)
-        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
-    return sessionmaker(engine, expire_on_commit=False)
 
 
 def load_factory(spec: str) -> PipelineFactory:
@@ -107,7 +92,12 @@ class ServiceContext:
         )
         if pipeline_factory is None and cfg.pipeline_factory:
             pipeline_factory = load_factory(cfg.pipeline_factory)
-        self.pipeline_factory: PipelineFactory = pipeline_factory or (lambda config: Pipeline(config))
+        self.pipeline_factory: PipelineFactory = pipeline_factory or default_pipeline
+        # A stream process is given the factory pickled (by reference: a module-level function); one that cannot be
+        # (a lambda, a closure) keeps the streams in this process.
+        self.process_streams = cfg.process_per_stream and picklable(self.pipeline_factory)
+        if cfg.process_per_stream and not self.process_streams:
+            log.warning("service.process_per_stream: the pipeline factory cannot be pickled; streams run as threads")
         self._prepare_database()
         self.sessions = service_sessions(self.database_url)
         self.signer = SessionSigner(_secret(self.data_dir, cfg.secret_key), cfg.session_ttl_s)
@@ -116,7 +106,7 @@ class ServiceContext:
         self.uploads = UploadStore(self.data_dir / "uploads", cfg, self.metrics)
         self.jobs = JobQueue(self.sessions, cfg.job_lease_s, cfg.job_max_attempts, cfg.db_retry_s)
         self.instance = cfg.instance_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-        self.streams: dict[int, StreamWorker] = {}
+        self.streams: dict[int, StreamWorker | ProcessStreamWorker] = {}
         self._streams_lock = threading.Lock()
         self.job_workers: list[JobWorker] = []
         self._spare: Pipeline | None = None
@@ -193,11 +183,17 @@ class ServiceContext:
             if self._spare is None:
                 self._spare = self.pipeline_factory(self.settings.pipeline)
 
+    def _pipeline_config(self, calibration=None) -> PipelineConfig:
+        """The service's pipeline settings, with the stream's own calibration (``CalibrationConfig``) if it has one."""
+        if calibration is None:
+            return self.settings.pipeline
+        return self.settings.pipeline.model_copy(update={"calibration": calibration})
+
     def _stream_pipeline(self, calibration=None) -> Pipeline:
         """A pipeline for a stream; with the stream's own calibration (``CalibrationConfig``) instead of the
         service's, built fresh (the spare one has the service's)."""
         if calibration is not None:
-            return self.pipeline_factory(self.settings.pipeline.model_copy(update={"calibration": calibration}))
+            return self.pipeline_factory(self._pipeline_config(calibration))
         with self._spare_lock:
             spare, self._spare = self._spare, None
         return spare or self.pipeline_factory(self.settings.pipeline)
@@ -261,6 +257,10 @@ class ServiceContext:
         with self.sessions() as s, s.begin():  # a publisher starts a new run when it publishes again after a restart
             for row in s.scalars(select(StreamRow).where(StreamRow.active.is_(True), StreamRow.kind == "publish")):
                 row.active, row.stopped_at = False, utcnow()
+        if self.process_streams:
+            from edge.service.stream_process import warm_up
+
+            warm_up()
         if cfg.resume_streams:
             with self.sessions() as s:
                 rows = list(s.scalars(select(StreamRow).where(StreamRow.active.is_(True))))
@@ -293,7 +293,7 @@ class ServiceContext:
         self.sessions.kw["bind"].dispose()
 
     # -- streams -------------------------------------------------------------------------------------------
-    def start_stream(self, row: StreamRow, source: SourceSpec | None = None) -> StreamWorker:
+    def start_stream(self, row: StreamRow, source: SourceSpec | None = None) -> StreamWorker | ProcessStreamWorker:
         if row.kind == "pull":
             assert row.url is not None  # a pull stream is created with its URL
             source = check_source(row.url, self.config.stream_file_root)
@@ -309,17 +309,29 @@ class ServiceContext:
             row.task_round_id,
             stream_calibration.describe(calibration),
         )
-        deps = WorkerDeps(
-            self.config,
-            functools.partial(self._stream_pipeline, calibration),
-            self.sessions,
-            self.metrics,
-            on_ended=self._stream_ended,
-        )
-        batcher = self._stream_batcher()
-        if batcher is not None:
-            deps.step = batcher.step
-        worker = StreamWorker(spec, deps)
+        worker: StreamWorker | ProcessStreamWorker
+        if self.process_streams and (source is None or source.opener is None):  # an SRT publisher's: in memory here
+            setup = StreamSetup(
+                spec,
+                self.config,
+                self._pipeline_config(calibration),
+                self.pipeline_factory,
+                self.database_url,
+                logging.getLogger("airpatrol").getEffectiveLevel(),
+            )
+            worker = ProcessStreamWorker(setup, self.sessions, self.metrics, on_ended=self._stream_ended)
+        else:
+            deps = WorkerDeps(
+                self.config,
+                functools.partial(self._stream_pipeline, calibration),
+                self.sessions,
+                self.metrics,
+                on_ended=self._stream_ended,
+            )
+            batcher = self._stream_batcher()
+            if batcher is not None:
+                deps.step = batcher.step
+            worker = StreamWorker(spec, deps)
         with self._streams_lock:
             finished = [k for k, w in self.streams.items() if w.finished]
             for k in finished[: max(0, len(finished) - MAX_FINISHED_STREAMS)]:  # oldest first (insertion order)
@@ -381,7 +393,7 @@ class ServiceContext:
         log.info("device %s publishes %s from %s: stream %s", serial, protocol, addr, row.id)
 
     @staticmethod
-    def _publishing(w: StreamWorker, device_id: int, protocol: str) -> bool:
+    def _publishing(w: StreamWorker | ProcessStreamWorker, device_id: int, protocol: str) -> bool:
         """Is ``w`` the open publish stream of this device over this protocol (an SRT source has an opener)?"""
         return (
             w.spec.kind == "publish"
@@ -440,7 +452,7 @@ class ServiceContext:
             if row is not None:
                 row.active, row.stopped_at = False, utcnow()
 
-    def stop_stream(self, s: Session, row: StreamRow) -> StreamWorker | None:
+    def stop_stream(self, s: Session, row: StreamRow) -> StreamWorker | ProcessStreamWorker | None:
         """Stop a stream for good (DELETE): its run is completed and it is not resumed at the next start."""
         row.active, row.stopped_at = False, utcnow()
         s.commit()
@@ -451,7 +463,7 @@ class ServiceContext:
         self.metrics.forget_stream(str(row.id))
         return worker
 
-    def calibrate_stream(self, s: Session, row: StreamRow, calibration) -> StreamWorker:
+    def calibrate_stream(self, s: Session, row: StreamRow, calibration) -> StreamWorker | ProcessStreamWorker:
         """Give a running stream its own calibration: its run is completed with the old scale and the stream goes
         on in a new run with the new one (a run has one scale). The source is kept: a push client, an RTMP or SRT
         publisher stays connected. Stored in the caller's session ``s`` (the caller commits)."""
@@ -460,16 +472,19 @@ class ServiceContext:
         if worker is None or worker.finished:
             raise LookupError(f"stream {row.id} is not running")
         stream_calibration.save(s, row.id, calibration)
-        worker.recalibrate(
-            functools.partial(self._stream_pipeline, calibration), stream_calibration.describe(calibration)
-        )
+        if isinstance(worker, ProcessStreamWorker):
+            worker.recalibrate_to(self._pipeline_config(calibration), stream_calibration.describe(calibration))
+        else:
+            worker.recalibrate(
+                functools.partial(self._stream_pipeline, calibration), stream_calibration.describe(calibration)
+            )
         return worker
 
-    def stream(self, stream_id: int) -> StreamWorker | None:
+    def stream(self, stream_id: int) -> StreamWorker | ProcessStreamWorker | None:
         with self._streams_lock:
             return self.streams.get(stream_id)
 
-    def all_streams(self) -> list[StreamWorker]:
+    def all_streams(self) -> list[StreamWorker | ProcessStreamWorker]:
         with self._streams_lock:
             return list(self.streams.values())
 

@@ -112,6 +112,11 @@ class StreamOut(BaseModel):
     db_error: str | None
     subscribers: int
     started_at: str
+    process: dict[str, int | None] | None = Field(
+        None,
+        description="service.process_per_stream: the stream's process (pid) and how often it was restarted "
+        "(restarts); null: the stream runs in the service process",
+    )
     feed_url: str
     push_url: str | None
     preview_url: str

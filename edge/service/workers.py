@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
 
-from db.models import Video, utcnow
+from db.models import ProcessingRun, Video, utcnow
 from db.retry import DatabaseUnavailable, short
 from db.sink import DatabaseSink
 from edge.service.config import ServiceConfig
@@ -51,6 +52,10 @@ def _without_pixels(result: FrameResult) -> FrameResult:
     )
 
 
+class RunFenced(RuntimeError):
+    """A live run's write refused: the run was ended by someone else (the service, after its process died)."""
+
+
 class LiveDatabaseSink(DatabaseSink):
     """``DatabaseSink`` that also writes every ``flush_s`` seconds: a live run has no end to wait for, and the
     heartbeat it writes tells the database the run is alive even while no vehicle is in view.
@@ -60,10 +65,29 @@ class LiveDatabaseSink(DatabaseSink):
     drops the sink, the live view goes on)."""
 
     def __init__(self, *args, flush_s: float, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, fence=self._still_running, **kwargs)
         self.flush_s = flush_s
         self._last_flush = time.monotonic()
         self._down_since: float | None = None
+
+    def _still_running(self, s: Session, run_id: int | None = None) -> None:
+        """The fence of every transaction that writes the run's results (as a batch job's lease, ``jobs.py``): the
+        run must still be ``running``. The service marks the run of a stream process that died or stalled ``failed``
+        before it starts the stream again (``stream_process.py``): should that process still commit (a write in
+        flight when it was killed, a process that was stalled), the write either serialises before that UPDATE
+        (row lock) or finds the run failed and is refused: rolled back, nothing is added to a run that ended."""
+        run_id = run_id if run_id is not None else self.run_id  # given by DatabaseSink (or not, in older versions)
+        if run_id is None:  # open(): this transaction creates the run
+            return
+        still = s.execute(
+            update(ProcessingRun)
+            .where(ProcessingRun.id == run_id, ProcessingRun.status == "running")
+            .values(heartbeat_at=utcnow())
+        )
+        if still.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
+            if s.scalar(select(ProcessingRun.status).where(ProcessingRun.id == run_id)) == "complete":
+                return  # close() again after its commit's answer was lost: close() itself sees the run complete
+            raise RunFenced(f"run {run_id} is no longer running (ended by the service): write refused")
 
     def write(self, result: FrameResult) -> None:
         super().write(result)  # a full batch calls write_batch below

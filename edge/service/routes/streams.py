@@ -40,13 +40,14 @@ from edge.service.push import (
     parse_text,
 )
 from edge.service.schemas import StreamCalibrationIn, StreamIn, StreamOut
+from edge.service.stream_process import ProcessStreamWorker
 from edge.service.workers import StreamWorker
 
 router = APIRouter(prefix="/api/streams", tags=["streams"])
 BOUNDARY = "airpatrolframe"
 
 
-def _out(worker: StreamWorker) -> StreamOut:
+def _out(worker: StreamWorker | ProcessStreamWorker) -> StreamOut:
     base = f"/api/streams/{worker.spec.id}"
     return StreamOut(
         **worker.status(),
@@ -56,7 +57,7 @@ def _out(worker: StreamWorker) -> StreamOut:
     )
 
 
-def _worker(ctx: ServiceContext, stream_id: int) -> StreamWorker:
+def _worker(ctx: ServiceContext, stream_id: int) -> StreamWorker | ProcessStreamWorker:
     worker = ctx.stream(stream_id)
     if worker is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"stream {stream_id} is not running on this server")
