@@ -32,7 +32,7 @@ class Load:
 @dataclass(frozen=True)
 class PacingPolicy:
     target_utilisation: float = 0.92  # k is set so that the worker is busy this share of the time...
-    high_utilisation: float = 1.0  # ...at once when it would be busier than this (the queue would fill)
+    high_utilisation: float = 1.0  # ...at once when it would be busier than this and frames wait (it falls behind)
     relax_utilisation: float = 0.8  # ...and after settle_s when it would be idle more than a fifth of the time
     settle_s: float = 2.0  # k is lowered (or raised for a queue backlog) at most once per this many seconds
     backlog_frames: int = 3  # this many frames waiting: the measured cost is behind the real one, k up by a step
@@ -46,7 +46,9 @@ class PacingPolicy:
             return current
         need = load.arrival_fps * load.process_s  # frames arriving while one is processed
         k, busy = current, need / current
-        if busy > self.high_utilisation:
+        # busier than it can be: raised at once, if frames are waiting (a source that sends each frame only when
+        # the last one is done, as a test or a careful client does, looks 100 % busy and never falls behind)
+        if busy > self.high_utilisation and load.queue_depth >= 1:
             k = need / self.target_utilisation
         elif load.since_change_s >= self.settle_s:
             if load.queue_depth >= self.backlog_frames:
