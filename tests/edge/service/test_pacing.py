@@ -45,7 +45,7 @@ def test_a_growing_queue_raises_k_a_step():
 def simulate(cost_s: float, seconds: float = 30.0, fps: float = 25.0, lock_step: bool = False):
     """A source at ``fps`` (or, ``lock_step``, one that sends the next frame when the last one is done) and a worker
     taking ``cost_s`` per frame, in 1 ms steps: the pacer and the frames the worker processed."""
-    pacer, queue, kept = FramePacer(warm_up_frames=0), deque(), []
+    pacer, queue, kept = FramePacer(warm_up_frames=0), deque[int](), list[int]()
     busy_until: float | None = None
     arrivals, next_at = 0, 0.0
     for step in range(int(seconds * 1000)):
