@@ -42,9 +42,14 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-edge-rule": {"tracker.min_visible_at_border": None},
     # a track lost and found again within the hold-back is not reported on the frames between (the previous default)
     "no-gap-fill": {"tracker.fill_lost_gaps": False},
-    # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty (the recorded
-    # runs of two rounds back too)
-    "as-live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False},
+    # pieces of one vehicle's path not linked over the flight (the previous default; tracking/linking.py)
+    "no-linking": {"linking.enabled": False},
+    # linking without filling a standing track's lost frames, or filling moving gaps up to 2 s
+    "no-standing-fill": {"linking.fill_standing_lost": False},
+    "fill-moving-2s": {"linking.fill_moving_s": 2.0},
+    # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing
+    # linked (the recorded runs of two rounds back too)
+    "as-live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False, "linking.enabled": False},
     # the shipped default three rounds back
     "previous-default": {
         "detector.stride_follows_scale": False,
@@ -52,6 +57,7 @@ DUAL_CANDIDATES: dict[str, dict] = {
         "road.sure_off_road_max_score": None,
         "motion.report_from_first_frame": False,
         "tracker.fill_lost_gaps": False,
+        "linking.enabled": False,
     },
 }
 

@@ -193,9 +193,13 @@ def stitch(outputs: list[SegmentOutput]) -> list[FrameResult]:
                     mapping[t.track_id] = next_id
                     next_id += 1
                 tracks.append(_with_id(t, mapping[t.track_id]))
-            with_global.append(
-                FrameResult(r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail)
+            stitched_result = FrameResult(
+                r.frame, tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail
             )
+            # the tracks the segment's tracker had lost, by their run-wide ids (whole-flight linking fills a standing
+            # vehicle's lost frames); each segment's ego-motion starts at its own first frame, so no to_first
+            stitched_result.lost_ids = frozenset(mapping[i] for i in r.lost_ids if i in mapping)
+            with_global.append(stitched_result)
         stitched += [r for r in with_global if seg.start <= r.frame.index < seg.end]
         previous = [r for r in with_global if r.frame.index < seg.end]
     return stitched
@@ -244,6 +248,7 @@ def write_run(
     from edge.runner import RunOutcome, _summary
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from edge.sinks.loop import RunSinks
+    from tracking.linked_run import link_results
     from tracking.types import RunInfo
     from vision.telemetry.poses import find_sidecar_srt
 
@@ -286,7 +291,12 @@ def write_run(
                 }
                 for o in sorted(outputs, key=lambda o: o.segment.index)
             ]
+            summary["linking"] = link_report.as_dict() if link_report is not None else None
             return summary
+
+        link_report = None
+        if config.linking.enabled and not config.baseline:  # as process_video: the pieces joined over the flight
+            link_report = link_results(results, info.width, info.height, config.linking)
 
         with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
             sinks.feed(results)
