@@ -7,7 +7,8 @@ push WebSocket in real time and one reads the live feed. Measured per run:
 * dropped frames (the service drops the oldest queued frames when it falls behind) in the window;
 * frame-to-result latency p50 / p95: from the client sending a frame to the client receiving its result
   (network, JPEG decode, queueing, pipeline, feed);
-* server RSS over time (psutil), and the CPU it got (cores), its stream processes included.
+* server memory over time (psutil; PSS summed over the server and its stream processes), and the CPU it got
+  (cores), its stream processes included.
 
 ``--process-per-stream on|off|both`` sets ``service.process_per_stream`` (``both``: each stream count with a process
 per stream and then with all streams as threads of the server process); ``--repeat K`` runs every configuration K
@@ -173,11 +174,16 @@ def tree_cpu_s(proc: psutil.Process) -> float:
 
 
 def tree_rss_mib(proc: psutil.Process) -> float:
-    """Resident memory of the server's process tree (pages shared between them counted in each)."""
+    """Memory of the server's process tree: the sum of their proportional set sizes (PSS: a page shared by k
+    processes - the fork server's imported modules in its stream processes - counts 1/k in each), RSS where the
+    system has no PSS."""
     total = 0
     for p in _tree(proc):
         try:
-            total += p.memory_info().rss
+            try:
+                total += getattr(p.memory_full_info(), "pss", None) or p.memory_info().rss
+            except psutil.AccessDenied:
+                total += p.memory_info().rss
         except psutil.NoSuchProcess:
             continue
     return total / 2**20
@@ -328,7 +334,7 @@ def run(
         "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
         "latency_ms_p95": round(float(np.percentile(lat, 95)), 1) if lat else None,
         "latency_ms_max": round(max(lat), 1) if lat else None,
-        "rss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]]
+        "memory_pss_mib": [(round(t), round(m)) for t, m in rss[:: max(1, len(rss) // 6)]]
         + [(round(rss[-1][0]), round(rss[-1][1]))],
         # CPU the server and its stream processes actually got (cores): on a shared machine, what they were given,
         # not what they wanted
@@ -538,7 +544,7 @@ def main() -> None:
             f"N={n}{shown}: processed {r['processed_fps_total']} fps total ({', '.join(map(str, r['processed_fps_per_stream']))} "
             f"per stream) of {r['sent_fps_per_stream']} fps sent per stream; dropped {r['dropped']} of {r['received']} "
             f"frames; latency p50 {r['latency_ms_p50']} ms, p95 {r['latency_ms_p95']} ms; "
-            f"server RSS MiB over time {r['rss_mib']}; server CPU {r['server_cpu_cores']} cores "
+            f"server memory (PSS) MiB over time {r['memory_pss_mib']}; server CPU {r['server_cpu_cores']} cores "
             f"(load average {r['load_average_1min']})",
             flush=True,
         )

@@ -219,7 +219,8 @@ def _command(worker, sender: _Sender, term: threading.Event, msg: tuple) -> None
 # -- the service process's side --------------------------------------------------------------------------------
 class _Outbox:
     """Messages to a stream process, in order; push frames beyond ``max_frames`` are dropped oldest first (as the
-    stream's own queue would), commands never."""
+    stream's own queue would), commands never. Frames wait here only while the pipe is full (the stream process
+    reads them into its queue as they come) or while its process is (re)started."""
 
     def __init__(self, max_frames: int):
         self.max_frames = max_frames
@@ -240,6 +241,12 @@ class _Outbox:
             self._cond.notify()
             return dropped
 
+    @property
+    def frames(self) -> int:
+        """Push frames waiting (not yet sent to the stream process)."""
+        with self._cond:
+            return sum(1 for m in self._items if m[0] == "frame")
+
     def get(self, timeout: float) -> tuple | None:
         with self._cond:
             if not self._items:
@@ -252,13 +259,13 @@ class _Outbox:
 
 
 class _Depth:
-    """``len(worker.queue)`` for the metrics: the stream process's queue as last reported."""
+    """``len(worker.queue)``: push frames not yet sent to the stream process, and its queue as last reported."""
 
     def __init__(self, owner: ProcessStreamWorker):
         self.owner = owner
 
     def __len__(self) -> int:
-        return int(self.owner._status.get("queue", 0))
+        return self.owner._outbox.frames + int(self.owner._status.get("queue", 0))
 
 
 def fail_stream_runs(sessions: sessionmaker[Session], stream_id: int, reason: str, retry_s: float = 10.0) -> int:
@@ -302,7 +309,9 @@ class ProcessStreamWorker:
         self._status: dict[str, Any] = {}
         self._base = dict.fromkeys(COUNTS, 0)  # counts of the processes before this one
         self._seen = dict.fromkeys(COUNTS, 0)  # this process's counts already added to the metrics
-        self._outbox = _Outbox(self.cfg.queue_frames)
+        # two push frames wait here at most: the stream process's own drop-oldest queue (``queue_frames``) is the
+        # stream's queue; a second one as long in front of it would only add latency when that process is starved
+        self._outbox = _Outbox(2)
         self._pusher: object | None = None
         self._pushed = 0  # frames a push client sent
         self._push_ended = False
@@ -585,7 +594,7 @@ class ProcessStreamWorker:
 
     def stats(self) -> dict:
         out: dict[str, float] = {name: self._count(name) for name in COUNTS}
-        out.update(queue=int(self._status.get("queue", 0)), fps=round(self.fps, 2))
+        out.update(queue=len(self.queue), fps=round(self.fps, 2))
         order = ("received", "processed", "dropped", "queue", "fps", "errors", "reconnects", "lost", "corruptions")
         return {k: out[k] for k in order}
 
