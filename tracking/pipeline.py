@@ -66,6 +66,10 @@ class Pipeline:
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
         self._warmed_ego: set[tuple[int, int]] = set()
+        # a cap on the detector's stride set from outside while a live stream sheds frames (edge/service/pacing.py):
+        # frames far apart are not coasted between, so the detector looks at the scene about as often as in a
+        # recorded run rather than every few kept frames (None: detector.every_n_frames alone)
+        self.max_detector_stride: int | None = None
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -281,6 +285,8 @@ class Pipeline:
         on every frame). Coasting carries tracks the detector sees; vehicles too small for it are tracked from motion
         blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
+        if self.max_detector_stride is not None:
+            k = max(1, min(k, self.max_detector_stride))
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
             # a cheaper detector pass runs more often for the same compute
