@@ -126,7 +126,7 @@ def process_video(
                 with frame_results(pipeline, source, batch_size) as results:
                     if link:  # the whole flight first, then the sinks: every sink gets the linked tracks
                         t0 = time.perf_counter()
-                        held = hold(results, bar)
+                        held = hold(sinks.watched(results), bar)
                         bar.close()
                         link_report = link_results(held.results, info.width, info.height, config.linking)
                         sinks.loop_s += time.perf_counter() - t0
@@ -138,7 +138,7 @@ def process_video(
                             dynamic_ncols=True,
                         )
                         with open_source(video, max_frames=max_frames) as again:
-                            sinks.feed(with_images(held, again), bar)
+                            sinks.feed(with_images(held, again), bar, watchers=False)
                     else:
                         sinks.feed(results, bar)
                 summary = sinks.finish(summarize, tmp / "summary.json")

@@ -274,6 +274,9 @@ class JobProgressSink:
     """Renews the job's lease and reports progress while ``process_video`` runs; stops the run (by raising) when the
     service shuts down, the job is cancelled, or another worker took it over."""
 
+    # fed each frame as it is processed, also when the run holds its results back to link them (edge.sinks.loop)
+    follows_processing = True
+
     def __init__(
         self,
         queue: JobQueue,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,10 @@ class RunSinks:
         self.run = run
         self.file_sinks, self.extra_sinks = list(file_sinks), list(extra_sinks or [])
         self.sinks = self.file_sinks + self.extra_sinks
+        # sinks that follow the processing as it happens (a job's lease, progress and cancel: ``follows_processing``)
+        # rather than store its results: a run that holds its results back (whole-flight linking) feeds them each
+        # frame as it is processed (``watched``) and not again with the results (``feed(..., watchers=False)``)
+        self.watchers = [s for s in self.extra_sinks if getattr(s, "follows_processing", False)]
         self.rundir = rundir
         self.opened: list[Sink] = []
         self.loop_s = 0.0  # time spent in feed(): decoding + pipeline + sinks, the run's processing time
@@ -59,15 +63,24 @@ class RunSinks:
 
     __enter__ = open
 
-    def write(self, result: FrameResult) -> None:
+    def write(self, result: FrameResult, watchers: bool = True) -> None:
         for s in self.sinks:
-            s.write(result)
+            if watchers or s not in self.watchers:
+                s.write(result)
 
-    def feed(self, results: Iterable[FrameResult], progress=None) -> None:
-        """Every result to every sink; ``progress`` (a tqdm bar) advances per frame and is closed at the end."""
+    def watched(self, results: Iterable[FrameResult]) -> Iterator[FrameResult]:
+        """``results`` passed on, each shown to the watchers first (as it is processed)."""
+        for result in results:
+            for s in self.watchers:
+                s.write(result)
+            yield result
+
+    def feed(self, results: Iterable[FrameResult], progress=None, watchers: bool = True) -> None:
+        """Every result to every sink (``watchers=False``: but the watchers, who saw them being processed);
+        ``progress`` (a tqdm bar) advances per frame and is closed at the end."""
         t0 = time.perf_counter()
         for result in results:
-            self.write(result)
+            self.write(result, watchers)
             if progress is not None:
                 progress.update(1)
         if progress is not None:

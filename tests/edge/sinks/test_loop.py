@@ -144,3 +144,24 @@ def test_a_live_run_feeds_frame_by_frame_and_can_hear_that_an_abort_failed():
         ("db", "abort", "stream lost"),
     ]
     assert sinks.opened == []
+
+
+def test_a_run_that_holds_its_results_shows_each_frame_to_the_watchers_as_it_is_processed():
+    """Whole-flight linking holds the results until the end: a sink that follows the processing (a job's lease and
+    progress) sees each frame while it is processed, and only once; the other sinks get the results afterwards."""
+    journal: list = []
+
+    class Watching(Recording):
+        follows_processing = True
+
+    files, db, watcher = Recording("files", journal), Recording("db", journal), Watching("job", journal)
+    with RunSinks(RUN, [files], [db, watcher]) as sinks:
+        held = []
+        for r in sinks.watched(results(3)):
+            journal.append(("pipeline", "held", r.frame.index))
+            held.append(r)
+        sinks.feed(held, watchers=False)
+        sinks.finish(lambda: {"frames": 3})
+    writes = [(name, arg) for name, call, arg in journal if call in ("write", "held")]
+    assert writes[:6] == [("job", 0), ("pipeline", 0), ("job", 1), ("pipeline", 1), ("job", 2), ("pipeline", 2)]
+    assert writes[6:] == [("files", 0), ("db", 0), ("files", 1), ("db", 1), ("files", 2), ("db", 2)]
