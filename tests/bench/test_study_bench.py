@@ -111,6 +111,7 @@ def test_a_fragmented_vehicle_loses_its_od_and_its_count():
     assert r["incomplete"] == 2
     assert r["od_abs_error"] == 1 and r["od_error_pct"] == pytest.approx(100 / 3)
     assert r["od_correct_pct"] == pytest.approx(200 / 3)
+    assert r["od_misses"] == [(3, "N -> S through", "N -> ? left_mid_view", 2)]
     # lanes: vehicles 1, 2, 3 (primary track 30, origin A = N) right; 4 has no origin: not scored
     assert r["lane_n"] == 3 and r["lane_correct_pct"] == 100.0
     assert (r["conflicts_found"], r["conflicts_precise"], r["scripted_found"]) == (1, 1, 1)

@@ -208,6 +208,7 @@ def score_study(
         return by_track.get(tid) if tid is not None else None
 
     od_ok = 0
+    od_misses = []  # why a crossing's O-D is not right: what its primary track became in the study
     for v in crossing:
         sv = study_of(v)
         if (
@@ -216,6 +217,11 @@ def score_study(
             and arm_of.get(sv.destination or "") == v.destination
         ):
             od_ok += 1
+            continue
+        got = "no track" if sv is None else f"{arm_of.get(sv.origin or '', '?')} -> "
+        if sv is not None:
+            got += f"{arm_of.get(sv.destination or '', '?')} {sv.movement}"
+        od_misses.append((v.gt_id, f"{v.origin} -> {v.destination} {v.movement}", got, len(tt.tracks.get(v.gt_id, {}))))
     lanes = []
     for v in truth:
         sv = study_of(v)
@@ -232,6 +238,7 @@ def score_study(
         "od_abs_error": od_abs,
         "od_error_pct": 100.0 * od_abs / len(crossing) if crossing else math.nan,
         "od_correct_pct": 100.0 * od_ok / len(crossing) if crossing else math.nan,
+        "od_misses": od_misses,  # (gt id, truth, study of its primary track, tracks of the vehicle)
         "lane_correct_pct": 100.0 * sum(lanes) / len(lanes) if lanes else math.nan,
         "lane_n": len(lanes),
         "conflicts_truth": len(t_conf),
