@@ -309,9 +309,9 @@ class ProcessStreamWorker:
         self._status: dict[str, Any] = {}
         self._base = dict.fromkeys(COUNTS, 0)  # counts of the processes before this one
         self._seen = dict.fromkeys(COUNTS, 0)  # this process's counts already added to the metrics
-        # two push frames wait here at most: the stream process's own drop-oldest queue (``queue_frames``) is the
-        # stream's queue; a second one as long in front of it would only add latency when that process is starved
-        self._outbox = _Outbox(2)
+        # one push frame waits here at most: the stream process's own drop-oldest queue (``queue_frames``) is the
+        # stream's queue; a second one in front of it would only add latency when that process falls behind
+        self._outbox = _Outbox(1)
         self._pusher: object | None = None
         self._pushed = 0  # frames a push client sent
         self._push_ended = False

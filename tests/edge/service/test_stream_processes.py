@@ -135,3 +135,44 @@ def test_a_live_run_ended_by_the_service_refuses_further_writes(settings):
             assert run.status == "failed" and run.frames_done == 1  # the refused batch added nothing
     finally:
         ctx.close()
+
+
+@needs_ffmpeg
+def test_a_stalled_stream_process_is_killed_and_restarted(settings, clip, monkeypatch):
+    """A stream process that stops answering (here: SIGSTOP, as a process stuck with the interpreter lock held) is
+    killed once it has been silent for ``STALL_S`` and started again; its run is failed with the reason."""
+    from edge.service import stream_process
+
+    monkeypatch.setattr(stream_process, "STALL_S", 2.0)
+    port = free_port()
+    source = serve_clip(clip, port)
+    try:
+        with running_app(settings) as client:
+            op, viewer = client.creds["operator"], client.creds["viewer"]
+            r = client.post("/api/streams", headers=op, json={"kind": "pull", "url": f"tcp://127.0.0.1:{port}"})
+            sid = r.json()["id"]
+
+            def status():
+                return client.get(f"/api/streams/{sid}", headers=viewer).json()
+
+            first = wait_for(lambda: (s := status())["processed"] >= 5 and s["run_id"] and s, 60, "the stream live")
+            os.kill(first["process"]["pid"], signal.SIGSTOP)
+            source.kill()  # ffmpeg serves one client, the stuck one: the camera as the restarted stream finds it
+            source.wait()
+            source = serve_clip(clip, port)
+            back = wait_for(
+                lambda: (
+                    (s := status())["process"]["restarts"] == 1 and s["run_id"] not in (None, first["run_id"]) and s
+                ),
+                60,
+                "the stalled stream to be restarted in a new run",
+            )
+            assert back["process"]["pid"] != first["process"]["pid"]
+            with pytest.raises(ProcessLookupError):  # killed, not left stopped
+                os.kill(first["process"]["pid"], 0)
+            with client.app.state.ctx.sessions() as s:
+                dead = s.get(ProcessingRun, first["run_id"])
+                assert dead.status == "failed" and "stalled" in dead.error
+    finally:
+        source.kill()
+        source.wait()
