@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tracking.evaluation.io import load_ground_truth, read_mot
+from tracking.evaluation.io import GroundTruth, load_ground_truth, read_mot
 from tracking.evaluation.mot import Match
 from tracking.evaluation.study_score import (
     Arm,
@@ -38,6 +38,8 @@ from tracking.evaluation.study_score import (
     StudyVehicle,
     TruthVehicle,
     score_study,
+    stopped_keys,
+    subset_recall,
     tracking_scores,
 )
 from vision.synth.writers import EARTH_RADIUS_M
@@ -294,11 +296,53 @@ def run_to_world(run: Path, synth: Path, meta: dict, matches: list[Match]) -> tu
     return apply, how
 
 
+DETECTOR_EVERY = 15  # frames between the detector-alone passes that define the queued vehicles it boxes
+DETECTOR_CONF = 0.25  # a box ByteTrack would start a track from (track_high_thresh)
+
+
+def detector_boxed(synth: Path, gt: GroundTruth, every: int = DETECTOR_EVERY) -> set[tuple[int, int]]:
+    """Truth boxes (frame, id) the shipped detector alone boxes (IoU >= 0.5, conf >= 0.25) at the frame's native
+    resolution, on every ``every``-th frame: the issue's "queued vehicles the detector alone boxes" are the stopped
+    ones among them. Cached beside the render, by detector weights."""
+    from tracking.config import DetectorConfig
+    from tracking.evaluation.mot import iou_xywh
+    from vision.detection import VehicleDetector
+    from vision.source import open_source
+
+    det = VehicleDetector(DetectorConfig(tiling="on"), "cpu")
+    weights = Path(det.weights)
+    cache = synth / f"detector_alone_{weights.stem}_{weights.stat().st_size}_every{every}.json"
+    if cache.is_file():
+        return {(int(f), int(i)) for f, i in json.loads(cache.read_text())}
+    by_frame = gt.boxes.by_frame()
+    boxed: set[tuple[int, int]] = set()
+    log(f"[{synth.parent.name}] the detector alone on every {every}th frame ...")
+    with open_source(synth / "video.mp4") as source:
+        for frame in source:
+            f = frame.index + 1  # MOTChallenge frames are 1-based
+            if frame.index % every or f not in by_frame:
+                continue
+            d = det.detect(frame.image)
+            d = d[d.score >= DETECTOR_CONF]
+            rows = by_frame[f]
+            if not len(d):
+                continue
+            xyxy = d.xyxy.astype(np.float64)
+            best = iou_xywh(gt.boxes.xywh[rows], np.column_stack([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]])).max(1)
+            boxed.update((f, int(i)) for i, b in zip(gt.boxes.ids[rows], best) if b >= 0.5)
+    cache.write_text(json.dumps(sorted(boxed)))
+    return boxed
+
+
 def score_case(case: Case, synth: Path, run: Path) -> dict:
     arms, truth, t_conf, meta = load_truth(synth)
     gt = load_ground_truth(synth)
     pred, _ = read_mot(run / "tracks_mot.txt")
     trk, matches = tracking_scores(gt, pred)
+    stopped_boxed = detector_boxed(synth, gt) & stopped_keys(gt)
+    hit, n = subset_recall(stopped_boxed, matches)
+    trk["stopped_detector_boxes"] = n
+    trk["stopped_detector_recall"] = hit / n if n else math.nan
     approaches, vehicles, s_conf = load_study(run / "study")
     to_world, how = run_to_world(run, synth, meta, matches)
     placed = [Arm(a.name, *to_world(a.x, a.y, a.heading_deg)) for a in approaches]
@@ -313,7 +357,8 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
 
 HEADER = (
     f"{'case':36} {'cross':>5} {'appr':>5} {'worst m':>7} {'cells ok':>8} {'O-D err':>7} {'O-D ok':>6} "
-    f"{'lane':>6} {'conf T/S/hit':>12} {'recall':>6} {'stop rec':>8} {'IDsw/v':>6} {'frag/v':>6} {'trk/v':>5}"
+    f"{'lane':>6} {'conf T/S/hit':>12} {'recall':>6} {'stop rec':>8} {'stop det':>8} {'IDsw/v':>6} {'frag/v':>6} "
+    f"{'trk/v':>5}"
 )
 
 
@@ -328,7 +373,8 @@ def format_row(label: str, r: dict) -> str:
         f"{label:36} {r['crossings']:5d} {ap.found:2d}/{ap.arms:<2d} {worst:>7} "
         f"{r['cells_ok']:>3d}/{len(r['cells']):<4d} {_pct(r['od_error_pct']):>7} {_pct(r['od_correct_pct']):>6} "
         f"{_pct(r['lane_correct_pct']):>6} {r['conflicts_truth']:3d}/{r['conflicts_study']:3d}/{r['conflicts_found']:<4d} "
-        f"{t['recall']:6.3f} {t['stopped_recall']:8.3f} {t['switches_per_vehicle']:6.3f} "
+        f"{t['recall']:6.3f} {t['stopped_recall']:8.3f} {t['stopped_detector_recall']:8.3f} "
+        f"{t['switches_per_vehicle']:6.3f} "
         f"{t['fragments_per_vehicle']:6.3f} {r['tracks_per_vehicle']:5.2f}"
     )
 

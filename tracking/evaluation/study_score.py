@@ -251,6 +251,18 @@ def score_study(
     }
 
 
+def stopped_keys(gt: GroundTruth) -> set[tuple[int, int]]:
+    """Truth boxes (frame, id) outside the ignore regions whose vehicle moves under 1 m/s in that frame (stopped or
+    queued)."""
+    if gt.speeds is None:
+        return set()
+    boxes, _ = drop_ignored(gt.boxes, gt.ignore)
+    speeds = gt.speeds
+    return {
+        (f, i) for f, i in zip(boxes.frame.tolist(), boxes.ids.tolist()) if speeds.get((f, i), math.inf) < STOPPED_KMH
+    }
+
+
 def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
     """The tracking figures behind the study's: recall, ID switches and fragmentations per truth vehicle
     (motmetrics), recall of stopped and queued vehicles (truth boxes whose vehicle moves under 1 m/s in that frame;
@@ -259,14 +271,7 @@ def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) ->
     pred_boxes, _ = drop_ignored(pred, gt.ignore)
     mot, matches = mot_metrics(gt_boxes, pred_boxes, iou_threshold)
     n_veh = max(int(mot["num_unique_objects"] or 0), 1)
-    stopped: set[tuple[int, int]] = set()
-    if gt.speeds is not None:
-        stopped = {
-            (f, i)
-            for f, i in zip(gt_boxes.frame.tolist(), gt_boxes.ids.tolist())
-            if gt.speeds.get((f, i), math.inf) < STOPPED_KMH
-        }
-    hit, n = subset_recall(stopped, matches)
+    hit, n = subset_recall(stopped_keys(gt), matches)
     return {
         "recall": mot["recall"],
         "mota": mot["mota"],
