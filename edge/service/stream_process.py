@@ -64,7 +64,7 @@ log = logging.getLogger("airpatrol.service.stream")
 HEARTBEAT_S = 0.5  # a stream process sends its status this often
 STALL_S = 30.0  # a running stream process silent for this long (not even a heartbeat) is stalled: killed, restarted
 STARTUP_S = 180.0  # the same for a process still starting (imports, model loading on a busy machine)
-COUNTS = ("received", "processed", "dropped", "errors", "reconnects", "lost", "corruptions")
+COUNTS = ("received", "processed", "dropped", "shed", "errors", "reconnects", "lost", "corruptions")
 
 
 def default_pipeline(config: PipelineConfig) -> Pipeline:
@@ -163,11 +163,13 @@ def stream_process_main(setup: StreamSetup, conn) -> None:
     )
 
     status_lock = threading.Lock()
+    pipe_frames = [0]  # push frames received from the service process
 
     def status() -> tuple:
         # the counts and the latencies of the same frames in one message (the processing thread appends meanwhile)
         with status_lock:
             st = worker.status()
+            st["pipe_frames"] = pipe_frames[0]
             n = len(observed)
             obs = observed[:n]
             del observed[:n]
@@ -175,6 +177,16 @@ def stream_process_main(setup: StreamSetup, conn) -> None:
 
     worker = StreamWorker(setup.spec, deps)
     worker.feed = _PipeFeed(sender, status)  # type: ignore[assignment]  # duck-typed: publish() and len() are all it uses
+    queue_get = worker.queue.get
+
+    def get_and_report(timeout: float):
+        # the service process's queue depth exact at each frame taken (a client pacing itself on it, the metrics)
+        item = queue_get(timeout)
+        if item is not None:
+            sender.send(("queue", pipe_frames[0], len(worker.queue)))
+        return item
+
+    worker.queue.get = get_and_report  # type: ignore[method-assign]  # the same queue, reporting
     worker.start()
     next_beat = 0.0
     while not worker.finished:
@@ -183,7 +195,11 @@ def stream_process_main(setup: StreamSetup, conn) -> None:
             break
         try:
             if conn.poll(0.05):
-                _command(worker, sender, term, conn.recv())
+                msg = conn.recv()
+                _command(worker, sender, term, msg)
+                if msg[0] == "frame":
+                    pipe_frames[0] += 1
+                    sender.send(("queue", pipe_frames[0], len(worker.queue)))
         except (EOFError, OSError):  # the service process is gone
             worker.stop()
             break
@@ -227,12 +243,14 @@ class _Outbox:
         self._items: deque[tuple] = deque()
         self._cond = threading.Condition()
         self.dropped = 0
+        self.sent_frames = 0  # frames taken out to be sent to the current stream process
 
-    def put(self, msg: tuple) -> bool:
-        """Queue ``msg``; True when an older frame was dropped for it."""
+    def put(self, msg: tuple, max_frames: int | None = None) -> bool:
+        """Queue ``msg``; True when an older frame was dropped for it (more than ``max_frames`` waiting)."""
+        limit = self.max_frames if max_frames is None else max_frames
         with self._cond:
             dropped = False
-            if msg[0] == "frame" and sum(1 for m in self._items if m[0] == "frame") >= self.max_frames:
+            if msg[0] == "frame" and sum(1 for m in self._items if m[0] == "frame") >= max(1, limit):
                 oldest = next(m for m in self._items if m[0] == "frame")
                 self._items.remove(oldest)
                 self.dropped += 1
@@ -251,7 +269,10 @@ class _Outbox:
         with self._cond:
             if not self._items:
                 self._cond.wait(timeout)
-            return self._items.popleft() if self._items else None
+            msg = self._items.popleft() if self._items else None
+            if msg is not None and msg[0] == "frame":
+                self.sent_frames += 1  # on its way to the stream process (counted before it leaves: no gap)
+            return msg
 
     def clear(self) -> None:
         with self._cond:
@@ -259,13 +280,15 @@ class _Outbox:
 
 
 class _Depth:
-    """``len(worker.queue)``: push frames not yet sent to the stream process, and its queue as last reported."""
+    """``len(worker.queue)``: push frames not yet sent to the stream process, sent but not yet arrived, and its
+    queue as it last reported (at each frame it took, and with its status)."""
 
     def __init__(self, owner: ProcessStreamWorker):
         self.owner = owner
 
     def __len__(self) -> int:
-        return self.owner._outbox.frames + int(self.owner._status.get("queue", 0))
+        outbox, (arrived, queued) = self.owner._outbox, self.owner._queue_report
+        return outbox.frames + max(0, outbox.sent_frames - arrived) + queued
 
 
 def fail_stream_runs(sessions: sessionmaker[Session], stream_id: int, reason: str, retry_s: float = 10.0) -> int:
@@ -309,9 +332,8 @@ class ProcessStreamWorker:
         self._status: dict[str, Any] = {}
         self._base = dict.fromkeys(COUNTS, 0)  # counts of the processes before this one
         self._seen = dict.fromkeys(COUNTS, 0)  # this process's counts already added to the metrics
-        # one push frame waits here at most: the stream process's own drop-oldest queue (``queue_frames``) is the
-        # stream's queue; a second one in front of it would only add latency when that process falls behind
-        self._outbox = _Outbox(1)
+        self._outbox = _Outbox(self.cfg.queue_frames)  # see push_frame: bounded with the stream process's queue
+        self._queue_report = (0, 0)  # the stream process's (push frames it received, its queue length)
         self._pusher: object | None = None
         self._pushed = 0  # frames a push client sent
         self._push_ended = False
@@ -377,7 +399,10 @@ class ProcessStreamWorker:
         ``partial(decode_jpeg, data)``: the JPEG is decoded there, only if the frame is not dropped)."""
         self._pushed += 1  # counted here, at once (the stream process reports its own counts every HEARTBEAT_S)
         self.metrics.frames_received.labels(self.key).inc()
-        if self._outbox.put(("frame", pixels, t, pose, received)):
+        # the stream's queue bound holds over both queues: frames wait here while the stream process's queue and
+        # the pipe hold fewer than ``queue_frames`` (a burst is kept), and the oldest goes beyond that
+        ahead = len(self.queue) - self._outbox.frames  # sent and in the stream process's queue
+        if self._outbox.put(("frame", pixels, t, pose, received), self.cfg.queue_frames - ahead):
             self._base["dropped"] += 1  # never reached the stream process
             self.metrics.frames_dropped.labels(self.key).inc()
 
@@ -397,6 +422,7 @@ class ProcessStreamWorker:
         if self.state == "restarting":
             self.state = "starting"  # the new process reports its own state from its first message on
         self._seen = dict.fromkeys(COUNTS, 0)
+        self._queue_report, self._outbox.sent_frames = (0, 0), 0
         if self._pusher is not None:  # a push client stayed connected through a restart
             self._outbox.put(("attach",))
         if self._fps is not None:
@@ -498,6 +524,8 @@ class ProcessStreamWorker:
             self.feed.publish(text)  # a state change: the status that follows it brings the state
         elif kind == "status":
             self._take_status(msg[1], msg[2])
+        elif kind == "queue":
+            self._queue_report = (msg[1], msg[2])
         elif kind == "preview":
             self._preview = (msg[1], msg[2])
             self._preview_reply.set()
@@ -507,6 +535,7 @@ class ProcessStreamWorker:
         for stage, seconds in observed:
             (m.frame_latency if stage is None else m.stage_latency.labels(stage)).observe(seconds)
         self._status = status
+        self._queue_report = (int(status.get("pipe_frames", 0)), int(status.get("queue", 0)))
         self._set_live_state(status.get("state"))
         for name, counter in (
             ("received", m.frames_received),
@@ -594,9 +623,8 @@ class ProcessStreamWorker:
 
     def stats(self) -> dict:
         out: dict[str, float] = {name: self._count(name) for name in COUNTS}
-        out.update(queue=len(self.queue), fps=round(self.fps, 2))
-        order = ("received", "processed", "dropped", "queue", "fps", "errors", "reconnects", "lost", "corruptions")
-        return {k: out[k] for k in order}
+        out.update(queue=len(self.queue), fps=round(self.fps, 2), keep_every=self._status.get("keep_every", 1))
+        return {k: out[k] for k in (*COUNTS[:4], "keep_every", "queue", "fps", *COUNTS[4:])}  # StreamWorker's order
 
     def status(self) -> dict:
         return {
