@@ -178,10 +178,13 @@ class ServiceContext:
         """Build one pipeline now (``airpatrol serve`` does, before it listens): missing or broken weights fail the
         start with a clear error instead of the first stream, and the slow first model load (imports, ONNX/Torch
         initialisation, which can hold the GIL for seconds) happens before any client is connected. The pipeline is
-        kept for the first stream. An app embedded elsewhere (tests, the dashboard's) loads models on first use."""
+        kept for the first stream that runs in this process (with process_per_stream: an SRT publisher's only; stream
+        processes load their own). An app embedded elsewhere (tests, the dashboard's) loads models on first use."""
         with self._spare_lock:
             if self._spare is None:
-                self._spare = self.pipeline_factory(self.settings.pipeline)
+                pipeline = self.pipeline_factory(self.settings.pipeline)
+                if not self.process_streams or self.config.srt_port:  # stream processes load their own
+                    self._spare = pipeline
 
     def _pipeline_config(self, calibration=None) -> PipelineConfig:
         """The service's pipeline settings, with the stream's own calibration (``CalibrationConfig``) if it has one."""

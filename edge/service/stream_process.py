@@ -3,14 +3,16 @@
 In one process every stream's Python work (decoding, the pipeline's tracker and ego-motion, JSON, database rows)
 shares one interpreter lock: eight streams on a GPU machine got 3.6 fps each, and an 8-16 core edge box without a
 GPU has the same ceiling. So each stream runs in a process of its own, forked from a clean fork server
-(``_process_context``: no inherited threads, locks or CUDA state): the same :class:`edge.service.workers.StreamWorker` as before - reader, decoder, drop-oldest
-queue, pipeline, live violations, the database sink - with its models loaded once, in that process. The service
+(``_process_context``: no inherited threads, locks or CUDA state): the same
+:class:`edge.service.workers.StreamWorker` as before - reader, decoder, drop-oldest queue, pipeline, live
+violations, the database sink - with its models loaded once, in that process. The service
 process keeps, per stream, a :class:`ProcessStreamWorker` with the face the routes and the context use (status,
 feed, latest message, preview, push frames, stop, recalibrate) and a supervisor thread that:
 
 * relays the process's feed messages, in the order it sent them (one pipe), to the WebSocket subscribers;
-* forwards push frames and commands to it (a sender thread with its own drop-oldest bound, so a slow or dead stream
-  process never blocks the event loop that receives the frames);
+* forwards push frames and commands to it (a sender thread; frames wait in front of it only while the stream's
+  queue bound, ``queue_frames``, counted over both sides, allows, the oldest is dropped beyond: a slow or dead stream
+  process never blocks the event loop that receives the frames, nor adds a second queue's latency);
 * restarts it with exponential back-off (``reconnect_initial_s`` .. ``reconnect_max_s``) when it dies (a crash, a
   kill) or stalls (no message, not even its heartbeat, for ``STALL_S``). The process's run cannot continue (its
   tracker state died with it): the service marks it ``failed`` with the reason and the new process starts a new run.
@@ -176,7 +178,7 @@ def stream_process_main(setup: StreamSetup, conn) -> None:
             return st, obs
 
     worker = StreamWorker(setup.spec, deps)
-    worker.feed = _PipeFeed(sender, status)  # type: ignore[assignment]  # duck-typed: publish() and len() are all it uses
+    worker.feed = _PipeFeed(sender, status)  # type: ignore[assignment]  # duck-typed: publish() and len() suffice
     queue_get = worker.queue.get
 
     def get_and_report(timeout: float):
