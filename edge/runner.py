@@ -137,8 +137,11 @@ def process_video(
                             disable=not progress,
                             dynamic_ncols=True,
                         )
-                        with open_source(video, max_frames=max_frames) as again:
-                            sinks.feed(with_images(held, again), bar, watchers=False)
+                        if write_video:  # the annotated video draws on the frames: decoded a second time
+                            with open_source(video, max_frames=max_frames) as again:
+                                sinks.feed(with_images(held, again), bar, watchers=False)
+                        else:  # files and database need no pixels
+                            sinks.feed(held.results, bar, watchers=False)
                     else:
                         sinks.feed(results, bar)
                 summary = sinks.finish(summarize, tmp / "summary.json")
