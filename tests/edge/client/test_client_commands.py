@@ -236,6 +236,12 @@ def test_stream_waits_while_the_server_still_holds_its_previous_connection(serve
         pub.run(frames, rate, None)
     assert pub.reconnects == 0 and pub.sent >= 10 and pub.skipped >= 10, (pub.sent, pub.skipped)
     with httpx.Client(base_url=base, headers=ep.headers) as http:
-        status = http.get(f"/api/streams/{stream['id']}").json()
+        # the stream's own process ends its run and reports it: the service's status follows within moments
+        deadline = time.monotonic() + 10
+        while True:
+            status = http.get(f"/api/streams/{stream['id']}").json()
+            if status["state"] == "finished" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     # (a frame written just before the server's refusal arrived is counted as sent, never received)
     assert status["state"] == "finished" and 10 <= status["received"] <= pub.sent, status

@@ -310,7 +310,15 @@ def cut_and_back(base: str, device: dict, start_publisher, name: str, key: str, 
         time.sleep(cut_s)
         second = start_publisher()
         try:
-            wait_for(lambda: len(feed.results) >= cut_at + 40, 30 + cut_s, "results after publishing again")
+            # 40 results after the cut, 20 of them with tracks: a stream faster than its processing is paced (every
+            # k-th frame kept), so the second publish's first results may still be tracks being confirmed
+            wait_for(
+                lambda: (
+                    len(feed.results) >= cut_at + 40 and sum(bool(m["tracks"]) for m in feed.results[cut_at:]) >= 20
+                ),
+                30 + cut_s,
+                "results after publishing again",
+            )
         finally:
             second.kill()
             second.wait()
