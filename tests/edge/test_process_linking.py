@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 from edge.runner import process_video
-from tests.edge.service.service_fakes import BrightBoxDetector
+from tests.tracking.test_pipeline_lost_gaps import MissingDetector
 from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
 from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig
 from tracking.linking import LinkingConfig
@@ -26,17 +25,6 @@ MISSED = set(range(50, 100))  # ... and the detector does not see it on these (2
 
 def _vehicle_x(i: int) -> float:
     return 100 + 4.0 * (min(i, STOP[0]) + max(0, i - STOP[1]))
-
-
-class _MissingDetector(BrightBoxDetector):
-    def __init__(self):
-        super().__init__()
-        self.frame = 0
-
-    def detect(self, image, road_mask=None, tiling=None):
-        dets = super().detect(image, road_mask, tiling)
-        self.frame += 1
-        return dets[np.zeros(len(dets), bool)] if self.frame - 1 in MISSED else dets
 
 
 def _config(link: bool) -> PipelineConfig:
@@ -65,7 +53,12 @@ def _video(path: Path) -> Path:
 def _process(video: Path, out: Path, link: bool):
     config = _config(link)
     return process_video(
-        video, out, config, pipeline=Pipeline(config, detector=_MissingDetector()), write_video=link, progress=False
+        video,
+        out,
+        config,
+        pipeline=Pipeline(config, detector=MissingDetector(MISSED)),
+        write_video=link,
+        progress=False,
     )
 
 

@@ -23,15 +23,17 @@ from vision.types import Frame
 MISSED = set(range(20, 26))  # frames the detector does not see the vehicle on
 
 
-class _MissingDetector(BrightBoxDetector):
-    def __init__(self):
+class MissingDetector(BrightBoxDetector):
+    """Finds the bright box on every frame but the ``missed`` ones (0-based)."""
+
+    def __init__(self, missed: set[int] = MISSED):
         super().__init__()
-        self.frame = 0
+        self.frame, self.missed = 0, missed
 
     def detect(self, image, road_mask=None, tiling=None):
         dets = super().detect(image, road_mask, tiling)
         self.frame += 1
-        return dets[np.zeros(len(dets), bool)] if self.frame - 1 in MISSED else dets
+        return dets[np.zeros(len(dets), bool)] if self.frame - 1 in self.missed else dets
 
 
 def _vehicle_x(i: int) -> float:
@@ -58,7 +60,7 @@ def _image(ground: np.ndarray, i: int) -> np.ndarray:
 
 
 def _run(fill: bool, recorded: bool) -> list[list]:
-    p = Pipeline(_config(fill), detector=_MissingDetector())
+    p = Pipeline(_config(fill), detector=MissingDetector())
     p.reset(W, H, FPS)
     ground = _ground()
     results = (p.step(Frame(i, i / FPS, _image(ground, i))) for i in range(45))
@@ -92,7 +94,7 @@ def test_airpatrol_process_writes_the_filled_rows_flagged_and_counts_them(tmp_pa
         writer.write(_image(ground, i))
     writer.release()
     config = _config(fill=True)
-    pipeline = Pipeline(config, detector=_MissingDetector())
+    pipeline = Pipeline(config, detector=MissingDetector())
     out = process_video(video, tmp_path / "run", config, pipeline=pipeline, write_video=False, progress=False)
     with open(out.out_dir / "tracks.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
