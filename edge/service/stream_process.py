@@ -57,7 +57,7 @@ from db.retry import retry_db
 from edge.service.config import ServiceConfig
 from edge.service.live import Broadcaster
 from edge.service.metrics import ServiceMetrics
-from edge.service.workers import StreamSpec
+from edge.service.workers import StreamSpec, spec_status
 from tracking.config import PipelineConfig
 from tracking.pipeline import Pipeline
 
@@ -630,13 +630,7 @@ class ProcessStreamWorker:
 
     def status(self) -> dict:
         return {
-            "id": self.spec.id,
-            "name": self.spec.name,
-            "kind": self.spec.kind,
-            "source": self.spec.source.shown if self.spec.source else None,
-            "device_id": self.spec.device_id,
-            "speed_limit_kmh": self.spec.speed_limit_kmh,
-            "calibration": self.spec.calibration,
+            **spec_status(self.spec),
             "state": self.state,
             "run_id": self.run_id,
             "last_error": self.last_error,

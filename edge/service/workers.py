@@ -152,6 +152,19 @@ class WorkerDeps:
     step: Callable[[Pipeline, Frame], FrameResult] = lambda pipeline, frame: pipeline.step(frame)
 
 
+def spec_status(spec: "StreamSpec") -> dict:
+    """What a stream's status says of its definition (a worker in this process or in a stream process of its own)."""
+    return {
+        "id": spec.id,
+        "name": spec.name,
+        "kind": spec.kind,
+        "source": spec.source.shown if spec.source else None,
+        "device_id": spec.device_id,
+        "speed_limit_kmh": spec.speed_limit_kmh,
+        "calibration": spec.calibration,
+    }
+
+
 class StreamWorker:
     def __init__(self, spec: StreamSpec, deps: WorkerDeps):
         self.spec, self.deps, self.cfg = spec, deps, deps.config
@@ -612,13 +625,7 @@ class StreamWorker:
 
     def status(self) -> dict:
         return {
-            "id": self.spec.id,
-            "name": self.spec.name,
-            "kind": self.spec.kind,
-            "source": self.spec.source.shown if self.spec.source else None,
-            "device_id": self.spec.device_id,
-            "speed_limit_kmh": self.spec.speed_limit_kmh,
-            "calibration": self.spec.calibration,
+            **spec_status(self.spec),
             "state": self.state,
             "run_id": self.run_id,
             "last_error": self.last_error,
