@@ -239,6 +239,9 @@ class ProcessingRun(Base):
     device: Mapped[str | None] = mapped_column(String(64))
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     frames_done: Mapped[int] = mapped_column(Integer, default=0)
+    # index of the last frame processed: a live run's frames are numbered from the stream's start and paced, so
+    # frames_done - 1 is not its last frame (db.vehicles.counted asks which tracks were tracked at the end)
+    last_frame: Mapped[int | None] = mapped_column(Integer)
     frame_count: Mapped[int | None] = mapped_column(Integer)
     timings_json: Mapped[dict[str, Any] | None]
     summary_json: Mapped[dict[str, Any] | None]

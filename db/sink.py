@@ -106,6 +106,7 @@ class DatabaseSink:
         self._tracks: dict[int, _Track] = {}
         self._rows: list[dict] = []
         self._frames = 0
+        self._last_frame: int | None = None  # index of the last frame written (a live stream's do not start at 0)
         self._frame_count: int | None = None
         self._fps = 25.0
         self._unconfirmed: tuple[int, int] | None = None  # (frames, rows) of a batch whose commit got no answer
@@ -170,6 +171,7 @@ class DatabaseSink:
                 }
             )
         self._frames += 1
+        self._last_frame = f.index
         if result.scale_source:
             self._scale_sources[result.scale_source] += 1
         if len(self._rows) >= self.batch_rows:
@@ -216,7 +218,7 @@ class DatabaseSink:
         n_violations = self._violations(s, ids)
         self._supersede(s, run)
         run.status, run.finished_at, run.progress = "complete", utcnow(), 1.0
-        run.frames_done = self._frames
+        run.frames_done, run.last_frame = self._frames, self._last_frame
         run.summary_json = json.loads(json.dumps(summary, default=str))  # plain JSON types only
         run.timings_json = run.summary_json.get("timings")
         run.summary_json["violations"] = n_violations
@@ -244,6 +246,7 @@ class DatabaseSink:
                         status="failed",
                         finished_at=utcnow(),
                         frames_done=self._frames,
+                        last_frame=self._last_frame,
                         error=(f"{type(error).__name__}: {error}" if error is not None else "aborted")[:10000],
                     )
                 )
@@ -301,7 +304,7 @@ class DatabaseSink:
         s.execute(
             update(ProcessingRun)
             .where(ProcessingRun.id == self.run_id)
-            .values(frames_done=self._frames, progress=progress, heartbeat_at=utcnow())
+            .values(frames_done=self._frames, last_frame=self._last_frame, progress=progress, heartbeat_at=utcnow())
         )
         return ids
 

@@ -5,7 +5,9 @@ under a new id, a motion blob that flickered for a few frames. Counting every tr
 (on the real nadir clip: 133 ids for about 120 vehicles). A track counts as a vehicle when it was followed for at
 least ``MIN_VEHICLE_S`` seconds - the window the speed is measured over, so every counted vehicle can have a
 speed - or when the video ended while it was tracked (a vehicle that just drove in; at least ``MIN_FRAMES_AT_END``
-frames, so a one-frame blip in the last frame does not count). ``import-run``, the runs list, the run page, the map and the exports all select with :func:`counted`, and
+frames, so a one-frame blip in the last frame does not count). The run's end is its last processed frame
+(``processing_runs.last_frame``: a live stream's run numbers frames from the stream's start and keeps every k-th).
+``import-run``, the runs list, the run page, the map and the exports all select with :func:`counted`, and
 ``tests/dashboard/test_vehicle_counts.py`` checks that they agree.
 """
 
@@ -30,7 +32,9 @@ def is_vehicle(duration_s: float, frame_span: int, tracked_at_video_end: bool) -
 def counted():
     """SQL condition on :class:`TrackRow`: the track is a counted vehicle."""
     last_frame_of_run = (
-        select(ProcessingRun.frames_done - 1).where(ProcessingRun.id == TrackRow.run_id).scalar_subquery()
+        select(func.coalesce(ProcessingRun.last_frame, ProcessingRun.frames_done - 1))
+        .where(ProcessingRun.id == TrackRow.run_id)
+        .scalar_subquery()
     )
     return or_(
         TrackRow.last_t - TrackRow.first_t >= MIN_VEHICLE_S,

@@ -18,7 +18,7 @@ from db.models import Base, Device, Flight, ProcessingRun, TelemetrySampleRow
 def test_upgrade_builds_the_model_schema(empty_db_url):
     with pytest.raises(SchemaOutOfDateError, match="airpatrol db upgrade"):
         require_current(empty_db_url)
-    assert upgrade(empty_db_url) == head_revision() == "0005"
+    assert upgrade(empty_db_url) == head_revision() == "0006"
     assert upgrade(empty_db_url) == head_revision()  # idempotent
     require_current(empty_db_url)
     engine = make_db_engine(empty_db_url)
