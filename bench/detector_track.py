@@ -5,9 +5,9 @@ for c in 0.1 / 0.2 / 0.3, scored like ``bench/real`` (``tracking.evaluation.scor
 ignore regions dropped) on M1303 (day oblique), M1003 frames 1-240 (night) and M0703 frames 1-340 (day nadir).
 
 The detector runs once per frame at conf 0.1; each conf then replays Ultralytics' own ``BYTETracker`` on the
-detections >= c. That is what ``track(conf=c)`` does (conf filtering before NMS removes only boxes below c, which
-cannot suppress boxes above it), at a third of the CPU; ``--check`` compares it with ``bench.real``'s plain
-contender on M1003 at conf 0.1.
+detections above c: ``bench.real``'s one-pass plain sweep (``bench/real/contenders.py`` ``run_plain_sweep``). That is
+what ``track(conf=c)`` does (conf filtering before NMS removes only boxes below c, which cannot suppress boxes above
+it), at a third of the CPU; ``tests/bench/test_real_bench.py`` checks the sweep against ``model.track``.
 
   python bench/detector_track.py --weights vision/weights/airpatrol_yolov8n.pt --cache /tmp/track_before.json
   python bench/detector_track.py --weights W --val      # held-out val split: day and low-light vehicle AP50
@@ -21,57 +21,25 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from bench.real.sequences import Sequence, real_sequences  # noqa: E402
-from tracking.evaluation.scoring import boxes_from_rows, score  # noqa: E402
+from bench.real.sequences import real_sequences  # noqa: E402
+from tracking.evaluation.scoring import score  # noqa: E402
 
 CONFS = (0.1, 0.2, 0.3)
 
 
-def detections(model, seq: Sequence, imgsz: int = 640) -> list[np.ndarray]:
-    """Per frame, Ultralytics' post-NMS boxes at conf 0.1 as (N, 6) x1 y1 x2 y2 conf cls."""
-    from vision.source import open_source
-
-    out = []
-    with open_source(seq.source, max_frames=seq.run_frames) as src:
-        for frame in src:
-            r = model.predict(frame.image, conf=min(CONFS), imgsz=imgsz, verbose=False)[0]
-            out.append(r.boxes.data.cpu().numpy())
-    return out
-
-
-def replay_bytetrack(dets: list[np.ndarray], conf: float):
-    """Ultralytics' BYTETracker over cached detections, as ``model.track(conf=conf, persist=True)`` feeds it."""
-    from ultralytics.engine.results import Boxes as UBoxes
-    from ultralytics.trackers.byte_tracker import BYTETracker
-    from ultralytics.utils import YAML, IterableSimpleNamespace
-    from ultralytics.utils.checks import check_yaml
-
-    tracker = BYTETracker(args=IterableSimpleNamespace(**YAML.load(check_yaml("bytetrack.yaml"))))
-    rows = []
-    for index, d in enumerate(dets):
-        keep = d[d[:, 4] >= conf]
-        tracks = tracker.update(UBoxes(keep, (1, 1)).cpu().numpy(), None)
-        for x1, y1, x2, y2, tid in tracks[:, :5]:
-            rows.append((index + 1, int(tid), x1, y1, x2 - x1, y2 - y1))
-    return boxes_from_rows(rows)
-
-
 def evaluate(weights: Path) -> dict:
-    from ultralytics import YOLO
+    from bench.real.contenders import run_plain_sweep
 
-    model = YOLO(str(weights), task="detect")
     results: dict = {}
     for seq in real_sequences():
-        dets = detections(model, seq)
+        runs = run_plain_sweep(seq, weights, list(CONFS), trackers=("bytetrack",))
         gt, ignore = seq.ground_truth()
         for conf in CONFS:
-            s = score(gt, ignore, replay_bytetrack(dets, conf), seq.frames)
+            s = score(gt, ignore, runs[("bytetrack", conf)].pred, seq.frames)
             results[f"{seq.name}@{conf}"] = s
             print(
                 f"{seq.name:12s} conf {conf}: MOTA {s['mota']:.1f} IDF1 {s['idf1']:.1f} FP {s['fp']} FN {s['fn']} "
@@ -79,20 +47,6 @@ def evaluate(weights: Path) -> dict:
                 flush=True,
             )
     return results
-
-
-def check(weights: Path) -> None:
-    """The replay against ``bench.real``'s plain contender (model.track) on M1003 at conf 0.1."""
-    from ultralytics import YOLO
-
-    from bench.real.contenders import run_plain
-
-    seq = next(s for s in real_sequences() if s.name == "M1003-night")
-    gt, ignore = seq.ground_truth()
-    direct = score(gt, ignore, run_plain(seq, weights, 0.1).pred, seq.frames)
-    replay = score(gt, ignore, replay_bytetrack(detections(YOLO(str(weights), task="detect"), seq), 0.1), seq.frames)
-    print("track():", {k: direct[k] for k in ("mota", "fp", "fn", "idsw")})
-    print("replay: ", {k: replay[k] for k in ("mota", "fp", "fn", "idsw")})
 
 
 def val_ap50(weights: Path, data_dir: Path) -> None:
@@ -121,7 +75,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", type=Path, default=REPO / "vision/weights/airpatrol_yolov8n.pt")
     parser.add_argument("--cache", type=Path, help="write (or read, when present) the figures as JSON")
-    parser.add_argument("--check", action="store_true", help="compare the replay with model.track on M1003")
     parser.add_argument("--val", action="store_true", help="instead: vehicle AP50 on the held-out val split")
     parser.add_argument("--data-dir", type=Path, default=Path("~/.cache/airpatrol/detector_data").expanduser())
     args = parser.parse_args()
@@ -130,9 +83,6 @@ def main() -> None:
     torch.set_num_threads(2)
     if args.val:
         val_ap50(args.weights, args.data_dir)
-        return
-    if args.check:
-        check(args.weights)
         return
     if args.cache and args.cache.is_file():
         print(args.cache.read_text())

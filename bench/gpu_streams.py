@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from bench.serving import ffmpeg_live, free_port, login, start_serve, stop  # noqa: E402
 
 SHARED = Path(os.environ.get("AIRPATROL_SHARED", ROOT.parent / "shared"))
 DEFAULT_VIDEO = SHARED / "data" / "real_video" / "nadir_interchange" / "drone.mp4"
@@ -238,15 +239,8 @@ def _has_pyav() -> bool:
     return importlib.util.find_spec("av") is not None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serve(folder: Path, device: str, config: Path | None):
-    import httpx
     import yaml
 
     db = f"sqlite:///{folder / 'bench.db'}"
@@ -257,88 +251,24 @@ def serve(folder: Path, device: str, config: Path | None):
         "data_dir": str(folder / "data"),
         "pipeline": {**base_cfg.get("pipeline", {}), "device": device},
     }
-    (folder / "serve.yaml").write_text(yaml.safe_dump(cfg))
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "AIRPATROL_USER_PASSWORD": "bench-password",
-    }
-    port = free_port()
-    log = open(folder / "serve.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "edge.cli",
-            "serve",
-            "--config",
-            str(folder / "serve.yaml"),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        cwd=folder,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    env = {"AIRPATROL_USER_PASSWORD": "bench-password"}
+    proc, port = start_serve(folder, cfg, [ROOT], env)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"airpatrol serve exited: {(folder / 'serve.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("airpatrol serve did not become ready in 180 s")
-            time.sleep(0.3)
         subprocess.run(
             [sys.executable, "-m", "edge.cli", "user", "add", "bench", "--role", "operator", "--database-url", db],
-            env=env,
+            env={**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
             check=True,
             capture_output=True,
         )
-        r = httpx.post(f"{base}/api/auth/login", json={"username": "bench", "password": "bench-password"})
-        r.raise_for_status()
-        yield base, {"Authorization": f"Bearer {r.json()['access_token']}"}
+        base = f"http://127.0.0.1:{port}"
+        yield base, login(base, "bench", "bench-password")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        stop(proc)
 
 
 def live_source(video: Path, port: int) -> subprocess.Popen:
     """FFmpeg as a live encoder: the clip looped at its real rate, MPEG-TS over TCP, waiting for the service."""
-    return subprocess.Popen(
-        [
-            "ffmpeg",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-re",
-            "-stream_loop",
-            "-1",
-            "-i",
-            str(video),
-            "-c",
-            "copy",
-            "-f",
-            "mpegts",
-            f"tcp://127.0.0.1:{port}?listen=1",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return ffmpeg_live(video, f"tcp://127.0.0.1:{port}?listen=1")
 
 
 def pyav_send(video: Path, port: int) -> None:

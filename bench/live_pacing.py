@@ -34,21 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.real.sequences import Sequence, real_sequences  # noqa: E402
+from bench.serving import ffmpeg_live, free_port  # noqa: E402
 from tracking.evaluation.io import Boxes, read_mot  # noqa: E402
 from tracking.evaluation.mot import drop_ignored, mot_metrics  # noqa: E402
-
-try:  # moved from bench/real into tracking/evaluation
-    from tracking.evaluation.track_match import follows, match, tracks_by_id  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover
-    from bench.real.track_match import follows, match, tracks_by_id  # type: ignore[import-not-found,no-redef,unused-ignore]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tracking.evaluation.track_match import follows, match, tracks_by_id  # noqa: E402
 
 
 def video_of(seq: Sequence, folder: Path) -> Path:
@@ -172,11 +161,7 @@ def live_run(video: Path, folder: Path, frames: int, paced: bool, stream_id: int
         return result
 
     port = free_port()
-    ffmpeg = subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-i", str(video), "-c", "copy", "-f", "mpegts"]
-        + [f"tcp://127.0.0.1:{port}?listen=1"],
-        stdin=subprocess.DEVNULL,
-    )
+    ffmpeg = ffmpeg_live(video, f"tcp://127.0.0.1:{port}?listen=1", loop=False, quiet=False)
     time.sleep(0.5)
     spec = workers.StreamSpec(
         stream_id, "bench", "pull", check_source(f"tcp://127.0.0.1:{port}", None), None, None, None

@@ -19,8 +19,6 @@ import concurrent.futures as cf
 import hashlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,9 +26,11 @@ import time
 from pathlib import Path
 
 import httpx
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from bench.serving import device_token, login, start_serve, stop  # noqa: E402
+
 FAKES = REPO / "tests" / "edge" / "service"
 SHARED = Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared"))
 CLIP = SHARED / "data" / "real_video" / "toll_plaza" / "247589_tiny.mp4"
@@ -38,70 +38,24 @@ ADMIN_PW = "load-test-admin-pw"
 TIMEOUT = 60.0  # a request not answered within this is counted as hung
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     def __init__(self, folder: Path, job_workers: int, log: Path | None = None, detector: str = "fake"):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        config = folder / "airpatrol.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "database_url": f"sqlite:///{folder / 'airpatrol.db'}",
-                    "data_dir": str(folder / "data"),
-                    "pipeline": {"calibration": {"metres_per_pixel": 0.1}},
-                    "service": {
-                        "job_workers": job_workers,
-                        "bootstrap_admin": "admin",
-                        "job_poll_s": 0.2,
-                        **({"pipeline_factory": "service_fakes:make_pipeline"} if detector == "fake" else {}),
-                    },
-                }
-            )
-        )
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(REPO), str(FAKES)]),
-            "YOLO_OFFLINE": "1",
-            "AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW,
+        config = {
+            "database_url": f"sqlite:///{folder / 'airpatrol.db'}",
+            "data_dir": str(folder / "data"),
+            "pipeline": {"calibration": {"metres_per_pixel": 0.1}},
+            "service": {
+                "job_workers": job_workers,
+                "bootstrap_admin": "admin",
+                "job_poll_s": 0.2,
+                **({"pipeline_factory": "service_fakes:make_pipeline"} if detector == "fake" else {}),
+            },
         }
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edge.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-            cwd=folder,
-            stdout=subprocess.DEVNULL,
-            stderr=open(log, "w") if log else subprocess.DEVNULL,
-        )  # noqa: SIM115
+        env = {"AIRPATROL_SERVICE__BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PW}
+        self.proc, self.port = start_serve(folder, config, [REPO, FAKES], env, log)
+        self.base = f"http://127.0.0.1:{self.port}"
         self.rss_max = 0.0
         self._stop = threading.Event()
-        deadline = time.monotonic() + 180
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit("airpatrol serve exited at start")
-            try:
-                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("airpatrol serve did not become ready in 180 s")
-            time.sleep(0.3)
         threading.Thread(target=self._watch_memory, daemon=True).start()
 
     def rss_mb(self) -> float:
@@ -117,11 +71,7 @@ class Server:
 
     def stop(self):
         self._stop.set()
-        self.proc.terminate()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
 
 
 class Tally:
@@ -159,12 +109,7 @@ def call(tally: Tally, method: str, url: str, **kw) -> httpx.Response | None:
 
 
 def setup_device(srv: Server) -> dict:
-    tok = httpx.post(f"{srv.base}/api/auth/login", json={"username": "admin", "password": ADMIN_PW}).json()[
-        "access_token"
-    ]
-    admin = {"Authorization": f"Bearer {tok}"}
-    httpx.post(f"{srv.base}/api/devices", headers=admin, json={"serial": "LOAD-1", "kind": "edge_node"})
-    token = httpx.post(f"{srv.base}/api/devices/LOAD-1/tokens", headers=admin).json()["token"]
+    token = device_token(srv.base, login(srv.base, "admin", ADMIN_PW), "LOAD-1", "edge_node")
     return {"Authorization": f"Bearer {token}"}
 
 

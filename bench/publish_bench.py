@@ -30,47 +30,10 @@ import httpx
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stream_bench import ADMIN, DEFAULT_CLIP, free_port, start_server  # noqa: E402
+# stream_bench puts the repository on sys.path too
+from stream_bench import ADMIN, DEFAULT_CLIP, start_server  # noqa: E402
 
-
-def publisher(clip: Path, url: str, quiet: bool = True) -> subprocess.Popen:
-    """ffmpeg sending the clip in a loop at its real rate, without re-encoding: FLV to rtmp://, MPEG-TS otherwise (srt://,
-    udp://); ``quiet=False`` lets its errors through."""
-    fmt = "flv" if url.startswith("rtmp://") else "mpegts"
-    out = subprocess.DEVNULL if quiet else None
-    return subprocess.Popen(
-        [
-            "ffmpeg",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-re",
-            "-stream_loop",
-            "-1",
-            "-i",
-            str(clip),
-            "-c",
-            "copy",
-            "-f",
-            fmt,
-            url,
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=out,
-    )
-
-
-def device_token(base: str) -> dict:
-    r = httpx.post(f"http://{base}/api/auth/login", json={"username": ADMIN[0], "password": ADMIN[1]})
-    r.raise_for_status()
-    auth = {"Authorization": f"Bearer {r.json()['access_token']}"}
-    httpx.post(
-        f"http://{base}/api/devices", headers=auth, json={"serial": "BENCH-DRONE", "kind": "drone"}
-    ).raise_for_status()
-    r = httpx.post(f"http://{base}/api/devices/BENCH-DRONE/tokens", headers=auth)
-    r.raise_for_status()
-    return r.json()["token"]
+from bench.serving import device_token, ffmpeg_live, free_port, login, stop  # noqa: E402
 
 
 class Feed(threading.Thread):
@@ -117,7 +80,7 @@ def bench_relay(
         port = free_port()
         proc, base = start_server(Path(tmp), detector, queue_frames, {f"{protocol}_port": port})
         try:
-            token = device_token(base)
+            token = device_token(f"http://{base}", login(f"http://{base}", *ADMIN), "BENCH-DRONE", "drone")
             auth = {"Authorization": f"Bearer {token}"}
             url = (
                 f"rtmp://127.0.0.1:{port}/live/{token}"
@@ -125,7 +88,7 @@ def bench_relay(
                 else f"srt://127.0.0.1:{port}?streamid={token}"
             )
             t_pub = time.monotonic()
-            pub = publisher(clip, url)
+            pub = ffmpeg_live(clip, url)
             sid = None
             while sid is None and time.monotonic() - t_pub < 60:
                 streams = httpx.get(f"http://{base}/api/streams", headers=auth).json()
@@ -146,7 +109,7 @@ def bench_relay(
             last_frame = feed.results[-1][1]["frame"]
             time.sleep(cut)
             t_back = time.monotonic()
-            pub = publisher(clip, url)
+            pub = ffmpeg_live(clip, url)
             recovery = feed.first_after(t_back, last_frame)
             time.sleep(duration)
             s2 = httpx.get(f"http://{base}/api/streams/{sid}", headers=auth).json()
@@ -169,11 +132,7 @@ def bench_relay(
                 "runs": len({m["run_id"] for _, m in feed.results}),
             }
         finally:
-            proc.terminate()
-            try:
-                proc.wait(40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc, 40)
 
 
 def check_ffmpeg_listener(clip: Path) -> dict:
@@ -194,9 +153,9 @@ def check_ffmpeg_listener(clip: Path) -> dict:
     t = threading.Thread(target=listen, daemon=True)
     t.start()
     time.sleep(1.0)
-    wrong = publisher(clip, f"rtmp://127.0.0.1:{port}/live/WRONG-KEY")
+    wrong = ffmpeg_live(clip, f"rtmp://127.0.0.1:{port}/live/WRONG-KEY")
     time.sleep(1.5)
-    second = publisher(clip, f"rtmp://127.0.0.1:{port}/live/GOOD-KEY")
+    second = ffmpeg_live(clip, f"rtmp://127.0.0.1:{port}/live/GOOD-KEY")
     try:
         second_exit = second.wait(10)
     except subprocess.TimeoutExpired:

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,20 +41,16 @@ import cv2
 import httpx
 import numpy as np
 import psutil
-import yaml
 from websockets.sync.client import connect
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(REPO))  # appended: a PYTHONPATH checkout (--frame-latency before/after runs) stays first
+from bench.serving import login, start_serve, stop  # noqa: E402
+
 SHARED = Path(os.environ.get("AIRPATROL_SHARED", REPO.parent / "shared"))
 DEFAULT_CLIP = SHARED / "data/real_video/nadir_interchange/drone.mp4"
 COCO = SHARED / "models/yolov8n_coco_int8/yolov8n_int8.onnx"
 ADMIN = ("bench-admin", "bench-password-123")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def load_frames(clip: Path, width: int, limit: int) -> list[bytes]:
@@ -93,7 +87,6 @@ def start_server(
     service_extra: dict | None = None,
     server_repo: Path = REPO,
 ) -> tuple[subprocess.Popen, str]:
-    port = free_port()
     pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
     service = {
         "bootstrap_admin": ADMIN[0],
@@ -109,51 +102,15 @@ def start_server(
     else:
         service["pipeline_factory"] = "stream_bench:fake_pipeline"
     service.update(service_extra or {})
-    cfg = workdir / "serve.yaml"
-    cfg.write_text(
-        yaml.safe_dump(
-            {
-                "database_url": f"sqlite:///{workdir / 'bench.db'}",
-                "data_dir": str(workdir / "data"),
-                "pipeline": pipeline,
-                "service": service,
-            }
-        )
-    )
+    config = {
+        "database_url": f"sqlite:///{workdir / 'bench.db'}",
+        "data_dir": str(workdir / "data"),
+        "pipeline": pipeline,
+        "service": service,
+    }
     # the pipeline factory (stream_bench:fake_pipeline) comes from this script's folder, the rest from server_repo
-    pythonpath = os.pathsep.join([str(server_repo), str(REPO / "bench")])
-    env = {**os.environ, "YOLO_OFFLINE": "1", "PYTHONPATH": pythonpath}
-    log = open(workdir / "server.log", "wb")  # a file, not a pipe nobody reads (a full pipe would stall the server)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "edge.cli",
-            "serve",
-            "--config",
-            str(cfg),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=log,
-        stderr=log,
-    )
-    base = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited: {(workdir / 'server.log').read_text()[-2000:]}")
-        try:
-            if httpx.get(f"http://{base}/readyz", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("server did not become ready in 120 s")
+    proc, port = start_serve(workdir, config, [server_repo, REPO / "bench"])
+    return proc, f"127.0.0.1:{port}"
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -292,8 +249,7 @@ def run(
         proc, base = start_server(Path(tmp), detector, queue_frames, extra, server_repo=server_repo)
         server = psutil.Process(proc.pid)
         try:
-            token = httpx.post(f"http://{base}/api/auth/login", json=dict(zip(("username", "password"), ADMIN))).json()
-            auth = {"Authorization": f"Bearer {token['access_token']}"}
+            auth = login(f"http://{base}", *ADMIN)
             clients = [StreamClient(base, auth, frames, fps, telemetry) for _ in range(n)]
             for c in clients:
                 c.start()
@@ -315,11 +271,7 @@ def run(
             for c in clients:
                 c.join()
         finally:
-            proc.send_signal(signal.SIGTERM)  # graceful: the runs are completed
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)  # graceful: the runs are completed
     window = t_end - t_start
     lat = [r[2] * 1000 for c in clients for r in c.results if t_start <= r[0] <= t_end]
     per_stream = [sum(1 for r in c.results if t_start <= r[0] <= t_end) / window for c in clients]
@@ -344,6 +296,18 @@ def run(
     }
 
 
+def in_process_pipeline(detector: str):
+    """The pipeline settings of the in-process measures (CPU, road layer off) and a factory of that pipeline."""
+    from tracking.config import PipelineConfig
+    from tracking.pipeline import Pipeline
+
+    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
+    if detector == "coco":
+        pipeline["detector"] = {"weights": str(COCO)}
+    config = PipelineConfig(**pipeline)
+    return pipeline, (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+
+
 def service_overhead(frames: list[bytes], detector: str) -> dict:
     """In one process, no network: ms per frame of the pipeline alone, and through a stream worker (JPEG decode,
     queue, result JSON, metrics) without and with database writes. Each frame waits for the previous result, so
@@ -355,15 +319,9 @@ def service_overhead(frames: list[bytes], detector: str) -> dict:
     from edge.service.metrics import ServiceMetrics
     from edge.service.push import decode_jpeg
     from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
-    from tracking.config import PipelineConfig
-    from tracking.pipeline import Pipeline
     from vision.types import Frame
 
-    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
-    if detector == "coco":
-        pipeline["detector"] = {"weights": str(COCO)}
-    config = PipelineConfig(**pipeline)
-    make = (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+    pipeline, make = in_process_pipeline(detector)
     out = {}
     pipe = make()
     h, w = decode_jpeg(frames[0]).shape[:2]
@@ -410,14 +368,8 @@ def frame_latency(frames: list[bytes], detector: str, telemetry: dict | None, fp
     from edge.service.metrics import ServiceMetrics
     from edge.service.push import FrameMsg, decode_jpeg
     from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
-    from tracking.config import PipelineConfig
-    from tracking.pipeline import Pipeline
 
-    pipeline: dict[str, Any] = {"device": "cpu", "road": {"enabled": False}}
-    if detector == "coco":
-        pipeline["detector"] = {"weights": str(COCO)}
-    config = PipelineConfig(**pipeline)
-    make = (lambda: fake_pipeline(config)) if detector == "fake" else (lambda: Pipeline(config))
+    pipeline, make = in_process_pipeline(detector)
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(None, {"data_dir": tmp, "database_url": f"sqlite:///{tmp}/o.db", "pipeline": pipeline})
         worker = StreamWorker(

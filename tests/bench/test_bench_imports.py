@@ -3,7 +3,7 @@
 ``tests/test_architecture.py`` walks the five layer packages only; ``bench/`` sits outside the layers (it may import
 anything), but a circle between two of its modules is the same knot there as anywhere. The same checker runs over
 ``bench/``, with one addition: a script run as ``python bench/x.py`` puts ``bench/`` on ``sys.path`` and imports a
-sibling by its bare name (``from stream_bench import free_port``), which counts as importing ``bench.stream_bench``.
+sibling by its bare name (``from stream_bench import start_server``), which counts as importing ``bench.stream_bench``.
 """
 
 from __future__ import annotations
