@@ -1,8 +1,8 @@
 """Score predicted tracks of one sequence: motmetrics at IoU 0.5 (MOTA, IDF1, FP, FN, ID switches) and HOTA
 (TrackEval); predictions and ground truth centred in UAVDT ignore regions are dropped, as ``airpatrol eval`` does.
 
-The benchmarks that compare trackers on the real sequences (``python -m bench.real``, ``bench/detector_track.py``,
-``bench/edge_rule_plain.py``) all score with :func:`score`, so their figures stay comparable."""
+The benchmarks that compare trackers on the real sequences (``python -m bench.real``, ``bench/detector_track.py``)
+score with :func:`score`, so their figures stay comparable."""
 
 from __future__ import annotations
 
