@@ -210,6 +210,8 @@ def live_run(video: Path, folder: Path, frames: int, paced: bool, stream_id: int
         "fps": (len(processed_at) - 1) / span,
         "keep_every": {"median": float(np.median(keep)) if keep else None, "max": max(keep, default=None)},
         "gap_frames": {int(g): int((gaps == g).sum()) for g in sorted(set(gaps.tolist()))},
+        # the stream's start: its first processed frames and when (s after the first)
+        "start": [(f, round(t - processed_at[0], 2)) for f, t in zip(processed[:12], processed_at[:12])],
         "run_state": worker.state,
         "detector_frames": pipeline.detector_frames,  # of the processed frames, those the detector ran on
         "ms_per_frame_by_stage": pipeline.stats().get("ms_per_frame_by_stage"),
@@ -239,13 +241,14 @@ def score(run: dict, ref: dict | None, seq: Sequence, fps: float) -> dict:
     gt, _ = drop_ignored(gt_all.subset(keep_gt), ignore)
     pred, _ = drop_ignored(run["pred"].subset(np.isin(run["pred"].frame, frames)), ignore)
     m, _ = mot_metrics(gt, pred, 0.5)
-    # the frames processed stand for the whole run: counts in seconds at the rate they were processed
+    # frame numbers count at the stream's rate (a track lasts 1 s when they span fps); the frames processed come at
+    # ``rate`` per second (how many common frames make half a second)
     rate = fps * len(frames) / max(seq.run_frames, 1)
 
     def rows(b: Boxes) -> np.ndarray:
         return np.c_[b.frame, b.ids, b.xywh[:, :2], b.xywh[:, :2] + b.xywh[:, 2:]]
 
-    found_gt = match(rows(pred), rows(gt), rate)
+    found_gt = match(rows(pred), rows(gt), fps, processed_fps=rate)
     out = {
         "frames": len(frames),
         "mota": round(100 * m["mota"], 1),
@@ -256,7 +259,7 @@ def score(run: dict, ref: dict | None, seq: Sequence, fps: float) -> dict:
     }
     if ref is not None:
         ref_pred = ref["pred"].subset(np.isin(ref["pred"].frame, frames))
-        vs = match(rows(run["pred"].subset(np.isin(run["pred"].frame, frames))), rows(ref_pred), rate)
+        vs = match(rows(run["pred"].subset(np.isin(run["pred"].frame, frames))), rows(ref_pred), fps, processed_fps=rate)
         out["recorded_vehicles"] = vs["reference_vehicles"]
         out["recorded_vehicles_found"] = vs["found_matched"]
         out["found_share"] = round(vs["found_matched"] / max(vs["reference_vehicles"], 1), 3)

@@ -66,10 +66,6 @@ class Pipeline:
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
         self._warmed_ego: set[tuple[int, int]] = set()
-        # a cap on the detector's stride set from outside while a live stream sheds frames (edge/service/pacing.py):
-        # frames far apart are not coasted between, so the detector looks at the scene about as often as in a
-        # recorded run rather than every few kept frames (None: detector.every_n_frames alone)
-        self.max_detector_stride: int | None = None
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -108,7 +104,13 @@ class Pipeline:
         self._H_since_key: np.ndarray | None = np.eye(3)
         self._H_road_since_key = np.eye(3)
         self._since_key, self._residual_sq = 0, 0.0
-        self._until_detect = 0  # frames to coast before the detector runs again
+        # video frames to coast before the detector runs again, counted in the frames' own numbers: a live stream that
+        # sheds frames (pacing, a full queue, the burst at its start) hands over frames 2, 5 or 20 apart, and the
+        # frames between count as coasted, so the detector looks at the scene about as often in time as in a recorded
+        # run (every kept frame once they are ``every_n_frames`` apart) rather than every few kept frames
+        self._until_detect = 0
+        self._last_index: int | None = None
+        self._last_gap = 1  # video frames between the last two frames processed (the tracker's step)
         # while the motion layer carries the tracks: the detector's stride, and whether the frames between are motion
         # frames (the motion layer feeds the tracker) rather than coasted ones
         self._carried_stride = cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
@@ -195,9 +197,11 @@ class Pipeline:
         t = self._tick("ego_motion", t)
 
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
-        detect = self._until_detect == 0
+        gap = 1 if self._last_index is None else max(1, frame.index - self._last_index)
+        self._last_index, self._last_gap = frame.index, gap
+        detect = self._until_detect < gap
         if not detect:
-            self._until_detect -= 1
+            self._until_detect -= gap
             if not self._motion_frames:
                 return self._coast(frame, grey, H, ground, t)
             # a motion frame: the motion layer feeds the tracker, the detector is skipped
@@ -285,8 +289,6 @@ class Pipeline:
         on every frame). Coasting carries tracks the detector sees; vehicles too small for it are tracked from motion
         blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
-        if self.max_detector_stride is not None:
-            k = max(1, min(k, self.max_detector_stride))
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
             # a cheaper detector pass runs more often for the same compute
@@ -308,7 +310,8 @@ class Pipeline:
         if tracks:
             m = np.array([t.mean for t in tracks])
             length = np.maximum(m[:, 2] * m[:, 3], m[:, 3])  # xyah: width = aspect * height
-            if np.median(np.hypot(m[:, 4], m[:, 5]) * k / np.maximum(length, 1.0)) > MAX_COAST_MOTION:
+            per_frame = np.hypot(m[:, 4], m[:, 5]) / self._last_gap  # the Kalman velocity is per tracker step
+            if np.median(per_frame * k / np.maximum(length, 1.0)) > MAX_COAST_MOTION:
                 return 1
         return k
 

@@ -9,14 +9,12 @@ keeps every k-th arriving frame, evenly, with k chosen so that the worker keeps 
 sees a steady frame rate (the worker tells the pipeline which), and the queue stays short. The drop-oldest queue
 stays underneath as the safety net for bursts and for the first frames, before any cost is measured.
 
-``PacingPolicy.keep_every`` is the decision alone (typed load in, k out), ``detector_stride`` what runs on the kept
-frames; ``FramePacer`` measures the load of one stream (arrival times, processing time per frame, queue depth) and
+``PacingPolicy.keep_every`` is the decision alone (typed load in, k out); ``FramePacer`` measures the load of one stream (arrival times, processing time per frame, queue depth) and
 applies the decision to each arriving frame.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -58,14 +56,6 @@ class PacingPolicy:
             elif busy < self.relax_utilisation:
                 k = need / self.target_utilisation
         return round(max(1.0, min(k, self.max_keep_every)), 2)
-
-
-def detector_stride(keep_every: float, every_n_frames: int) -> int:
-    """The detector's stride in kept frames while every ``keep_every``-th frame is kept: the configured stride
-    divided by k (at least 1), so the detector looks at the stream about as often in time as in a recorded run where
-    it can (k 1.5, stride 3: every 2nd kept frame), and on every kept frame once frames are k >= stride apart
-    (coasting across frames far apart loses vehicles and saves nothing: the frames between are already shed)."""
-    return max(1, math.floor(every_n_frames / max(keep_every, 1.0) + 1e-9))
 
 
 class FramePacer:

@@ -28,7 +28,7 @@ from edge.service.config import ServiceConfig
 from edge.service.ingest import DropOldestQueue, IncomingFrame, PullReader, SourceSpec
 from edge.service.live import Broadcaster, LiveViolations, result_message
 from edge.service.metrics import ServiceMetrics
-from edge.service.pacing import FramePacer, detector_stride
+from edge.service.pacing import FramePacer
 from edge.sinks.loop import RunSinks
 from tracking.pipeline import Pipeline
 from tracking.track_starts import TrackStarts
@@ -442,7 +442,6 @@ class StreamWorker:
         assert pipe is not None and self._violations is not None  # made before the first frame is taken
         if self.pacer is not None:  # its time thresholds (motion track confirmation, blob gate) at the kept rate
             pipe.fps = self.fps_in / self.pacer.keep_every
-            pipe.max_detector_stride = detector_stride(self.pacer.keep_every, pipe.config.detector.every_n_frames)
         before = dict(pipe.timings)
         try:
             result = self.deps.step(pipe, frame)

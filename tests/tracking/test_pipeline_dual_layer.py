@@ -108,6 +108,35 @@ def test_detecting_every_third_frame_keeps_one_track_on_every_frame():
     assert parked and not any(parked)
 
 
+def test_the_detector_stride_counts_the_frames_a_live_stream_shed():
+    """A live stream that sheds frames hands the pipeline frames 1, 2 or 30 apart (pacing, a full queue, the burst
+    at its start). The stride counts the video's own frame numbers: frames 3 or more apart are each detected (never
+    coasted across a hole where the vehicles moved on), frames 1 apart every 3rd, as in a recorded run."""
+    ground = _texture(W, H, 3, 20, 150)
+    cfg = PipelineConfig(
+        device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2)
+    )
+    cfg.detector.every_n_frames = 3
+    det = _CountingDetector()
+    p = Pipeline(cfg, detector=det)
+    p.reset(W, H, FPS)
+
+    def step(i: int) -> int:
+        frame = ground.copy()
+        x = int(40 + 1.5 * i)
+        cv2.rectangle(frame, (x, 120), (x + 18, 128), (255, 255, 255), -1)
+        before = det.calls
+        p.step(Frame(i, i / FPS, frame))
+        return det.calls - before
+
+    for i in range(12):  # a steady start: the stride is measured on consecutive frames
+        step(i)
+    assert [step(i) for i in range(12, 24)].count(1) == 4  # every 3rd frame
+    assert [step(i) for i in (30, 60, 64, 68, 71, 74)] == [1, 1, 1, 1, 1, 1]  # 30, 4 and 3 frames apart
+    ran = [step(i) for i in range(76, 116, 2)]  # 2 apart: every 2nd kept frame (4 video frames), once measured again
+    assert ran[-10:].count(1) == 5
+
+
 def test_small_fast_vehicles_are_detected_on_every_frame():
     """A vehicle that moves half its length per frame would be lost between detector frames: the pipeline notices
     and runs the detector on every frame, and the vehicle stays one track."""

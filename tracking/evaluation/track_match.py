@@ -64,11 +64,16 @@ def match(
     share: float = 0.5,
     min_close_s: float = 0.5,
     min_iou: float = 0.3,
+    processed_fps: float | None = None,
 ) -> dict:
-    """Rows (frame, id, x1, y1, x2, y2) of a candidate run and of the reference run on the same frames."""
+    """Rows (frame, id, x1, y1, x2, y2) of a candidate run and of the reference run on the same frames.
+
+    ``fps``: the rate frame numbers count at (a track lasts ``min_s`` seconds when its frame numbers span that);
+    ``processed_fps``: how many of those frames per second the runs have (a live run that kept every k-th frame has
+    ``fps / k``; default ``fps``), for how many common frames make ``min_close_s``."""
     cand, ref = tracks_by_id(candidate), tracks_by_id(reference)
     cand_long, ref_long = _lasting(cand, min_s * fps), _lasting(ref, min_s * fps)
-    min_close = max(2, round(min_close_s * fps))
+    min_close = max(2, round(min_close_s * (processed_fps or fps)))
     found: set[int] = set()
     extra = 0
     for cid in cand_long:

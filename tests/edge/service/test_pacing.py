@@ -6,7 +6,7 @@ from collections import deque
 
 import pytest
 
-from edge.service.pacing import FramePacer, Load, PacingPolicy, detector_stride
+from edge.service.pacing import FramePacer, Load, PacingPolicy
 
 POLICY = PacingPolicy()
 
@@ -92,11 +92,3 @@ def test_warm_up_frames_do_not_count():
     assert pacer.keep_every == 1 and pacer.process_s == 0.0
     pacer.processed(0.01, 0, 0.3)
     assert pacer.keep_every == 1
-
-
-def test_the_detector_looks_about_as_often_in_time_as_in_a_recorded_run():
-    assert detector_stride(1.0, 3) == 3  # nothing shed: the configured stride
-    assert detector_stride(1.5, 3) == 2  # frames 1.5 apart: every 2nd kept frame, 3 stream frames
-    assert detector_stride(3.0, 3) == 1
-    assert detector_stride(12.4, 3) == 1  # far apart: every kept frame
-    assert detector_stride(2.0, 5) == 2
