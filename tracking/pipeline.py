@@ -7,6 +7,7 @@ speed -> FrameResult. The CLI, the batch runner and the live service all drive t
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Protocol
@@ -104,13 +105,15 @@ class Pipeline:
         self._H_since_key: np.ndarray | None = np.eye(3)
         self._H_road_since_key = np.eye(3)
         self._since_key, self._residual_sq = 0, 0.0
-        # video frames to coast before the detector runs again, counted in the frames' own numbers: a live stream that
-        # sheds frames (pacing, a full queue, the burst at its start) hands over frames 2, 5 or 20 apart, and the
-        # frames between count as coasted, so the detector looks at the scene about as often in time as in a recorded
-        # run (every kept frame once they are ``every_n_frames`` apart) rather than every few kept frames
-        self._until_detect = 0
+        self._until_detect = 0  # frames (as handed over) to coast before the detector runs again
+        # A live stream that sheds frames (pacing, a full queue, the burst at its start) hands over frames 2, 5 or 20
+        # apart. The detector then also runs once the video's own frame numbers say ``_stride_video`` frames passed
+        # since its last run, so it looks at the scene about as often in time as in a recorded run (on every frame
+        # once they are that far apart) rather than every few frames handed over, across holes where vehicles moved.
         self._last_index: int | None = None
-        self._last_gap = 1  # video frames between the last two frames processed (the tracker's step)
+        self._last_gap = 1  # video frames between the last two frames handed over
+        self._since_detect = 0  # video frames since the detector's last run
+        self._stride_video = 1
         # while the motion layer carries the tracks: the detector's stride, and whether the frames between are motion
         # frames (the motion layer feeds the tracker) rather than coasted ones
         self._carried_stride = cfg.motion.carried_detector_every_n_frames if cfg.motion.enabled else 1
@@ -199,9 +202,10 @@ class Pipeline:
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
         gap = 1 if self._last_index is None else max(1, frame.index - self._last_index)
         self._last_index, self._last_gap = frame.index, gap
-        detect = self._until_detect < gap
+        self._since_detect += gap
+        detect = self._until_detect == 0 or self._since_detect >= self._stride_video
         if not detect:
-            self._until_detect -= gap
+            self._until_detect -= 1
             if not self._motion_frames:
                 return self._coast(frame, grey, H, ground, t)
             # a motion frame: the motion layer feeds the tracker, the detector is skipped
@@ -272,7 +276,10 @@ class Pipeline:
             self.tracker.set_new_velocities(new, self.ego.ground_velocities(self._prev_grey, grey, boxes, H))
         self._prev_grey = grey
         if detect:
-            self._until_detect = self._detector_stride() - 1  # decided on the tracks as they now are
+            stride = self._detector_stride()  # decided on the tracks as they now are
+            # with consecutive frames the countdown decides (stride <= _stride_video)
+            self._until_detect, self._stride_video = stride - 1, max(stride, self.config.detector.every_n_frames)
+            self._since_detect = 0
         t = self._tick("track", t)
         self._observe_sizes(frame, dets, rows, self._H_cur_to_first)
         result = self._finish(frame, rows, dets, ground, H, road)
@@ -284,11 +291,16 @@ class Pipeline:
         return result
 
     def _detector_stride(self) -> int:
-        """Frames until the next detector run: ``detector.every_n_frames``; while the motion layer feeds a good share
-        of the tracks, ``motion.carried_detector_every_n_frames`` with motion frames between (1 there: the detector
+        """Frames (as handed over) until the next detector run: ``detector.every_n_frames``; while the motion layer
+        feeds a good share of the tracks, ``motion.carried_detector_every_n_frames`` with motion frames between (1 there: the detector
         on every frame). Coasting carries tracks the detector sees; vehicles too small for it are tracked from motion
         blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
         k = self.config.detector.every_n_frames
+        if self._last_gap > 1:
+            # frames handed over this far apart (a live stream shedding frames): the stride in them is the configured
+            # one divided by the gap, on every one once they are ``every_n_frames`` apart (coasting across a hole
+            # loses vehicles and saves nothing: the frames between are already shed)
+            k = max(1, math.floor(k / self._last_gap + 1e-9))
         share = getattr(self.detector, "budget_share", None)
         if self.config.detector.stride_follows_scale and share is not None:
             # a cheaper detector pass runs more often for the same compute
@@ -310,8 +322,7 @@ class Pipeline:
         if tracks:
             m = np.array([t.mean for t in tracks])
             length = np.maximum(m[:, 2] * m[:, 3], m[:, 3])  # xyah: width = aspect * height
-            per_frame = np.hypot(m[:, 4], m[:, 5]) / self._last_gap  # the Kalman velocity is per tracker step
-            if np.median(per_frame * k / np.maximum(length, 1.0)) > MAX_COAST_MOTION:
+            if np.median(np.hypot(m[:, 4], m[:, 5]) * k / np.maximum(length, 1.0)) > MAX_COAST_MOTION:
                 return 1
         return k
 
