@@ -13,7 +13,9 @@ nothing (it stood, e.g. at a red light) to a little more than its speed times ``
 start matches an end when it lies within ``lateral_m`` of the end's heading line (the lane), not behind it, and not
 farther than the faster of the two pieces could go; among the starts that qualify, the assignment prefers the
 shortest displacement (a queue: each car's restart is where it stopped, not where the car in front stopped). Two
-standing pieces match only where they stand at the same place. Pieces that end at the frame's edge left the view and
+standing pieces match only where they stand at the same place. A piece moving at both ends is not joined across a
+gap it hardly moved over (``min_gap_speed_share``): that start is the next vehicle on the same path reaching the
+place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones). Pieces that end at the frame's edge left the view and
 pieces that start there entered it: neither is linked there.
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
@@ -65,12 +67,21 @@ class LinkingConfig(BaseModel):
         "(no rule hid it): a car waiting at a red light that the detector misses now and then is reported on every "
         "frame (tracker.fill_lost_gaps fills moving tracks only, within its one-second hold-back)",
     )
+    min_gap_speed_share: float = Field(
+        0.5,
+        ge=0,
+        description="a vehicle moving at both ends of a gap (slower end >= 1.5 m/s) covers at least this share of "
+        "the slower end's speed across it: the next vehicle on the same path reaches the place where the piece ended "
+        "seconds later at speed, and is not the vehicle (that one would have had to stop, unseen, and set off again "
+        "at once). A vehicle slow at either end may have stood in between (a queue)",
+    )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 
 
 MOVING_MPS = 1.0  # slower than this a piece counts as standing at its end (no heading)
 HEADING_MPS = 2.0  # both faster than this: their headings must agree
+MOVING_ON_MPS = 1.5  # both ends faster than this: the vehicle did not stand in the gap
 STATE_S = 1.0  # a piece's end (start) state is measured over its last (first) second
 
 
@@ -128,6 +139,9 @@ def link_cost(
     reach = 1.5 * max(sa, sb, MOVING_MPS) * gap_s + cfg.lateral_m
     if along < -cfg.back_m or along > reach or lateral > cfg.lateral_m + 0.05 * abs(along):
         return np.inf
+    slower = min(sa, sb)
+    if slower >= MOVING_ON_MPS and along + cfg.back_m < cfg.min_gap_speed_share * slower * gap_s:
+        return np.inf  # moving at both ends but hardly farther: the next vehicle on its path, not this one
     beyond = max(0.0, along - max(sa, sb) * gap_s)  # farther than its speed explains
     return lateral + 0.2 * beyond + 0.02 * abs(along) + 0.01 * gap_s
 

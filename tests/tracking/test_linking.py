@@ -107,6 +107,21 @@ def test_a_vehicle_hidden_for_three_seconds_keeps_its_id_and_the_long_gap_is_not
         assert abs(tr.center[0] - hidden[r.frame.index][0]) < 1e-3
 
 
+def test_the_next_vehicle_on_the_path_is_not_joined_to_the_one_that_drove_out_of_sight():
+    """Two cars on one lane, 5 s apart, both lost at the same place (a tree, the detector's far limit): the second
+    reaches where the first's piece ended 5 s later at speed. The first cannot have stood there unseen and set off
+    again at once, so the pieces stay apart; a car slow at the end of its piece (a queue) may have stood."""
+    first = _drive(range(0, 30), 100, 300, 6.0)  # 6 px per frame: 6.75 m/s, lost at x=274
+    second = _drive(range(80, 120), 280, 300, 6.0)  # from x=280, 5 s later, at the same speed
+    report = link_results(_results(130, {1: first, 2: second}), W, H)
+    assert report.links == 0
+    report = link_results(_results(130, {1: first, 2: second}), W, H, LinkingConfig(min_gap_speed_share=0.0))
+    assert report.links == 1  # without the rule: the follower took the first car's id
+    crawling = _drive(range(0, 30), 100, 300, 0.5)  # a queue creeping at 0.56 m/s: it may have stood in between
+    report = link_results(_results(130, {1: crawling, 2: _drive(range(80, 120), 117, 300, 6.0)}), W, H)
+    assert report.links == 1
+
+
 def test_link_pieces_prefers_the_short_displacement_and_needs_time_order():
     t = np.arange(10) / FPS
     a = Piece(1, np.arange(10), t, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
