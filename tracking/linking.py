@@ -83,6 +83,7 @@ MOVING_MPS = 1.0  # slower than this a piece counts as standing at its end (no h
 HEADING_MPS = 2.0  # both faster than this: their headings must agree
 MOVING_ON_MPS = 1.5  # both ends faster than this: the vehicle did not stand in the gap
 STATE_S = 1.0  # a piece's end (start) state is measured over its last (first) second
+MAX_TURN_RATE = 1.0  # rad/s: a tight turn at walking pace; a measured rate beyond is noise
 
 
 @dataclass
@@ -98,26 +99,63 @@ class Piece:
     touches_border_end: bool = False
 
 
-def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Position (px) and velocity (px/s) at a piece's end (or start): its last (first) few boxes, and the velocity of a
-    line fitted over its last (first) second."""
+def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """Position (px), velocity (px/s) and turn rate (rad/s) at a piece's end (or start): its last (first) few boxes,
+    the velocity of a line fitted over its last (first) second, and how its heading turned over that second (halves
+    compared; 0 where it hardly moved)."""
     sel = t >= t[-1] - STATE_S if at_end else t <= t[0] + STATE_S
     ts, ps = t[sel], xy[sel]
     if len(ts) < 2 or ts[-1] - ts[0] < 1e-6:
-        return (xy[-1] if at_end else xy[0]).astype(np.float64), np.zeros(2)
+        return (xy[-1] if at_end else xy[0]).astype(np.float64), np.zeros(2), 0.0
     A = np.column_stack([ts - ts.mean(), np.ones(len(ts))])
     coef, *_ = np.linalg.lstsq(A, ps, rcond=None)
     # where it was last (first) seen, not the fitted line's end: a vehicle that stopped within that second would
     # be placed beyond its stop by the line, and its next piece, starting where it stood, would seem to lie behind
     p = xy[-3:].mean(0) if at_end else xy[:3].mean(0)
-    return p.astype(np.float64), coef[0]
+    return p.astype(np.float64), coef[0], _turn_rate(ts, ps)
+
+
+def _turn_rate(ts: np.ndarray, ps: np.ndarray) -> float:
+    """Heading change per second between the two halves of a short path (a roundabout, a turn); 0 with too few
+    points or too little motion to tell."""
+    if len(ts) < 6:
+        return 0.0
+    h = len(ts) // 2
+    a, b = ps[h - 1] - ps[0], ps[-1] - ps[h]
+    la, lb = float(np.hypot(*a)), float(np.hypot(*b))
+    step = float(np.median(np.hypot(*np.diff(ps, axis=0).T)))
+    if min(la, lb) < 3 * max(step, 1e-9) or min(la, lb) < 1e-6:
+        return 0.0
+    dt = 0.5 * (ts[-1] + ts[h]) - 0.5 * (ts[h - 1] + ts[0])
+    turn = float(np.arctan2(a[0] * b[1] - a[1] * b[0], a @ b))
+    return float(np.clip(turn / max(dt, 1e-6), -MAX_TURN_RATE, MAX_TURN_RATE))
+
+
+def _arc(v: np.ndarray, w: float, tau: float) -> np.ndarray:
+    """Displacement over ``tau`` seconds from velocity ``v`` turning at ``w`` rad/s (a straight line for w = 0)."""
+    if abs(w * tau) < 1e-6:
+        return v * tau
+    s, c = np.sin(w * tau), np.cos(w * tau)
+    return np.array([s * v[0] - (1 - c) * v[1], (1 - c) * v[0] + s * v[1]]) / w
+
+
+def _rotate(v: np.ndarray, angle: float) -> np.ndarray:
+    s, c = np.sin(angle), np.cos(angle)
+    return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1]])
 
 
 def link_cost(
-    end_p: np.ndarray, end_v: np.ndarray, start_p: np.ndarray, start_v: np.ndarray, gap_s: float, cfg: LinkingConfig
+    end_p: np.ndarray,
+    end_v: np.ndarray,
+    start_p: np.ndarray,
+    start_v: np.ndarray,
+    gap_s: float,
+    cfg: LinkingConfig,
+    end_w: float = 0.0,
+    start_w: float = 0.0,
 ) -> float:
-    """Metres of displacement a link from a piece's end (position, velocity, metres) to another's start after
-    ``gap_s`` seconds leaves unexplained; ``inf`` where the vehicle cannot have got there."""
+    """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s) to another's
+    start after ``gap_s`` seconds leaves unexplained; ``inf`` where the vehicle cannot have got there."""
     d = start_p - end_p
     sa, sb = float(np.hypot(*end_v)), float(np.hypot(*start_v))
     dist = float(np.hypot(*d))
@@ -134,8 +172,15 @@ def link_cost(
         along = float(d @ heading)
         lateral = abs(float(d[0] * heading[1] - d[1] * heading[0]))
     if gap_s <= cfg.turn_gap_s and heading is not None:
-        # a short gap may hide a turn: judge it by where it would have gone at constant velocity too
+        # a short gap may hide a turn: judge it by where it would have gone at constant velocity too, and on the arcs
+        # both pieces were turning on (a roundabout, a bend): the end driven on for half the gap, the start driven back
+        # for half, and how far apart they land
         lateral = min(lateral, float(np.hypot(*(start_p - (end_p + end_v * gap_s)))))
+        if end_w or start_w:
+            half = 0.5 * gap_s
+            ahead = end_p + _arc(end_v, end_w, half)
+            back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
+            lateral = min(lateral, float(np.hypot(*(ahead - back))))
     reach = 1.5 * max(sa, sb, MOVING_MPS) * gap_s + cfg.lateral_m
     if along < -cfg.back_m or along > reach or lateral > cfg.lateral_m + 0.05 * abs(along):
         return np.inf
@@ -171,7 +216,14 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
                 continue
             m = 0.5 * (scale[i] + scale[j])
             cost[i, j] = link_cost(
-                ends[i][0] * m, ends[i][1] * m, starts[j][0] * m, starts[j][1] * m, float(gaps[j]), cfg
+                ends[i][0] * m,
+                ends[i][1] * m,
+                starts[j][0] * m,
+                starts[j][1] * m,
+                float(gaps[j]),
+                cfg,
+                ends[i][2],
+                starts[j][2],
             )
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():

@@ -122,6 +122,23 @@ def test_the_next_vehicle_on_the_path_is_not_joined_to_the_one_that_drove_out_of
     assert report.links == 1
 
 
+def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
+    """A car circling a roundabout (radius 20 m, 5 m/s: 14 degrees a second) is lost for 1.6 s; where it is found
+    lies 3.5 m off the straight line it was on (more than a lane's width): the arc both pieces turn on joins them."""
+    radius_px, w = 20 / 4.5 * CAR, 5.0 / 20  # 178 px, 0.25 rad/s
+
+    def circle(frames: range, sign: float = 1.0) -> dict[int, tuple[float, float]]:
+        return {
+            f: (500 + radius_px * np.cos(sign * w * f / FPS), 300 + radius_px * np.sin(sign * w * f / FPS))
+            for f in frames
+        }
+
+    car = circle(range(0, 120))
+    results = _results(120, {1: {f: p for f, p in car.items() if f < 40}, 2: {f: p for f, p in car.items() if f >= 56}})
+    assert link_results(results, W, H).links == 1
+    assert _ids_by_frame(results)[100] == {1}
+
+
 def test_link_pieces_prefers_the_short_displacement_and_needs_time_order():
     t = np.arange(10) / FPS
     a = Piece(1, np.arange(10), t, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
