@@ -130,6 +130,11 @@ def tree_cpu_s(proc: psutil.Process) -> float:
     return total
 
 
+def _cpu_s(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
 def tree_rss_mib(proc: psutil.Process) -> float:
     """Memory of the server's process tree: the sum of their proportional set sizes (PSS: a page shared by k
     processes - the fork server's imported modules in its stream processes - counts 1/k in each), RSS where the
@@ -258,13 +263,13 @@ def run(
                     raise SystemExit(f"stream {c.id}: no result within 180 s: {c.status()}")
             time.sleep(2.0)
             before = [c.status() for c in clients]
-            cpu0 = tree_cpu_s(server)
+            cpu0, main0, bench0 = tree_cpu_s(server), _cpu_s(server), _cpu_s(psutil.Process())
             t_start, rss = time.perf_counter(), []
             while (elapsed := time.perf_counter() - t_start) < duration:
                 rss.append((elapsed, tree_rss_mib(server)))
                 time.sleep(1.0)
             t_end = time.perf_counter()
-            cpu1 = tree_cpu_s(server)
+            cpu1, main1, bench1 = tree_cpu_s(server), _cpu_s(server), _cpu_s(psutil.Process())
             after = [c.status() for c in clients]
             for c in clients:
                 c.stop.set()
@@ -291,6 +296,10 @@ def run(
         # CPU the server and its stream processes actually got (cores): on a shared machine, what they were given,
         # not what they wanted
         "server_cpu_cores": round((cpu1 - cpu0) / window, 2),
+        # of which the service process itself (receiving the pushed frames, relaying the feeds); the rest is the
+        # stream processes (and the fork server). The bench's own clients (pushing, reading the feeds): beside it
+        "service_process_cpu_cores": round((main1 - main0) / window, 2),
+        "bench_clients_cpu_cores": round((bench1 - bench0) / window, 2),
         "process_per_stream": process_per_stream,
         "load_average_1min": round(os.getloadavg()[0], 1),
     }
