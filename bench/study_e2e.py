@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from tracking.evaluation.io import GroundTruth, load_ground_truth, read_mot
+from tracking.evaluation.link_audit import audit_links
 from tracking.evaluation.mot import Match
 from tracking.evaluation.study_score import (
     Arm,
@@ -350,6 +351,9 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
     res["tracking"] = trk
     res["placed_by"] = how
     res["study_vehicles"] = len(vehicles)
+    linking = json.loads((run / "summary.json").read_text()).get("linking") if (run / "summary.json").exists() else None
+    pieces = (linking or {}).get("pieces")  # runs before the link audit, or unlinked: none
+    res["links"] = audit_links(pieces, matches) if pieces is not None else None
     return res
 
 
@@ -358,7 +362,7 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
 HEADER = (
     f"{'case':36} {'cross':>5} {'appr':>5} {'worst m':>7} {'cells ok':>8} {'O-D err':>7} {'O-D ok':>6} "
     f"{'lane':>6} {'conf T/S/hit':>12} {'recall':>6} {'stop rec':>8} {'stop det':>8} {'IDsw/v':>6} {'frag/v':>6} "
-    f"{'trk/v':>5}"
+    f"{'trk/v':>5} {'links r/w':>9}"
 )
 
 
@@ -368,6 +372,8 @@ def _pct(v: float) -> str:
 
 def format_row(label: str, r: dict) -> str:
     ap, t = r["approaches"], r["tracking"]
+    audit = r.get("links")
+    links = "-" if audit is None else f"{audit.right}/{audit.wrong}"
     worst = f"{ap.worst_m:6.1f}{'~' if r['placed_by'] != 'georef' else ' '}" if math.isfinite(ap.worst_m) else "   -   "
     return (
         f"{label:36} {r['crossings']:5d} {ap.found:2d}/{ap.arms:<2d} {worst:>7} "
@@ -375,7 +381,7 @@ def format_row(label: str, r: dict) -> str:
         f"{_pct(r['lane_correct_pct']):>6} {r['conflicts_truth']:3d}/{r['conflicts_study']:3d}/{r['conflicts_found']:<4d} "
         f"{t['recall']:6.3f} {t['stopped_recall']:8.3f} {t['stopped_detector_recall']:8.3f} "
         f"{t['switches_per_vehicle']:6.3f} "
-        f"{t['fragments_per_vehicle']:6.3f} {r['tracks_per_vehicle']:5.2f}"
+        f"{t['fragments_per_vehicle']:6.3f} {r['tracks_per_vehicle']:5.2f} {links:>9}"
     )
 
 

@@ -38,8 +38,11 @@ class LinkReport:
     links: int = 0
     filled_boxes: int = 0
     held_boxes: int = 0
+    # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
+    # last frame]; what a link audit against truth needs (tracking/evaluation/link_audit.py)
+    pieces: list[list[int]] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
@@ -118,6 +121,11 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     ps = pieces(results, width, height, cfg.border_frac)
     mapping = link_pieces(ps, cfg)
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
+    report.pieces = [
+        [p.track_id, mapping.get(p.track_id, p.track_id), int(p.frames[0]), int(p.frames[-1])]
+        for p in ps
+        if len(p.frames)
+    ]
     report.links = report.tracks_before - report.tracks_after
     report.held_boxes = sum(len(r.tracks) for r in results)
     if not report.links and not cfg.fill_standing_lost:

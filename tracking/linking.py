@@ -84,6 +84,7 @@ HEADING_MPS = 2.0  # both faster than this: their headings must agree
 MOVING_ON_MPS = 1.5  # both ends faster than this: the vehicle did not stand in the gap
 STATE_S = 1.0  # a piece's end (start) state is measured over its last (first) second
 MAX_TURN_RATE = 1.0  # rad/s: a tight turn at walking pace; a measured rate beyond is noise
+TERMINAL_S = 0.3  # a piece's terminal speed: over its last (first) 0.3 s
 
 
 @dataclass
@@ -99,20 +100,24 @@ class Piece:
     touches_border_end: bool = False
 
 
-def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float]:
-    """Position (px), velocity (px/s) and turn rate (rad/s) at a piece's end (or start): its last (first) few boxes,
-    the velocity of a line fitted over its last (first) second, and how its heading turned over that second (halves
-    compared; 0 where it hardly moved)."""
+def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Position (px), velocity (px/s), turn rate (rad/s) and terminal speed (px/s) at a piece's end (or start): its
+    last (first) few boxes, the velocity of a line fitted over its last (first) second, how its heading turned over
+    that second (halves compared; 0 where it hardly moved), and its speed over the last (first) ``TERMINAL_S`` alone
+    (a vehicle that stopped short of its piece's end has a fitted velocity but no terminal speed)."""
     sel = t >= t[-1] - STATE_S if at_end else t <= t[0] + STATE_S
     ts, ps = t[sel], xy[sel]
     if len(ts) < 2 or ts[-1] - ts[0] < 1e-6:
-        return (xy[-1] if at_end else xy[0]).astype(np.float64), np.zeros(2), 0.0
+        return (xy[-1] if at_end else xy[0]).astype(np.float64), np.zeros(2), 0.0, 0.0
     A = np.column_stack([ts - ts.mean(), np.ones(len(ts))])
     coef, *_ = np.linalg.lstsq(A, ps, rcond=None)
     # where it was last (first) seen, not the fitted line's end: a vehicle that stopped within that second would
     # be placed beyond its stop by the line, and its next piece, starting where it stood, would seem to lie behind
     p = xy[-3:].mean(0) if at_end else xy[:3].mean(0)
-    return p.astype(np.float64), coef[0], _turn_rate(ts, ps)
+    near = ts >= ts[-1] - TERMINAL_S if at_end else ts <= ts[0] + TERMINAL_S
+    tn, pn = ts[near], ps[near]
+    terminal = float(np.hypot(*(pn[-1] - pn[0]))) / (tn[-1] - tn[0]) if tn[-1] - tn[0] > 1e-6 else 0.0
+    return p.astype(np.float64), coef[0], _turn_rate(ts, ps), terminal
 
 
 def _turn_rate(ts: np.ndarray, ps: np.ndarray) -> float:
@@ -153,9 +158,12 @@ def link_cost(
     cfg: LinkingConfig,
     end_w: float = 0.0,
     start_w: float = 0.0,
+    end_terminal: float | None = None,
+    start_terminal: float | None = None,
 ) -> float:
-    """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s) to another's
-    start after ``gap_s`` seconds leaves unexplained; ``inf`` where the vehicle cannot have got there."""
+    """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
+    speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
+    the vehicle cannot have got there."""
     d = start_p - end_p
     sa, sb = float(np.hypot(*end_v)), float(np.hypot(*start_v))
     dist = float(np.hypot(*d))
@@ -184,7 +192,10 @@ def link_cost(
     reach = 1.5 * max(sa, sb, MOVING_MPS) * gap_s + cfg.lateral_m
     if along < -cfg.back_m or along > reach or lateral > cfg.lateral_m + 0.05 * abs(along):
         return np.inf
-    slower = min(sa, sb)
+    # at its very end (start): a vehicle that stopped a moment before its piece ended may have stood in the gap
+    slower = min(
+        sa if end_terminal is None else min(sa, end_terminal), sb if start_terminal is None else min(sb, start_terminal)
+    )
     if slower >= MOVING_ON_MPS and along + cfg.back_m < cfg.min_gap_speed_share * slower * gap_s:
         return np.inf  # moving at both ends but hardly farther: the next vehicle on its path, not this one
     beyond = max(0.0, along - max(sa, sb) * gap_s)  # farther than its speed explains
@@ -224,6 +235,8 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
                 cfg,
                 ends[i][2],
                 starts[j][2],
+                ends[i][3] * m,
+                starts[j][3] * m,
             )
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():

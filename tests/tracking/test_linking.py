@@ -96,6 +96,7 @@ def test_a_vehicle_hidden_for_three_seconds_keeps_its_id_and_the_long_gap_is_not
     )
     report = link_results(results, W, H, LinkingConfig(fill_moving_s=1.0))
     assert report.links == 1 and report.filled_boxes == 0  # moving across 3 s: joined, not filled
+    assert report.pieces == [[1, 1, 0, 39], [2, 1, 70, 99]]  # for an audit against truth (summary.json)
     assert _ids_by_frame(results)[99] == {1}
     short = _results(
         100, {1: {f: p for f, p in hidden.items() if f < 40}, 2: {f: p for f, p in hidden.items() if f >= 46}}
