@@ -15,8 +15,10 @@ farther than the faster of the two pieces could go; among the starts that qualif
 shortest displacement (a queue: each car's restart is where it stopped, not where the car in front stopped). Two
 standing pieces match only where they stand at the same place. A piece moving at both ends is not joined across a
 gap it hardly moved over (``min_gap_speed_share``): that start is the next vehicle on the same path reaching the
-place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones). Pieces that end at the frame's edge left the view and
-pieces that start there entered it: neither is linked there.
+place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones).
+Pieces that end at the frame's edge moving left the view and pieces that start there moving entered it: neither is
+linked there. Standing there, they are a queue reaching beyond the view's edge (its boxes cut by the edge), and are
+linked like any standing piece.
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
 out), measured in vehicle lengths (the pieces' median box length counts as ``vehicle_length_m``), so the same
@@ -216,15 +218,19 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
     cost = np.full((n, n), np.inf)
+
+    def standing(state: tuple, m: float) -> bool:
+        return float(np.hypot(*state[1])) * m < MOVING_MPS and state[3] * m < MOVING_MPS
+
     for i, a in enumerate(ok):
-        if a.touches_border_end:
+        if a.touches_border_end and not standing(ends[i], scale[i]):  # it left the view
             continue
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand:
             b = ok[j]
-            if j == i or b.touches_border_start or b.t[0] <= a.t[0]:
-                continue
+            if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
+                continue  # (a piece that starts moving at the frame's edge entered the view)
             m = 0.5 * (scale[i] + scale[j])
             cost[i, j] = link_cost(
                 ends[i][0] * m,

@@ -140,6 +140,21 @@ def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
     assert _ids_by_frame(results)[100] == {1}
 
 
+def test_a_queue_reaching_beyond_the_frame_edge_stays_one_track_per_car():
+    """A car waiting at the bottom edge of the view (its box cut by the edge), lost for 8 s and found again at the
+    same place, is one vehicle; a car that drives out through that edge and one that drives in there are not joined."""
+    y = H - CAR / 8  # box centre: its lower quarter is below the frame
+    waiting = {f: (300.0, y) for f in range(0, 200)}
+    results = _results(
+        200, {1: {f: p for f, p in waiting.items() if f < 60}, 2: {f: p for f, p in waiting.items() if f >= 140}}
+    )
+    report = link_results(results, W, H)
+    assert report.links == 1 and _ids_by_frame(results)[150] == {1}
+    leaving = {f: (600.0, 400 + 6.0 * f) for f in range(0, 40)}  # down and out through the bottom edge
+    entering = {f: (600.0, H - 6.0 * (f - 100)) for f in range(100, 140)}  # up and in, 6 s later
+    assert link_results(_results(200, {1: leaving, 2: entering}), W, H).links == 0
+
+
 def test_link_pieces_prefers_the_short_displacement_and_needs_time_order():
     t = np.arange(10) / FPS
     a = Piece(1, np.arange(10), t, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
