@@ -259,7 +259,9 @@ def score(run: dict, ref: dict | None, seq: Sequence, fps: float) -> dict:
     }
     if ref is not None:
         ref_pred = ref["pred"].subset(np.isin(ref["pred"].frame, frames))
-        vs = match(rows(run["pred"].subset(np.isin(run["pred"].frame, frames))), rows(ref_pred), fps, processed_fps=rate)
+        vs = match(
+            rows(run["pred"].subset(np.isin(run["pred"].frame, frames))), rows(ref_pred), fps, processed_fps=rate
+        )
         out["recorded_vehicles"] = vs["reference_vehicles"]
         out["recorded_vehicles_found"] = vs["found_matched"]
         out["found_share"] = round(vs["found_matched"] / max(vs["reference_vehicles"], 1), 3)
