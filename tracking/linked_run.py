@@ -90,6 +90,7 @@ def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
 def pieces(results: list[FrameResult], width: int, height: int, border_frac: float) -> list[Piece]:
     """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path)."""
     by_id: dict[int, list[tuple[int, float, np.ndarray, float, bool]]] = {}
+    last_to_first: dict[int, np.ndarray | None] = {}
     mx, my = border_frac * width, border_frac * height
     for r in results:
         for tr in r.tracks:
@@ -98,8 +99,10 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
             by_id.setdefault(tr.track_id, []).append(
                 (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), border)
             )
+            last_to_first[tr.track_id] = r.to_first
     out = []
     for tid, pts in by_id.items():
+        to_first = last_to_first[tid]
         out.append(
             Piece(
                 tid,
@@ -109,6 +112,7 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
                 float(np.median([p[3] for p in pts])),
                 touches_border_start=pts[0][4],
                 touches_border_end=pts[-1][4],
+                end_from_first=None if to_first is None else np.linalg.inv(to_first),
             )
         )
     return out
@@ -169,7 +173,12 @@ def _fill(
     stood, or across a short gap (``cfg.fill_moving_s``)."""
     a, b = results[k0], results[k1]
     length = max(float(np.max(before.xyxy[2:] - before.xyxy[:2])), 1.0)
-    stood = float(np.hypot(*(_first_xy(b, after) - _first_xy(a, before)))) < STOOD_LENGTHS * length
+    # judged in frame a's pixels (the box lengths'), not in the first frame's: the chained ego-motion of a long flight
+    # drifts, and only its part over the gap belongs here
+    after_in_a = _first_xy(b, after)
+    if a.to_first is not None:
+        after_in_a = _through(np.linalg.inv(a.to_first), after_in_a)
+    stood = float(np.hypot(*(after_in_a - np.array(before.center, np.float64)))) < STOOD_LENGTHS * length
     if not stood and (standing_only or b.frame.t - a.frame.t > cfg.fill_moving_s):
         return 0
     ends = None

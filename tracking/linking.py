@@ -21,8 +21,10 @@ linked there. Standing there, they are a queue reaching beyond the view's edge (
 linked like any standing piece.
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
-out), measured in vehicle lengths (the pieces' median box length counts as ``vehicle_length_m``), so the same
-thresholds hold for nadir and oblique views, low and high altitude, with or without a ground scale.
+out), and each link is judged in the earlier piece's last frame (``Piece.end_from_first``: the chained ego-motion
+drifts over a long flight, by hundreds of pixels over five minutes of hovering, and only its part over the gap
+belongs to the link), measured in vehicle lengths (the pieces' median box length counts as ``vehicle_length_m``),
+so the same thresholds hold for nadir and oblique views, low and high altitude, with or without a ground scale.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ class Piece:
     length_px: float  # median box long side
     touches_border_start: bool = False
     touches_border_end: bool = False
+    # first-frame pixels -> this piece's last frame's pixels (the inverse of its ``to_first`` there); None: the two
+    # are the same (no ego-motion). Links are judged in the earlier piece's last frame: the chained ego-motion of a
+    # long flight drifts (hundreds of pixels over five minutes of hovering), and only its part over the gap matters
+    end_from_first: np.ndarray | None = None
 
 
 def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -149,6 +155,17 @@ def _arc(v: np.ndarray, w: float, tau: float) -> np.ndarray:
 def _rotate(v: np.ndarray, angle: float) -> np.ndarray:
     s, c = np.sin(angle), np.cos(angle)
     return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+
+
+def _to_frame(H: np.ndarray | None, p: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position and velocity (first-frame pixels) in the pixels of a frame ``H`` maps them to (its Jacobian at p)."""
+    if H is None:
+        return p, v
+    q = H @ np.array([p[0], p[1], 1.0])
+    w = q[2] if abs(q[2]) > 1e-12 else 1e-12
+    x, y = q[0] / w, q[1] / w
+    J = np.array([[H[0, 0] - x * H[2, 0], H[0, 1] - x * H[2, 1]], [H[1, 0] - y * H[2, 0], H[1, 1] - y * H[2, 1]]]) / w
+    return np.array([x, y]), J @ v
 
 
 def link_cost(
@@ -232,11 +249,14 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
             if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
                 continue  # (a piece that starts moving at the frame's edge entered the view)
             m = 0.5 * (scale[i] + scale[j])
+            H = a.end_from_first  # both judged in a's last frame: only the ego-motion over the gap counts
+            end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
+            start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             cost[i, j] = link_cost(
-                ends[i][0] * m,
-                ends[i][1] * m,
-                starts[j][0] * m,
-                starts[j][1] * m,
+                end_p * m,
+                end_v * m,
+                start_p * m,
+                start_v * m,
                 float(gaps[j]),
                 cfg,
                 ends[i][2],

@@ -155,6 +155,22 @@ def test_a_queue_reaching_beyond_the_frame_edge_stays_one_track_per_car():
     assert link_results(_results(200, {1: leaving, 2: entering}), W, H).links == 0
 
 
+def test_links_are_judged_in_the_frames_not_in_a_drifted_first_frame():
+    """Over a long flight the chained ego-motion (``to_first``) drifts: here it has come to double distances (and
+    shift them 300 px) while the drone hovered. A car waits at one place, lost for 10 s; its box on the restart lies
+    11 px (1.2 m) from where it was. In first-frame pixels, measured in its own box lengths, that is 2.5 m (more than
+    the 2 m a standing car may shift); judged in the frame's own pixels it is 1.2 m, and its pieces are joined."""
+    drift = np.array([[2.0, 0.0, 300.0], [0.0, 2.0, -200.0], [0.0, 0.0, 1.0]])
+    first = {f: (400.0, 300.0) for f in range(0, 60)}
+    second = {f: (411.0, 300.0) for f in range(160, 200)}
+    results = _results(200, {1: first, 2: second})
+    for r in results:
+        r.to_first = drift
+    report = link_results(results, W, H)
+    assert report.links == 1
+    assert report.filled_boxes == 100  # it stood: frames 60-159 filled, where it was
+
+
 def test_link_pieces_prefers_the_short_displacement_and_needs_time_order():
     t = np.arange(10) / FPS
     a = Piece(1, np.arange(10), t, np.column_stack([np.full(10, 100.0), np.full(10, 50.0)]), CAR)
