@@ -108,8 +108,10 @@ def run_outage(settings, source, tmp_path, outage_s: float, **service) -> float:
             time.sleep(max(0.0, killed + outage_s - time.monotonic()))
             source.start()  # and comes back
             back = time.monotonic()
+            # recovered: live again, the outage recorded (at the first frame after it) and a frame processed since
+            # (a frame still queued from before the outage may be processed after it: not a recovery)
             wait_for(
-                lambda: (s := status())["processed"] > before and s["state"] == "live",
+                lambda: (s := status())["processed"] > before and s["state"] == "live" and s["gaps"],
                 120,
                 "the stream to recover",
                 every=0.05,
