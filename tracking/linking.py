@@ -242,6 +242,8 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     for i, a in enumerate(ok):
         if a.touches_border_end and not standing(ends[i], scale[i]):  # it left the view
             continue
+        H = a.end_from_first  # every link from a is judged in a's last frame: only the ego-motion over the gap counts
+        end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand:
@@ -249,8 +251,6 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
             if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
                 continue  # (a piece that starts moving at the frame's edge entered the view)
             m = 0.5 * (scale[i] + scale[j])
-            H = a.end_from_first  # both judged in a's last frame: only the ego-motion over the gap counts
-            end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             cost[i, j] = link_cost(
                 end_p * m,

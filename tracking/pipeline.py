@@ -292,9 +292,10 @@ class Pipeline:
 
     def _detector_stride(self) -> int:
         """Frames (as handed over) until the next detector run: ``detector.every_n_frames``; while the motion layer
-        feeds a good share of the tracks, ``motion.carried_detector_every_n_frames`` with motion frames between (1 there: the detector
-        on every frame). Coasting carries tracks the detector sees; vehicles too small for it are tracked from motion
-        blobs alone, and those need every frame (the blob gate and the tracker compare consecutive blobs)."""
+        feeds a good share of the tracks, ``motion.carried_detector_every_n_frames`` with motion frames between (1
+        there: the detector on every frame). Coasting carries tracks the detector sees; vehicles too small for it are
+        tracked from motion blobs alone, and those need every frame (the blob gate and the tracker compare consecutive
+        blobs)."""
         k = self.config.detector.every_n_frames
         if self._last_gap > 1:
             # frames handed over this far apart (a live stream shedding frames): the stride in them is the configured
