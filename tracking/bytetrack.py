@@ -110,6 +110,16 @@ class EgoCompensatedByteTrack(BYTETracker):
                 removed.append(t)
         return out
 
+    def end_all(self) -> None:
+        """End every track, tracked or lost, without resetting the ids: after a source outage longer than the lost-track
+        buffer the vehicles have moved on unseen, and matching the next frame's detections to where they were would
+        hand a vehicle that only now passes there an old vehicle's id. Ids go on counting, so no id is used twice."""
+        ended = self.tracked_stracks + self.lost_stracks
+        for t in ended:
+            t.mark_removed()
+        self.removed_stracks.extend(ended)
+        self.tracked_stracks, self.lost_stracks = [], []
+
     def coast(self, H_prev_to_cur: np.ndarray | None = None) -> np.ndarray:
         """A frame the detector skips by design (``detector.every_n_frames``): every track moves on by its Kalman
         motion and the drone's ego-motion, exactly as ``update`` moves it before associating, and the confirmed tracks

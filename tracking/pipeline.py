@@ -42,6 +42,8 @@ MAX_COAST_MOTION = 0.3
 ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual layer uses detector.iou (0.5)
 
 
+OUTAGE_STEPS = 5  # a step between frames this many times the usual one (and past the lost-track buffer) is an outage
+
 class PoseProvider(Protocol):
     def pose_at(self, t: float) -> CameraPose: ...
 
@@ -111,6 +113,9 @@ class Pipeline:
         # since its last run, so it looks at the scene about as often in time as in a recorded run (on every frame
         # once they are that far apart) rather than every few frames handed over, across holes where vehicles moved.
         self._last_index: int | None = None
+        self._last_t: float | None = None  # the last frame's time: a jump longer than the lost-track buffer ends tracks
+        self.outages = 0  # times the tracks were ended that way
+        self._steps: deque[float] = deque(maxlen=25)  # the last times between frames handed over
         self._last_gap = 1  # video frames between the last two frames handed over
         self._since_detect = 0  # video frames since the detector's last run
         self._stride_video = 1
@@ -160,7 +165,27 @@ class Pipeline:
             self.reset(w, h, 25.0)
         if frame.pose is None and self.poses is not None:
             frame.pose = self.poses.pose_at(frame.t)
+        self._end_tracks_after_outage(frame.t)
         return self._step_baseline(frame) if self.config.baseline else self._step_dual(frame)
+
+    def _end_tracks_after_outage(self, t: float) -> None:
+        """A source outage (a live link cut, a damaged stretch of a video) shows as a jump in the frames' times, not in
+        the tracker's steps: to ByteTrack the next frame is one step on, and a vehicle now where another was (a queue
+        moved up, a looping publisher started over) would take its id. Longer than the lost-track buffer lasts in time,
+        the tracks end, as ByteTrack would end them had the frames arrived with nothing detected on them (a recorded
+        run's linking may join a vehicle's pieces across it afterwards)."""
+        last, self._last_t = self._last_t, t
+        if last is None:
+            return
+        step = t - last
+        # An overloaded live run hands over frames far apart all the time (each one taking a second on a slow CPU);
+        # that is its pace, not an outage: only a step many times its usual one counts.
+        usual = float(np.median(self._steps)) if self._steps else step  # the pace so far (an outage barely moves it)
+        self._steps.append(step)
+        if step > max(self.config.tracker.track_buffer / max(self.fps, 1e-6), OUTAGE_STEPS * usual):
+            self.tracker.end_all()
+            self._last_boxes = np.zeros((0, 4), np.float32)
+            self.outages += 1
 
     def _tick(self, name: str, t0: float) -> float:
         t1 = time.perf_counter()
