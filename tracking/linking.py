@@ -35,6 +35,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy.optimize import linear_sum_assignment
 
+from tracking.flow_paths import WINDOW_S, FlowSamples, along_path
+
 
 class LinkingConfig(BaseModel):
     enabled: bool = Field(
@@ -79,6 +81,12 @@ class LinkingConfig(BaseModel):
         "seconds later at speed, and is not the vehicle (that one would have had to stop, unseen, and set off again "
         "at once). A vehicle slow at either end may have stood in between (a queue)",
     )
+    flow_paths: bool = Field(
+        True,
+        description="a later piece may also start on the way the flight's other vehicles drove on from where a piece "
+        "ended (tracking/flow_paths.py): a vehicle hidden for seconds on a roundabout or in a turn comes back where "
+        "neither a straight line nor its arc reaches",
+    )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 
@@ -89,6 +97,7 @@ MOVING_ON_MPS = 1.5  # both ends faster than this: the vehicle did not stand in 
 STATE_S = 1.0  # a piece's end (start) state is measured over its last (first) second
 MAX_TURN_RATE = 1.0  # rad/s: a tight turn at walking pace; a measured rate beyond is noise
 TERMINAL_S = 0.3  # a piece's terminal speed: over its last (first) 0.3 s
+MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 
 
 @dataclass
@@ -179,19 +188,33 @@ def link_cost(
     start_w: float = 0.0,
     end_terminal: float | None = None,
     start_terminal: float | None = None,
+    path: np.ndarray | None = None,
 ) -> float:
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
-    the vehicle cannot have got there."""
+    the vehicle cannot have got there. ``path``: the way the flight's other vehicles drove on from the end (metres,
+    the same frame), which a start may lie on instead of the end's line or arc."""
     d = start_p - end_p
     sa, sb = float(np.hypot(*end_v)), float(np.hypot(*start_v))
     dist = float(np.hypot(*d))
     if gap_s <= 0:  # overlapping pieces: one vehicle only where they nearly coincide
         return dist if dist <= 0.5 * cfg.vehicle_length_m else np.inf
+    # at its very end (start): a vehicle that stopped a moment before its piece ended may have stood in the gap
+    slower = min(
+        sa if end_terminal is None else min(sa, end_terminal), sb if start_terminal is None else min(sb, start_terminal)
+    )
+    best = np.inf
+    if path is not None and len(path) > 1 and gap_s > cfg.turn_gap_s and min(sa, sb) >= HEADING_MPS:
+        # hidden while driving, longer than a turn's arc reaches: along the way the flight's other vehicles drove on
+        # from here (tracking/flow_paths.py), heading along it. Only where it drove at both ends: a slow end may be
+        # a queue, whose next vehicle starts on the same way too
+        s, off, tangent = along_path(path, start_p)
+        if float(start_v @ tangent) >= np.cos(np.radians(45)) * sb:
+            best = _judged(s, off, sa, sb, slower, gap_s, cfg)
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
-            return np.inf
+            return best
     heading = end_v / sa if sa >= MOVING_MPS else start_v / sb if sb >= MOVING_MPS else None
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
@@ -208,13 +231,17 @@ def link_cost(
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
+    return min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg))
+
+
+def _judged(
+    along: float, lateral: float, sa: float, sb: float, slower: float, gap_s: float, cfg: LinkingConfig
+) -> float:
+    """The cost of a start ``along`` metres on from a piece's end and ``lateral`` beside its way (``inf``: it
+    cannot be that vehicle)."""
     reach = 1.5 * max(sa, sb, MOVING_MPS) * gap_s + cfg.lateral_m
     if along < -cfg.back_m or along > reach or lateral > cfg.lateral_m + 0.05 * abs(along):
         return np.inf
-    # at its very end (start): a vehicle that stopped a moment before its piece ended may have stood in the gap
-    slower = min(
-        sa if end_terminal is None else min(sa, end_terminal), sb if start_terminal is None else min(sb, start_terminal)
-    )
     if slower >= MOVING_ON_MPS and along + cfg.back_m < cfg.min_gap_speed_share * slower * gap_s:
         return np.inf  # moving at both ends but hardly farther: the next vehicle on its path, not this one
     beyond = max(0.0, along - max(sa, sb) * gap_s)  # farther than its speed explains
@@ -236,6 +263,8 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     n = len(ok)
     cost = np.full((n, n), np.inf)
 
+    samples = FlowSamples.of(ok, scale, MOVING_MPS) if cfg.flow_paths else None
+
     def standing(state: tuple, m: float) -> bool:
         return float(np.hypot(*state[1])) * m < MOVING_MPS and state[3] * m < MOVING_MPS
 
@@ -244,6 +273,13 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
             continue
         H = a.end_from_first  # every link from a is judged in a's last frame: only the ego-motion over the gap counts
         end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
+        path = None
+        if samples is not None and float(np.hypot(*ends[i][1])) * scale[i] >= HEADING_MPS:
+            reach_px = min(1.5 * float(np.hypot(*ends[i][1])) * cfg.max_gap_s, MAX_PATH_M / scale[i])
+            path = samples.path(
+                ends[i][0], ends[i][1], a.length_px, reach_px, i, t1[i] - WINDOW_S, t1[i] + cfg.max_gap_s + WINDOW_S
+            )
+            path = np.array([_to_frame(H, q, np.zeros(2))[0] for q in path]) if len(path) > 1 else None
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand:
@@ -263,6 +299,7 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
                 starts[j][2],
                 ends[i][3] * m,
                 starts[j][3] * m,
+                None if path is None else path * m,
             )
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():

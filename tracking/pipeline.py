@@ -44,6 +44,7 @@ ULTRALYTICS_NMS_IOU = 0.7  # Ultralytics' default for predict/track; the dual la
 
 OUTAGE_STEPS = 5  # a step between frames this many times the usual one (and past the lost-track buffer) is an outage
 
+
 class PoseProvider(Protocol):
     def pose_at(self, t: float) -> CameraPose: ...
 

@@ -50,6 +50,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking without the follower rule: a piece moving at both ends may be joined to one that starts, at speed, where
     # it ended seconds later (the next vehicle on its path; the previous default)
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},
+    # linking without the flow paths: a later piece only on the line or arc of the earlier one (the previous default)
+    "no-flow-paths": {"linking.flow_paths": False},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing
     # linked (the recorded runs of two rounds back too)
     "as-live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False, "linking.enabled": False},

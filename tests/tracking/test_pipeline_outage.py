@@ -13,7 +13,7 @@ from tracking.pipeline import Pipeline
 from vision.types import Frame
 
 
-def _ids(times: list[float], positions: list[int]) -> list[set[int]]:
+def _ids(times: list[float], positions: list[int]) -> tuple[list[set[int]], int]:
     p = Pipeline(_config(fill=False), detector=MissingDetector(missed=set()))
     p.reset(W, H, FPS)
     ground = _ground()

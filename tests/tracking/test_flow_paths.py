@@ -1,0 +1,73 @@
+"""Links along the flight's own traffic (tracking/flow_paths.py): a vehicle hidden for seconds on a roundabout comes
+back half a turn on, where neither its line nor its arc reaches; the way the other vehicles drove there joins it, and
+only a start on that way, heading along it, is joined."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracking.flow_paths import FlowSamples, along_path
+from tracking.linking import LinkingConfig, Piece, link_pieces
+
+FPS = 10.0
+CAR_PX = 40.0  # 4.5 m: 0.1125 m per px
+R = 300.0  # circle radius, px (34 m)
+CENTRE = np.array([600.0, 500.0])
+OMEGA = 0.15  # rad/s: 45 px/s = 5 m/s on the circle
+
+
+def _circle_piece(tid: int, t0: float, t1: float, phase: float = 0.0, radius: float = R) -> Piece:
+    """A vehicle on the circle (anticlockwise in image coordinates), seen from t0 to t1; ``phase``: its angle at t=0."""
+    t = np.arange(round(t0 * FPS), round(t1 * FPS) + 1) / FPS
+    a = phase + OMEGA * t
+    xy = CENTRE + radius * np.column_stack([np.cos(a), np.sin(a)])
+    return Piece(tid, np.round(t * FPS).astype(int), t, xy, CAR_PX)
+
+
+def _others() -> list[Piece]:
+    # the traffic that shows the way: three other vehicles seen going round the whole circle at the time
+    return [_circle_piece(100 + k, 0.0, 45.0, phase=0.5 + 2.1 * k) for k in range(3)]
+
+
+def test_a_vehicle_hidden_for_seconds_on_the_circle_is_joined_along_the_others_way():
+    # hidden for 6 s: 0.9 rad of the circle (52 deg), headings 52 deg apart, 4.8 m beside its line's prediction
+    a = _circle_piece(1, 10.0, 14.0, phase=2.0)
+    b = _circle_piece(2, 20.0, 24.0, phase=2.0)
+    pieces = [a, b, *_others()]
+    assert link_pieces(pieces, LinkingConfig(flow_paths=False))[2] == 2, "the line and the arc alone do not join it"
+    assert link_pieces(pieces, LinkingConfig())[2] == 1
+
+
+def test_without_traffic_showing_the_way_nothing_is_joined():
+    a = _circle_piece(1, 10.0, 14.0, phase=2.0)
+    b = _circle_piece(2, 20.0, 24.0, phase=2.0)
+    assert link_pieces([a, b], LinkingConfig())[2] == 2
+
+
+def test_a_start_off_the_way_or_against_it_is_not_joined():
+    a = _circle_piece(1, 10.0, 14.0, phase=2.0)
+    outer = _circle_piece(2, 20.0, 24.0, phase=2.0, radius=R + 60)  # 6.8 m outside the others' way
+    t = np.arange(200, 241) / FPS  # driving the other way round, where the vehicle would be
+    ang = 2.0 + OMEGA * 20.0 - OMEGA * (t - 20.0)
+    against = Piece(
+        3, np.round(t * FPS).astype(int), t, CENTRE + R * np.column_stack([np.cos(ang), np.sin(ang)]), CAR_PX
+    )
+    for b in (outer, against):
+        assert link_pieces([a, b, *_others()], LinkingConfig())[b.track_id] == b.track_id
+
+
+def test_the_path_follows_the_samples_and_stops_where_no_one_drove():
+    others = _others()
+    scale = [4.5 / CAR_PX] * len(others)
+    samples = FlowSamples.of(others, scale, moving_mps=1.0)
+    a = 2.0 + OMEGA * 14.0
+    start = CENTRE + R * np.array([np.cos(a), np.sin(a)])
+    heading = np.array([-np.sin(a), np.cos(a)])
+    path = samples.path(start, heading, CAR_PX, 2000.0, owner=-1, t0=-1e9, t1=1e9)
+    radii = np.hypot(*(path - CENTRE).T)
+    assert len(path) > 20 and np.all(np.abs(radii - R) < 0.25 * CAR_PX), "it keeps to the circle"
+    s, off, tangent = along_path(path, CENTRE + R * np.array([np.cos(a + 0.9), np.sin(a + 0.9)]))
+    assert abs(s - R * 0.9) < CAR_PX and off < 0.25 * CAR_PX
+    # outside the window of the samples' times, or off the traffic: no way at all
+    assert len(samples.path(start, heading, CAR_PX, 2000.0, owner=-1, t0=1e5, t1=1e6)) == 1
+    assert len(samples.path(start + 500, heading, CAR_PX, 2000.0, owner=-1, t0=-1e9, t1=1e9)) == 1
