@@ -97,6 +97,7 @@ MOVING_ON_MPS = 1.5  # both ends faster than this: the vehicle did not stand in 
 STATE_S = 1.0  # a piece's end (start) state is measured over its last (first) second
 MAX_TURN_RATE = 1.0  # rad/s: a tight turn at walking pace; a measured rate beyond is noise
 TERMINAL_S = 0.3  # a piece's terminal speed: over its last (first) 0.3 s
+PATH_PENALTY_M = 0.5  # added to a link only a flow path explains
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 
 
@@ -209,8 +210,10 @@ def link_cost(
         # from here (tracking/flow_paths.py), heading along it. Only where it drove at both ends: a slow end may be
         # a queue, whose next vehicle starts on the same way too
         s, off, tangent = along_path(path, start_p)
-        if float(start_v @ tangent) >= np.cos(np.radians(45)) * sb:
-            best = _judged(s, off, sa, sb, slower, gap_s, cfg)
+        if off <= cfg.lateral_m and float(start_v @ tangent) >= np.cos(np.radians(45)) * sb:
+            # a way learnt from other vehicles is weaker evidence than the vehicle's own line: a start the line or
+            # arc also explains keeps that link
+            best = _judged(s, off, sa, sb, slower, gap_s, cfg) + PATH_PENALTY_M
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
