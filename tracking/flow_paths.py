@@ -34,7 +34,7 @@ class FlowSamples:
     xy: np.ndarray
     heading: np.ndarray
     t: np.ndarray
-    owner: np.ndarray
+    owner: np.ndarray  # (samples of one piece are contiguous, in time order)
     tree: cKDTree | None
 
     @classmethod
@@ -87,6 +87,49 @@ class FlowSamples:
             p = p + step * h + 0.5 * side
             pts.append(p)
         return np.array(pts)
+
+    def witnesses(
+        self,
+        start: np.ndarray,
+        heading: np.ndarray,
+        length_px: float,
+        max_px: float,
+        owner: int,
+        t0: float,
+        t1: float,
+        most: int = 12,
+    ) -> list[np.ndarray]:
+        """The ways other vehicles went on from ``start``: each piece seen between ``t0`` and ``t1`` that passed within
+        ``NEIGHBOUR_LENGTHS`` of it heading about ``heading``, followed from there as it drove (its turn too, where
+        a streamline keeps to the mean of the traffic), up to ``max_px``; the nearest ``most`` pieces, each a polyline
+        from ``start``."""
+        n = float(np.hypot(*heading))
+        if self.tree is None or n < 1e-9:
+            return []
+        h = heading / n
+        near = np.asarray(self.tree.query_ball_point(start, NEIGHBOUR_LENGTHS * length_px), int)
+        if not len(near):
+            return []
+        near = near[(self.owner[near] != owner) & (self.t[near] >= t0) & (self.t[near] <= t1)]
+        near = near[self.heading[near] @ h >= np.cos(np.radians(MAX_TURN_DEG))]
+        if not len(near):
+            return []
+        dist = np.hypot(*(self.xy[near] - start).T)
+        closest: dict[int, tuple[float, int]] = {}
+        for k, d in zip(near.tolist(), dist.tolist()):
+            o = int(self.owner[k])
+            if o not in closest or d < closest[o][0]:
+                closest[o] = (d, k)
+        out = []
+        for _, k in sorted(closest.values())[:most]:
+            o = self.owner[k]
+            hi = k + int(np.searchsorted(self.owner[k:] != o, True))  # the end of this piece's samples
+            way = np.vstack([start[None].astype(np.float64), self.xy[k:hi]])
+            steps = np.hypot(*np.diff(way, axis=0).T)
+            keep = int(np.searchsorted(np.cumsum(steps), max_px)) + 1
+            if keep >= 2:
+                out.append(way[: keep + 1])
+        return out
 
 
 def along_path(path: np.ndarray, q: np.ndarray) -> tuple[float, float, np.ndarray]:

@@ -71,3 +71,40 @@ def test_the_path_follows_the_samples_and_stops_where_no_one_drove():
     # outside the window of the samples' times, or off the traffic: no way at all
     assert len(samples.path(start, heading, CAR_PX, 2000.0, owner=-1, t0=1e5, t1=1e6)) == 1
     assert len(samples.path(start + 500, heading, CAR_PX, 2000.0, owner=-1, t0=-1e9, t1=1e9)) == 1
+
+
+def _drive(tid: int, t0: float, points: list[tuple[float, float]], speed_px: float, stand_s: float = 0.0) -> Piece:
+    """A vehicle from ``points[0]`` along the polyline at ``speed_px`` px/s, standing ``stand_s`` at its first corner."""
+    pts = np.array(points, np.float64)
+    seg = np.hypot(*np.diff(pts, axis=0).T)
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    n = int((cum[-1] / speed_px + stand_s) * FPS) + 1
+    t = t0 + np.arange(n) / FPS
+    travel = np.minimum(np.arange(n) / FPS * speed_px, cum[1])  # to the first corner
+    after = np.clip(np.arange(n) / FPS - stand_s - cum[1] / speed_px, 0, None) * speed_px
+    s = np.where(np.arange(n) / FPS * speed_px < cum[1], travel, cum[1] + after)
+    xy = np.column_stack([np.interp(s, cum, pts[:, 0]), np.interp(s, cum, pts[:, 1])])
+    return Piece(tid, np.round(t * FPS).astype(int), t, xy, CAR_PX)
+
+
+def _cut(p: Piece, tid: int, t0: float, t1: float) -> Piece:
+    keep = (p.t >= t0) & (p.t <= t1)
+    return Piece(tid, p.frames[keep], p.t[keep], p.xy[keep], p.length_px)
+
+
+STOP, RIGHT_OUT, EAST_OUT = (500.0, 300.0), (560.0, 700.0), (1100.0, 300.0)
+RIGHT_TURN = [(100.0, 300.0), STOP, (540.0, 320.0), (560.0, 360.0), RIGHT_OUT]  # stop line, then a right turn
+
+
+def test_a_car_that_waited_and_turned_off_unseen_is_joined_along_a_turning_vehicles_way():
+    # a car arrives from the west, waits 10 s at the stop line (its piece ends there), turns right unseen and is
+    # found 4 s after leaving, heading south: its arrival line points east, so only a way others drove explains it
+    car = _drive(1, 0.0, RIGHT_TURN, 45.0, stand_s=10.0)
+    arrive, off = _cut(car, 1, 0.0, 12.0), _cut(car, 2, 23.2, 40.0)
+    turners = [_cut(_drive(100 + k, 20.0 + 6 * k, RIGHT_TURN, 45.0), 100 + k, 0, 99) for k in range(2)]
+    through = [
+        _cut(_drive(110 + k, 14.0 + 6 * k, [(100.0, 300.0), STOP, EAST_OUT], 45.0), 110 + k, 0, 99) for k in range(2)
+    ]
+    assert link_pieces([arrive, off, *through], LinkingConfig())[2] == 2, "no one turned there: not joined"
+    assert link_pieces([arrive, off, *through, *turners], LinkingConfig(flow_paths=False))[2] == 2
+    assert link_pieces([arrive, off, *through, *turners], LinkingConfig())[2] == 1
