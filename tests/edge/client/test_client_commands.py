@@ -3,6 +3,7 @@ through a proxy that drops the connection part-way."""
 
 from __future__ import annotations
 
+import json
 import hashlib
 import shutil
 import subprocess
@@ -85,8 +86,19 @@ def test_client_errors_are_one_line(served, flight, tmp_path):
     assert r.returncode == 2 and "missing.mp4" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(served, flight, tmp_path):
+@pytest.fixture
+def long_flight(tmp_path):
+    """A 10 s flight with its DJI SRT: the test clip's 4 s can be over before a reconnect on a loaded machine."""
+    from service_fakes import write_clip, write_dji_srt
+
+    video = write_clip(tmp_path / "DJI_0001.mp4", 250)
+    write_dji_srt(tmp_path / "DJI_0001.SRT", 250)
+    return video
+
+
+def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(served, long_flight, tmp_path):
     base, token, _ = served
+    flight = long_flight
     proxy = CuttingProxy(int(base.rsplit(":", 1)[1]))
     proc = subprocess.Popen(
         [
@@ -106,9 +118,13 @@ def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(serv
         text=True,
     )
 
+    received_at_cut = []
+
     def pushing() -> bool:  # the client's WebSocket is up and frames flow (its start-up time varies with the load)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
-            return any(s["state"] == "live" and s["received"] >= 10 for s in http.get("/api/streams").json())
+            live = [s["received"] for s in http.get("/api/streams").json() if s["state"] == "live"]
+        received_at_cut[:] = live
+        return bool(live) and live[0] >= 10
 
     try:
         from service_helpers import wait_for
@@ -127,7 +143,15 @@ def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(serv
         status = http.get(f"/api/streams/{sid}").json()
         latest = http.get(f"/api/streams/{sid}/latest").json()
     assert status["state"] == "finished" and status["kind"] == "push" and status["device_id"] is not None
-    assert status["processed"] >= 10
+    # a paced run sheds what it cannot process (on a loaded machine most of a 4 s clip): what matters is that frames
+    # sent after the drop were processed too
+    assert status["processed"] >= 2 and latest["frame"] > received_at_cut[0], (
+        json.dumps(status),
+        {k: v for k, v in latest.items() if k != "tracks"},
+        received_at_cut,
+        out,
+        err,
+    )
     assert latest["scale_source"] == "telemetry"  # the SRT's altitude and camera set the scale
     assert any(t["lat"] is not None and abs(t["lat"] - 47.3769) < 0.01 for t in latest["tracks"])
     _one_run(tmp_path, sid, status["run_id"])
