@@ -3,8 +3,8 @@ through a proxy that drops the connection part-way."""
 
 from __future__ import annotations
 
-import json
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -118,7 +118,7 @@ def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(serv
         text=True,
     )
 
-    received_at_cut = []
+    received_at_cut: list[int] = []
 
     def pushing() -> bool:  # the client's WebSocket is up and frames flow (its start-up time varies with the load)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
