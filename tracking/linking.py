@@ -18,7 +18,9 @@ gap it hardly moved over (``min_gap_speed_share``): that start is the next vehic
 place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones).
 Pieces that end at the frame's edge moving left the view and pieces that start there moving entered it: neither is
 linked there. Standing there, they are a queue reaching beyond the view's edge (its boxes cut by the edge), and are
-linked like any standing piece.
+linked like any standing piece. Over gaps longer than a turn's arc reaches, a start may also lie on a way the
+flight's other vehicles drove on from the end (``linking.flow_paths``, tracking/flow_paths.py): half a roundabout on,
+or turned off after waiting at a stop line.
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
 out), and each link is judged in the earlier piece's last frame (``Piece.end_from_first``: the chained ego-motion

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +82,21 @@ def is_camera(source: str) -> bool:
     return source.isdigit() or source.startswith("/dev/video")
 
 
-def open_frames(source: str, fps: float | None) -> tuple[Iterator[tuple[float, np.ndarray]], float]:
-    """(frames as (seconds since the first, BGR image), nominal fps) of a file, camera or network stream."""
+class FrameSource:
+    """A source's frames as (seconds since the first, BGR image). ``late``: frames of a recording skipped because the
+    publisher fell behind the recording's own rate (a slow machine, a reconnect that took long): a recording is
+    published live, so they are gone, and the summary says how many."""
+
+    def __init__(self) -> None:
+        self.frames: Iterator[tuple[float, np.ndarray]] = iter(())
+        self.late = 0
+
+    def __iter__(self) -> Iterator[tuple[float, np.ndarray]]:
+        return self.frames
+
+
+def open_frames(source: str, fps: float | None) -> tuple[FrameSource, float]:
+    """(frames, nominal fps) of a file, camera or network stream."""
     if is_camera(source):
         return _camera(source, fps)
     return _pyav(source)
@@ -108,7 +121,9 @@ def _camera(source: str, fps: float | None):
         finally:
             cap.release()
 
-    return frames(), rate
+    src = FrameSource()
+    src.frames = frames()
+    return src, rate
 
 
 def _pyav(source: str):
@@ -133,6 +148,8 @@ def _pyav(source: str):
     stream.thread_type = "AUTO"
     rate = float(stream.average_rate or stream.guessed_rate or 25)
 
+    src = FrameSource()
+
     def frames():
         gate = KeyframeGate(stream.codec_context)
         first, wall0 = None, time.monotonic()
@@ -148,12 +165,14 @@ def _pyav(source: str):
                         if lag > 0:
                             time.sleep(lag)
                         elif lag < -0.2:
+                            src.late += 1
                             continue  # behind (slow machine or network): skip, stay live
                     yield t, vf.to_ndarray(format="bgr24")
         finally:
             container.close()
 
-    return frames(), rate
+    src.frames = frames()
+    return src, rate
 
 
 class Publisher:
@@ -176,7 +195,7 @@ class Publisher:
             )
         return self.stream
 
-    def run(self, frames: Iterator[tuple[float, np.ndarray]], fps: float, telemetry: Telemetry | None) -> dict:
+    def run(self, frames: Iterable[tuple[float, np.ndarray]], fps: float, telemetry: Telemetry | None) -> dict:
         """Push every frame of ``frames``; returns the last ack (the server's counts)."""
         from websockets.exceptions import ConnectionClosed
 

@@ -209,6 +209,6 @@ def cli_stream(
         raise typer.Exit(130) from None
     typer.echo(
         f"stream {stream['id']} ended: sent {pub.sent} frames ({pub.skipped} skipped while disconnected, "
-        f"{pub.reconnects} reconnects); server received {ack.get('received')}, processed "
+        f"{frames.late} skipped behind the recording's rate, {pub.reconnects} reconnects); server received {ack.get('received')}, processed "
         f"{ack.get('processed')}, dropped {ack.get('dropped')}"
     )

@@ -138,7 +138,7 @@ def test_stream_publishes_a_file_with_telemetry_and_survives_a_dropped_link(serv
     assert proc.returncode == 0, err
     assert "with telemetry from DJI_0001.SRT" in out
     sid = int(out.split("stream ")[1].split(":")[0])
-    assert "connection lost" in err and "1 reconnects" in out, (out, err)
+    assert "connection lost" in err and "1 reconnects" in out and "skipped behind the recording" in out, (out, err)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
         status = http.get(f"/api/streams/{sid}").json()
         latest = http.get(f"/api/streams/{sid}/latest").json()
@@ -269,3 +269,17 @@ def test_stream_waits_while_the_server_still_holds_its_previous_connection(serve
             time.sleep(0.1)
     # (a frame written just before the server's refusal arrived is counted as sent, never received)
     assert status["state"] == "finished" and 10 <= status["received"] <= pub.sent, status
+
+
+def test_a_recording_published_by_a_client_that_fell_behind_counts_the_frames_it_skipped(clip):
+    """A recording is published at its own rate; frames the client is too late for are skipped and counted (the
+    summary line says how many), never silently lost."""
+    from edge.client.publish import open_frames
+
+    frames, rate = open_frames(str(clip), None)  # the 4 s clip, 100 frames at 25 fps
+    got = 0
+    for i, _ in enumerate(frames):
+        got += 1
+        if i == 10:
+            time.sleep(1.0)  # stalled for a second (a reconnect): 25 frames' time
+    assert rate == 25 and 15 <= frames.late <= 30 and got + frames.late == 100, (got, frames.late)
