@@ -1,0 +1,79 @@
+"""A weak detector box on a vehicle that moves may start a track (``motion.promote_moving_fraction``): the detector
+scores a car low while it turns or pulls away at an angle it rarely sees (0.1-0.4, a frame in a few above ByteTrack's
+new-track threshold), and ByteTrack only confirms a track whose start is followed at once by another box: a weak box
+never confirms it, so such a car is never tracked. Promoted, a weak moving box starts the track that the next strong
+one confirms. Weak and strong boxes of something that stands (clutter) still start nothing."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from tests.edge.service.service_fakes import BrightBoxDetector
+from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
+from tracking.config import PipelineConfig, RoadConfig
+from tracking.pipeline import Pipeline
+from vision.config import DetectorConfig, MotionConfig
+from vision.types import Frame
+
+FRAMES = 40
+WEAK = 0.15  # in ByteTrack's low band: track_low_thresh 0.1 .. new_track_thresh 0.25
+MOVER_Y, STANDING_XY = 250, (700, 420)
+SPEED_PX = 6  # a frame: enough of a uniform box's pixels change (its edges move) to count as moving
+STRONG_EVERY = 5  # the detector is sure of both boxes on every 5th frame only
+
+
+class WeakBoxes(BrightBoxDetector):
+    """The bright boxes, scored in ByteTrack's low band but on every ``STRONG_EVERY``-th frame."""
+
+    def __init__(self):
+        super().__init__()
+        self.frame = 0
+
+    def detect(self, image, road_mask=None, tiling=None):
+        dets = super().detect(image, road_mask, tiling)
+        if self.frame % STRONG_EVERY != 2:  # not the first frame: ByteTrack confirms tracks born there at once
+            dets.score[:] = WEAK
+        self.frame += 1
+        return dets
+
+
+def _image(ground: np.ndarray, i: int) -> np.ndarray:
+    img = ground.copy()
+    x = 100 + SPEED_PX * i
+    cv2.rectangle(img, (x, MOVER_Y), (x + 29, MOVER_Y + 13), (255, 255, 255), -1)
+    sx, sy = STANDING_XY
+    cv2.rectangle(img, (sx, sy), (sx + 29, sy + 13), (255, 255, 255), -1)
+    return img
+
+
+def _tracks(promote: float | None) -> tuple[set[int], set[int]]:
+    cfg = PipelineConfig(
+        device="cpu",
+        road=RoadConfig(enabled=False),
+        detector=DetectorConfig(every_n_frames=1),
+        motion=MotionConfig(promote_moving_fraction=promote, add_missed=False),  # the detector's boxes alone
+    )
+    p = Pipeline(cfg, detector=WeakBoxes())
+    p.reset(W, H, FPS)
+    ground = _ground()
+    mover, standing = set(), set()
+    for i in range(FRAMES):
+        for tr in p.step(Frame(i, i / FPS, _image(ground, i))).tracks:
+            cx, cy = tr.center
+            if abs(cy - (MOVER_Y + 7)) < 8 and abs(cx - (100 + SPEED_PX * i + 15)) < 12:
+                mover.add(tr.track_id)
+            elif abs(cx - (STANDING_XY[0] + 15)) < 8 and abs(cy - (STANDING_XY[1] + 7)) < 8:
+                standing.add(tr.track_id)
+    return mover, standing
+
+
+def test_a_weak_box_on_a_moving_vehicle_starts_one_track_and_a_weak_standing_one_none():
+    mover, standing = _tracks(promote=0.3)
+    assert len(mover) == 1
+    assert not standing
+
+
+def test_without_promotion_weak_boxes_start_nothing():
+    mover, standing = _tracks(promote=None)
+    assert not mover and not standing
