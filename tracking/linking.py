@@ -47,6 +47,12 @@ class LinkingConfig(BaseModel):
         "and fill the frames between them; the live feed cannot wait and links nothing",
     )
     max_gap_s: float = Field(30.0, gt=0, description="longest gap between two pieces that is linked (a red light)")
+    max_moving_gap_s: float = Field(
+        10.0,
+        gt=0,
+        description="longest gap linked unless the vehicle stood at both ends (a queue): moving at an end, a piece "
+        "found again later is more often another vehicle (two 5-minute renders: 55 of 70 such links wrong, docs/study.md)",
+    )
     lateral_m: float = Field(2.0, gt=0, description="how far a piece's start may lie beside the previous one's lane")
     back_m: float = Field(1.0, ge=0, description="how far behind the previous piece's end a start may lie")
     max_cost: float = Field(2.5, gt=0, description="largest accepted link cost (metres of unexplained displacement)")
@@ -315,6 +321,8 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
             b = ok[j]
             if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
                 continue  # (a piece that starts moving at the frame's edge entered the view)
+            if gaps[j] > cfg.max_moving_gap_s and not (standing(ends[i], scale[i]) and standing(starts[j], scale[j])):
+                continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait
             m = 0.5 * (scale[i] + scale[j])
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             cost[i, j] = link_cost(

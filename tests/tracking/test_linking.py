@@ -123,6 +123,17 @@ def test_the_next_vehicle_on_the_path_is_not_joined_to_the_one_that_drove_out_of
     assert report.links == 1
 
 
+def test_a_vehicle_hidden_while_driving_for_longer_than_max_moving_gap_is_not_joined_but_a_waiting_one_is():
+    """Moving at both ends, a gap of 15 s is more often the next vehicle than the same one (the 5-minute roundabout
+    render: most links over such gaps were wrong); standing at both ends, a queue, it is still joined."""
+    path = _drive(range(0, 230), 100, 300, 2.0)  # 2 px per frame: 2.25 m/s, hidden from frame 40 to 190 (15 s)
+    pieces = {1: {f: p for f, p in path.items() if f < 40}, 2: {f: p for f, p in path.items() if f >= 190}}
+    assert link_results(_results(230, pieces), W, H).links == 0
+    assert link_results(_results(230, pieces), W, H, LinkingConfig(max_moving_gap_s=30.0)).links == 1
+    waiting = {1: {f: (500.0, 300.0) for f in range(0, 40)}, 2: {f: (500.0, 300.0) for f in range(190, 230)}}
+    assert link_results(_results(230, waiting), W, H).links == 1
+
+
 def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
     """A car circling a roundabout (radius 20 m, 5 m/s: 14 degrees a second) is lost for 1.6 s; where it is found
     lies 3.5 m off the straight line it was on (more than a lane's width): the arc both pieces turn on joins them."""
