@@ -2,9 +2,11 @@
 
 Each track end gives an event: a position and the direction *into* the junction (a track's first heading, or the
 reverse of its last). Events are clustered by position and heading (average-linkage on scaled coordinates, scipy);
-clusters with few events or far from the edge of the observed area are dropped (parking, track fragments). Inbound
-and outbound halves of a wide road (a dual carriageway) that came out as two clusters with the same inbound heading
-side by side are merged into one approach.
+clusters with few events or far from the edge of the observed area are dropped (parking, track fragments), and so
+are clusters whose direction into the junction points away from the observed area's centre (pieces found again on
+an arm's way out, heading out; pieces lost on its way in). Two clusters with the same inbound heading are merged into
+one approach when they are the inbound and outbound halves of a wide road (a dual carriageway) side by side, or lie
+on one line along the arm (a far arm's track ends spread along it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from scipy.spatial import ConvexHull, QhullError
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, Trajectory
 
 END_RUN_M = 6.0  # the heading of a track end is taken over this much travel
+SAME_ARM_ACROSS_M = 5.0  # two clusters heading alike this close across their heading lie on one arm's lanes
 COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
 
 
@@ -135,6 +138,10 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
         d = dirs[members].mean(axis=0)
         d /= max(np.linalg.norm(d), 1e-9)
         c = p.mean(axis=0)
+        if float((area.centre - c) @ d) < 0:
+            # "into the junction" points away from it: pieces that start on an arm's way out and head out (a
+            # vehicle found again after the tracker lost it in the junction), or end on its way in, not an arm
+            continue
         lateral = (p - c) @ np.array([d[1], -d[0]])
         radius = float(np.abs(lateral).max()) + 5.0
         approaches.append((c, d, radius))
@@ -154,7 +161,9 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
 
 
 def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: StudyConfig) -> list[list[int]]:
-    """Merge an inbound-only and an outbound-only cluster lying side by side with the same inbound heading."""
+    """Merge two clusters with the same inbound heading that are one arm: an inbound-only and an outbound-only one
+    lying side by side (a dual carriageway), or two on one line, one further along the arm than the other (where the
+    tracks of a far arm begin and end spreads along it: an oblique view's far side, fragments)."""
     merged = True
     while merged:
         merged = False
@@ -163,8 +172,6 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
                 a, b = groups[i], groups[j]
                 in_a = {ends[k].is_entry for k in a}
                 in_b = {ends[k].is_entry for k in b}
-                if len(in_a) != 1 or len(in_b) != 1 or in_a == in_b:
-                    continue
                 da = np.mean([ends[k].inbound for k in a], axis=0)
                 db = np.mean([ends[k].inbound for k in b], axis=0)
                 if angle_between(heading_deg(da), heading_deg(db)) > cfg.approach_heading_deg / 2:
@@ -172,7 +179,9 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
                 d = da / np.linalg.norm(da)
                 gap = np.mean([ends[k].xy for k in b], axis=0) - np.mean([ends[k].xy for k in a], axis=0)
                 along, across = abs(float(gap @ d)), abs(float(gap @ np.array([d[1], -d[0]])))
-                if along < cfg.approach_cluster_m and across < 3 * cfg.approach_cluster_m:
+                halves = len(in_a) == 1 and len(in_b) == 1 and in_a != in_b
+                one_line = across < SAME_ARM_ACROSS_M and along < 2 * cfg.approach_cluster_m
+                if (halves and along < cfg.approach_cluster_m and across < 3 * cfg.approach_cluster_m) or one_line:
                     groups[i] = a + b
                     del groups[j]
                     merged = True

@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.tracking.study.conftest import drive
 from tracking.study import (
     Approach,
     StudyConfig,
@@ -23,6 +24,34 @@ def test_approaches_found_where_tracks_enter_and_leave(junction):
         # the inbound heading of each arm points at the junction centre
         to_centre = np.degrees(np.arctan2(-a.x, -a.y)) % 360
         assert abs((a.heading_deg - to_centre + 180) % 360 - 180) < 15
+
+
+def test_pieces_found_again_on_an_arms_way_out_are_not_an_approach(junction):
+    """Vehicles the tracker lost in the junction and found again on the west arm's way out, heading out: their
+    pieces start near the edge of the view with one heading, like an arm's entries, but "into the junction" points
+    away from it - fragments, not a fifth arm."""
+    trajs, _ = junction
+    out_lane = np.array([[-50.0, 1.75], [-60.0, 1.75]])
+    fragments = [Trajectory(100 + k, "car", *drive(out_lane, 10.0, 20.0 + 15.0 * k)) for k in range(4)]
+    found = find_approaches(trajs + fragments, StudyConfig())
+    assert sorted(a.name for a in found) == ["E", "N", "S", "W"]
+
+
+def test_an_arm_whose_tracks_begin_at_two_places_along_it_is_one_approach():
+    """A straight road seen end to end: half the eastbound tracks begin at the view's edge, half 30 m further on (a
+    far side where the detector finds vehicles late). Same heading, one line: one approach, not two."""
+    east = np.array([[-60.0, -1.75], [60.0, -1.75]])
+    west = np.array([[60.0, 1.75], [-60.0, 1.75]])
+    trajs = []
+    for k in range(8):
+        t, xy = drive(east, 12.0, 10.0 * k)
+        if k % 2:
+            t, xy = t[xy[:, 0] >= -30.0], xy[xy[:, 0] >= -30.0]
+        trajs.append(Trajectory(k, "car", t, xy))
+        trajs.append(Trajectory(100 + k, "car", *drive(west, 12.0, 10.0 * k + 5.0)))
+    found = find_approaches(trajs, StudyConfig())
+    assert len(found) == 2
+    assert sorted(round(a.heading_deg) % 360 for a in found) == [90, 270]
 
 
 def test_every_vehicle_gets_its_origin_destination_movement_and_lane(junction):
