@@ -52,6 +52,11 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},
     # linking without the flow paths: a later piece only on the line or arc of the earlier one (the previous default)
     "no-flow-paths": {"linking.flow_paths": False},
+    # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
+    # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
+    "no-promote-movers": {"motion.promote_moving_fraction": None},
+    # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
+    "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing
     # linked (the recorded runs of two rounds back too)
     "as-live": {"motion.report_from_first_frame": False, "tracker.fill_lost_gaps": False, "linking.enabled": False},
