@@ -87,7 +87,7 @@ def process_video(
         info = source.info
         poses, tel_path, flight_log = load_poses_and_log(video, Path(telemetry) if telemetry else None, info)
         pipeline = pipeline or Pipeline(config)
-        pipeline.reset(info.width, info.height, info.fps, poses)
+        pipeline.reset(info.width, info.height, info.fps, poses, recorded=True)
         run = RunInfo(
             str(video),
             info.width,

@@ -80,8 +80,12 @@ class Pipeline:
     def mode(self) -> str:
         return "baseline" if self.config.baseline else "dual_layer"
 
-    def reset(self, width: int, height: int, fps: float, poses: PoseProvider | None = None) -> None:
-        """Start a new stream or video (keeps the loaded models)."""
+    def reset(
+        self, width: int, height: int, fps: float, poses: PoseProvider | None = None, recorded: bool = False
+    ) -> None:
+        """Start a new stream or video (keeps the loaded models). ``recorded``: a recording (``airpatrol process``,
+        batch), which has no frame rate to keep up with: the detector's scale plan gets the recorded budget
+        (``detector.recorded_max_input_pixels``); a live stream keeps the per-frame one."""
         cfg = self.config
         self._size = (width, height)
         self.fps = fps
@@ -96,6 +100,8 @@ class Pipeline:
         self.motion.reset()
         self.gate.reset()
         self.detector.reset()
+        if isinstance(self.detector, VehicleDetector):
+            self.detector.recorded = recorded
         if self.road is not None:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)

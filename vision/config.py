@@ -54,6 +54,15 @@ class DetectorConfig(BaseModel):
         "1024x540 frame at native resolution; a 1920x1080 frame at half scale, where the motion layer carries the "
         "vehicles too small for the detector)",
     )
+    recorded_max_input_pixels: float | None = Field(
+        5.1,
+        gt=0,
+        description="'auto', recorded runs (process, batch): the budget of one detector pass instead of "
+        "max_input_pixels when larger (5.1: a 1920x1080 frame at 0.75 scale). A recording has no frame rate to keep "
+        "up with, only a cost target (a 5-minute 1080p flight in <= 3x its duration on 2 cores, issue 32): on oblique "
+        "renders at 100-120 m, cars of ~50 px crossing a junction were boxed (conf >= 0.25) in 5-7 % of the frames "
+        "their tracks broke on at half scale, 40-75 % at 0.75 (docs/study.md). None: the live budget for both",
+    )
     native_up_to_px: int = Field(
         1280,
         ge=0,

@@ -89,7 +89,8 @@ class VehicleDetector:
     scale_log: list[dict]  # frame range x rows -> input scale (summary.json -> detector_scales)
     _open: dict[tuple[int, int], dict]  # scale_log entries still growing
     _last_f: int
-    budget_share: float | None  # share of the CPU budget (max_input_pixels) the last plan used; 'auto' only
+    budget_share: float | None  # share of the CPU budget (budget_pixels) the last plan used; 'auto' only
+    recorded: bool  # a recorded run: recorded_max_input_pixels is the budget
 
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
@@ -149,12 +150,13 @@ class VehicleDetector:
         lo = cfg.min_scale
         letterbox = min(1.0, cfg.imgsz / max(width, height))
         # a detector that runs every few frames (motion frames between) may cost more per pass
-        budget = np.floor(8 * letterbox * np.sqrt(cfg.max_input_pixels * self.budget_frames) + 1e-6) / 8
+        pixels = self.budget_pixels
+        budget = np.floor(8 * letterbox * np.sqrt(pixels * self.budget_frames) + 1e-6) / 8
         if cfg.budget_frame_px and max(width, height) > cfg.budget_frame_px:
             # a frame larger than the reference keeps the reference's share of its pixels: its vehicles are as many
             # pixels long as the reference's are at a proportionally lower altitude, and need the same scale
             ref = min(1.0, cfg.imgsz / cfg.budget_frame_px)
-            budget = max(budget, np.floor(8 * ref * np.sqrt(cfg.max_input_pixels * self.budget_frames) + 1e-6) / 8)
+            budget = max(budget, np.floor(8 * ref * np.sqrt(pixels * self.budget_frames) + 1e-6) / 8)
         if max(width, height) <= cfg.native_up_to_px:
             # up to 720p, native is affordable, and below it small vehicles are missed (toll plaza, 720x1280)
             budget = max(budget, 1.0)
@@ -197,7 +199,7 @@ class VehicleDetector:
         plan = self._plan(w, h)
         letterbox = min(1.0, cfg.imgsz / max(w, h)) ** 2 * w * h
         used = sum((y1 - y0) * w * s * s for y0, y1, s in plan)
-        self.budget_share = used / (cfg.max_input_pixels * letterbox)
+        self.budget_share = used / (self.budget_pixels * letterbox)
         if len(plan) == 1:
             dets = self._pass(image, road_mask, 0, h, plan[0][2])
         else:
@@ -246,6 +248,15 @@ class VehicleDetector:
             self._open[(y0, y1)] = entry
         self._open = {k: v for k, v in self._open.items() if v["frames"][1] == f}
         self._last_f = f
+
+    @property
+    def budget_pixels(self) -> float:
+        """The CPU budget of one pass ('auto'), in pixels of the frame letterboxed to imgsz: a recorded run's where
+        the pipeline says it drives one (``recorded``), else the live one."""
+        cfg = self.config
+        if self.recorded and cfg.recorded_max_input_pixels is not None:
+            return max(cfg.max_input_pixels, cfg.recorded_max_input_pixels)
+        return cfg.max_input_pixels
 
     @property
     def input_scale(self) -> float:
@@ -351,6 +362,8 @@ class VehicleDetector:
         # frames until the next detector run, set by the pipeline: the plan's CPU budget (max_input_pixels) is per
         # frame, so a detector that runs every few frames while the motion layer carries the tracks may cost more
         self.budget_frames = 1
+        # a recorded run (set by the pipeline): the scale serves recall at the flight's cost, not a live frame rate
+        self.recorded = False
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
         self.scale_log = []
         self._open = {}

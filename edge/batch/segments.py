@@ -120,7 +120,7 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
     with SeekingVideoSource(video, segment.start - segment.warmup, segment.end) as source:
         info = source.info
         poses, _ = load_poses(Path(video), None, info)
-        pipeline.reset(info.width, info.height, info.fps, poses)
+        pipeline.reset(info.width, info.height, info.fps, poses, recorded=True)
         # each confirmed track reported from its first frame, as in a run of the whole video
         for r in from_first_frame((pipeline.step(frame) for frame in source), pipeline.report_lookback_frames()):
             slim = Frame(r.frame.index, r.frame.t, np.zeros((0, 0, 3), np.uint8), r.frame.pose)

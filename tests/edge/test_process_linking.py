@@ -90,3 +90,21 @@ def test_without_linking_the_same_car_is_two_tracks(tmp_path: Path):
     assert len({r["track_id"] for r in rows}) == 2
     assert not any(int(r["frame"]) - 1 in MISSED for r in rows)
     assert json.loads((out.out_dir / "summary.json").read_text())["linking"] is None
+
+
+def test_process_runs_the_detector_with_the_recorded_budget(tmp_path: Path):
+    """``airpatrol process`` is a recording: its detector plans with ``recorded_max_input_pixels`` (a live stream's
+    pipeline is reset without ``recorded`` and keeps the per-frame budget)."""
+    config = _config(link=True)
+    pipe = Pipeline(config)
+    process_video(
+        _video(tmp_path / "clip.avi"),
+        tmp_path / "run",
+        config,
+        pipeline=pipe,
+        write_video=False,
+        progress=False,
+        max_frames=3,
+    )
+    assert pipe.detector.recorded
+    assert pipe.detector.budget_pixels == config.detector.recorded_max_input_pixels

@@ -176,6 +176,40 @@ def test_a_4k_frame_gets_the_scale_its_vehicles_need_not_a_quarter():
     assert hd._plan(1920, 1080) == [(0, 1080, 0.5)]  # 1080p is unchanged
 
 
+def test_a_recorded_run_gets_the_scale_its_vehicles_need_within_the_recorded_budget():
+    """A recording has a cost target, not a frame rate: its budget (recorded_max_input_pixels, 1080p at 0.75) lets
+    ~50 px cars of an oblique 100 m flight reach the detector at ~38 px instead of ~25, where it boxed the cars
+    crossing a junction that half scale lost (issue 32). Live keeps half scale; large vehicles cost nothing more."""
+    rows = [200.0, 400.0, 500.0, 600.0, 800.0]
+    live, recorded = _auto_detector(), _auto_detector()
+    recorded.recorded = True
+    for det in (live, recorded):
+        det._measure(_cars(50, rows))
+    assert live._plan(1920, 1080) == [(0, 1080, 0.5)]
+    assert recorded._plan(1920, 1080) == [(0, 1080, 0.75)]
+    large = _auto_detector()
+    large.recorded = True
+    large._measure(_cars(100, rows))
+    assert large._plan(1920, 1080) == [(0, 1080, 0.5)]  # 100 px cars at 50 px: no more than they need
+    off = _auto_detector(recorded_max_input_pixels=None)
+    off.recorded = True
+    off._measure(_cars(50, rows))
+    assert off._plan(1920, 1080) == [(0, 1080, 0.5)]
+    recorded.reset()
+    assert not recorded.recorded  # each run says what it is
+
+
+def test_the_pipeline_tells_its_detector_whether_it_runs_a_recording():
+    from tracking.config import DetectorConfig, PipelineConfig
+    from tracking.pipeline import Pipeline
+
+    pipe = Pipeline(PipelineConfig(detector=DetectorConfig(runtime="torch")))
+    pipe.reset(1920, 1080, 30.0, recorded=True)
+    assert pipe.detector.recorded
+    pipe.reset(1920, 1080, 30.0)  # a live stream, or a caller that does not say
+    assert not pipe.detector.recorded
+
+
 def test_the_toll_plaza_portrait_clip_gets_the_scale_its_vehicles_need():
     """Real portrait oblique footage (720x1280, vehicles ~30-50 px long at native resolution): 'auto' measures them
     and detects the frame at native resolution, where it finds them (at 0.75x it missed about 4 in 10 of the middle
