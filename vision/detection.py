@@ -89,7 +89,7 @@ class VehicleDetector:
     scale_log: list[dict]  # frame range x rows -> input scale (summary.json -> detector_scales)
     _open: dict[tuple[int, int], dict]  # scale_log entries still growing
     _last_f: int
-    budget_share: float | None  # share of the CPU budget (budget_pixels) the last plan used; 'auto' only
+    budget_share: float | None  # share of the live CPU budget (max_input_pixels) the last plan used; 'auto' only
     recorded: bool  # a recorded run: recorded_max_input_pixels is the budget
 
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
@@ -199,7 +199,9 @@ class VehicleDetector:
         plan = self._plan(w, h)
         letterbox = min(1.0, cfg.imgsz / max(w, h)) ** 2 * w * h
         used = sum((y1 - y0) * w * s * s for y0, y1, s in plan)
-        self.budget_share = used / (self.budget_pixels * letterbox)
+        # against the live budget whatever the run: the detector's stride (stride_follows_scale) stays what it was,
+        # and a recorded run's larger pass runs as often as a live pass of the same size would
+        self.budget_share = used / (cfg.max_input_pixels * letterbox)
         if len(plan) == 1:
             dets = self._pass(image, road_mask, 0, h, plan[0][2])
         else:

@@ -276,8 +276,9 @@ class Publisher:
         raise ClientError(f"push to stream {self._registered['id']}: could not say the flight ended")
 
     def _wait_busy(self, exc: BaseException, busy: int) -> bool:
-        """Just reconnected after a drop the server has not noticed yet, it still holds the old connection as this
-        stream's pusher and refuses the new one: not a new drop, and not final. True: try again after a pause."""
+        """Refused as "already pushing" right after a reconnect: a server older than the takeover of a client's own
+        stale connection (edge/service/routes/streams.py) holds the old connection as this stream's pusher until it
+        notices the drop: not a new drop, and not final. True: try again after a pause."""
         return _still_attached(exc) and busy < self.opt.max_retries and not self._stream_over()
 
     def _stream_over(self) -> bool:

@@ -219,6 +219,8 @@ def _command(worker, sender: _Sender, term: threading.Event, msg: tuple) -> None
         term.set()
     elif kind == "attach":
         worker.attach_pusher(_PUSHER)
+    elif kind == "replace":  # the service process has one pusher at a time: here it is always _PUSHER
+        worker.replace_pusher(_PUSHER, _PUSHER)
     elif kind == "detach":
         worker.detach_pusher(_PUSHER, msg[1])
     elif kind == "fps":
@@ -384,6 +386,18 @@ class ProcessStreamWorker:
             return False
         self._pusher = who
         self._outbox.put(("attach",))
+        return True
+
+    @property
+    def pusher(self) -> object | None:
+        return self._pusher
+
+    def replace_pusher(self, old: object, new: object) -> bool:
+        """As ``StreamWorker.replace_pusher``; the stream process's worker is told in order with the frames."""
+        if self._pusher is not old or self._push_ended or self.finished:
+            return False
+        self._pusher = new
+        self._outbox.put(("replace",))
         return True
 
     def detach_pusher(self, who: object, ended: bool) -> None:

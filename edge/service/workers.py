@@ -335,6 +335,21 @@ class StreamWorker:
         self._set_state("live", "push client connected")
         return True
 
+    @property
+    def pusher(self) -> object | None:
+        """The push client attached now (what ``attach_pusher`` was given), if any."""
+        return self._pusher
+
+    def replace_pusher(self, old: object, new: object) -> bool:
+        """``new`` takes over from ``old`` if ``old`` is still the pusher and the input goes on: the same client back
+        after a link drop the server has not noticed yet. The run goes on, its time axis too (a new connection)."""
+        if self._pusher is not old or self._input_done.is_set():
+            return False
+        self._pusher = new
+        self.begin_connection()
+        self._set_state("live", "push client reconnected; its previous connection was replaced")
+        return True
+
     def detach_pusher(self, who: object, ended: bool) -> None:
         if self._pusher is who:
             self._pusher = None

@@ -195,6 +195,11 @@ def test_a_recorded_run_gets_the_scale_its_vehicles_need_within_the_recorded_bud
     off.recorded = True
     off._measure(_cars(50, rows))
     assert off._plan(1920, 1080) == [(0, 1080, 0.5)]
+    for det in (live, recorded):
+        det._planned(np.zeros((1080, 1920, 3), np.uint8), None)
+    # the share of the live budget a pass uses sets the detector's stride: a recorded run's larger pass counts as it
+    # would live (UAVDT's 1024x540 recordings, native either way, keep their stride)
+    assert recorded.budget_share == pytest.approx(live.budget_share * 0.75**2 / 0.5**2)
     recorded.reset()
     assert not recorded.recorded  # each run says what it is
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import time
@@ -310,9 +311,19 @@ async def push(ws: WebSocket, stream_id: int):
     if not ctx.may_manage_stream(who, row):
         await _close(ws, ctx, CLOSE_POLICY, "this stream belongs to another device")
         return
-    if not worker.attach_pusher(ws):
-        await _close(ws, ctx, CLOSE_POLICY, "another client is already pushing to this stream, or it has ended")
-        return
+    conn = PushConnection(ws, who.label)
+    if not worker.attach_pusher(conn):
+        old = worker.pusher
+        # The same client (device or user) connecting again while the server still holds its previous connection:
+        # a link drop the server has not noticed yet (it would refuse until a ping timed out, and the client would
+        # back off meanwhile). The new connection takes over; the old one is closed, as a policy close, so that a
+        # second copy of the same client that is really still pushing stops instead of taking it back.
+        if not (
+            isinstance(old, PushConnection) and old.principal == conn.principal and worker.replace_pusher(old, conn)
+        ):
+            await _close(ws, ctx, CLOSE_POLICY, "another client is already pushing to this stream, or it has ended")
+            return
+        asyncio.ensure_future(_close_replaced(old.ws, ctx))
     await ws.accept()
     cfg, ended = ctx.config, False
     header: FrameMsg | None = None
@@ -347,6 +358,8 @@ async def push(ws: WebSocket, stream_id: int):
             if last_t is not None and t <= last_t:
                 raise ProtocolError(1003, f"frame time {t:.3f} s is not after the previous {last_t:.3f} s")
             t_first = t if t_first is None else t_first
+            if worker.pusher is not conn:
+                break  # replaced by a newer connection of the same client: its frames are the run's now
             worker.push_frame(functools.partial(decode_jpeg, data), t - t_first, header.pose(t - t_first), received)
             last_t, header = t, None
             if acks and time.monotonic() - last_ack >= 1.0:
@@ -360,4 +373,19 @@ async def push(ws: WebSocket, stream_id: int):
     except WebSocketDisconnect:
         pass
     finally:
-        worker.detach_pusher(ws, ended)
+        worker.detach_pusher(conn, ended)
+
+
+@dataclasses.dataclass(frozen=True)
+class PushConnection:
+    """A push client's connection, as the stream's pusher: who it is decides whether a new one may replace it."""
+
+    ws: WebSocket
+    principal: str  # Principal.label
+
+
+async def _close_replaced(ws: WebSocket, ctx: ServiceContext) -> None:
+    try:
+        await _close(ws, ctx, CLOSE_POLICY, "replaced by a newer connection of the same client")
+    except (RuntimeError, OSError, WebSocketDisconnect):  # already closing, or the link is gone
+        pass

@@ -7,7 +7,6 @@ import hashlib
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime, timedelta
 
@@ -238,9 +237,11 @@ def test_stream_publishes_an_rtsp_camera_joined_mid_gop_with_a_flight_log(served
     assert out["status"]["received"] >= 50  # ~6 s at 25 fps, less the wait for the keyframe
 
 
-def test_stream_waits_while_the_server_still_holds_its_previous_connection(served, clip):
-    """Right after a link drop the server may not yet have noticed the old connection is dead and refuses the new one
-    ("already pushing"): the client waits and tries again, it neither gives up nor counts it as a drop."""
+def test_a_client_back_after_a_drop_takes_over_the_connection_the_server_still_holds(served, clip):
+    """Right after a link drop the server may not yet have noticed the old connection is dead: the client's new
+    connection takes it over at once (the server closes the old one), so the client neither waits nor skips frames,
+    and it does not count a drop."""
+    from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
     from edge.client.api import Endpoint
@@ -252,10 +253,13 @@ def test_stream_waits_while_the_server_still_holds_its_previous_connection(serve
     stream = pub.register()
     with connect(ep.ws_base + stream["push_url"], additional_headers=ep.headers) as stale:  # the "old" connection
         stale.send('{"type": "hello", "fps": 25}')
-        threading.Timer(1.0, stale.close).start()  # the server notices it is gone 1 s into the new client's run
         frames, rate = open_frames(str(clip), None)  # the 4 s clip at its own rate
         pub.run(frames, rate, None)
-    assert pub.reconnects == 0 and pub.sent >= 10 and pub.skipped >= 10, (pub.sent, pub.skipped)
+        with pytest.raises(ConnectionClosed):
+            while True:
+                stale.recv(timeout=5)
+    assert stale.close_code == 1008 and "replaced by a newer connection" in stale.close_reason
+    assert pub.reconnects == 0 and pub.sent >= 90 and pub.skipped < 10, (pub.sent, pub.skipped)
     with httpx.Client(base_url=base, headers=ep.headers) as http:
         # the stream's own process ends its run and reports it: the service's status follows within moments
         deadline = time.monotonic() + 10
@@ -264,8 +268,7 @@ def test_stream_waits_while_the_server_still_holds_its_previous_connection(serve
             if status["state"] == "finished" or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-    # (a frame written just before the server's refusal arrived is counted as sent, never received)
-    assert status["state"] == "finished" and 10 <= status["received"] <= pub.sent, status
+    assert status["state"] == "finished" and status["received"] == pub.sent, status
 
 
 def test_a_recording_published_by_a_client_that_fell_behind_counts_the_frames_it_skipped(clip):

@@ -155,6 +155,42 @@ def test_push_is_refused_to_strangers(client):
         assert _closed_with(first).code == 1000
 
 
+@pytest.mark.parametrize("process_per_stream", [True, False], ids=["stream-process", "thread"])
+def test_the_same_client_back_after_a_drop_takes_over_its_previous_connection(settings_factory, process_per_stream):
+    """A device whose link dropped connects again while the server still holds its previous connection (it has not
+    noticed the drop): the new connection takes over at once instead of being refused until a ping times out, the
+    old one is closed with a reason, and the run goes on with the new connection's frames on its time axis."""
+    from service_helpers import running_app
+
+    with running_app(settings_factory(process_per_stream=process_per_stream)) as client:
+        sid = _push_stream(client)
+        url = f"/api/streams/{sid}/push"
+        with client.websocket_connect(url, headers=client.creds.device) as old:
+            old.send_text('{"type": "hello", "fps": 25}')
+            for i in range(3):
+                old.send_text(frame_header(i))
+                old.send_bytes(jpeg(i))
+            with client.websocket_connect(url, headers=client.creds.device) as new:
+                for i in range(5):  # the client's clock restarts with its connection: the server places it after
+                    new.send_text(frame_header(i))
+                    new.send_bytes(jpeg(i))
+                with client.websocket_connect(url, headers=client.creds["operator"]) as other:
+                    assert "already pushing" in _closed_with(other).reason  # another client is still refused
+                new.send_text('{"type": "end"}')
+                assert _closed_with(new).code == 1000
+            closed = _closed_with(old)
+            assert closed.code == 1008 and "replaced by a newer connection" in closed.reason
+        status = wait_for(
+            lambda: (
+                (s := client.get(f"/api/streams/{sid}", headers=client.creds["viewer"]).json())["state"] == "finished"
+                and s
+            ),
+            20,
+            "the run to finish",
+        )
+        assert status["received"] == 8 and status["errors"] == 0, status
+
+
 def test_oversized_frame_is_refused(settings_factory):
     from service_helpers import running_app
 
