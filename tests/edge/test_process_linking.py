@@ -16,6 +16,7 @@ from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig
 from tracking.linking import LinkingConfig
 from tracking.pipeline import Pipeline
 from vision.config import DetectorConfig, MotionConfig
+from vision.detection import VehicleDetector
 from vision.source import open_source
 
 FRAMES = 150
@@ -106,5 +107,7 @@ def test_process_runs_the_detector_with_the_recorded_budget(tmp_path: Path):
         progress=False,
         max_frames=3,
     )
-    assert pipe.detector.recorded
-    assert pipe.detector.budget_pixels == config.detector.recorded_max_input_pixels
+    detector = pipe.detector
+    assert isinstance(detector, VehicleDetector)
+    assert detector.recorded
+    assert detector.budget_pixels == config.detector.recorded_max_input_pixels

@@ -207,12 +207,15 @@ def test_a_recorded_run_gets_the_scale_its_vehicles_need_within_the_recorded_bud
 def test_the_pipeline_tells_its_detector_whether_it_runs_a_recording():
     from tracking.config import DetectorConfig, PipelineConfig
     from tracking.pipeline import Pipeline
+    from vision.detection import VehicleDetector
 
     pipe = Pipeline(PipelineConfig(detector=DetectorConfig(runtime="torch")))
+    detector = pipe.detector
+    assert isinstance(detector, VehicleDetector)
     pipe.reset(1920, 1080, 30.0, recorded=True)
-    assert pipe.detector.recorded
+    assert detector.recorded
     pipe.reset(1920, 1080, 30.0)  # a live stream, or a caller that does not say
-    assert not pipe.detector.recorded
+    assert not detector.recorded
 
 
 def test_the_toll_plaza_portrait_clip_gets_the_scale_its_vehicles_need():
