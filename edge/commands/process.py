@@ -60,7 +60,10 @@ def cli_process(
     baseline: Annotated[
         bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack with a constant scale, for comparison")
     ] = False,
-    config: Annotated[Optional[Path], typer.Option(help="YAML/JSON config file (see docs/configuration.md)")] = None,
+    config: Annotated[
+        Optional[Path],
+        typer.Option(help="YAML/JSON config file (`airpatrol config` prints every setting and its default)"),
+    ] = None,
     conf: Annotated[Optional[float], typer.Option(help="detector confidence threshold")] = None,
     tiling: Annotated[
         Optional[str],
