@@ -293,12 +293,14 @@ class Publisher:
     def _connect(self, fps: float):
         from websockets.sync.client import connect
 
+        # entered as a context manager, which websockets >= 17.1 asks for (a bare connect() is deprecated there) and
+        # older versions accept; the connection outlives this call: the push loop closes it
         ws = connect(
             self.ep.ws_base + self._registered["push_url"],
             additional_headers=self.ep.headers,
             max_size=2**20,
             open_timeout=10,
-        )
+        ).__enter__()
         ws.send(json.dumps({"type": "hello", "fps": round(min(max(fps, 1.0), 240.0), 3)}))
         return ws
 
