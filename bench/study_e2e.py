@@ -93,6 +93,9 @@ class Case:
             "drift_mps": HOVER_DRIFT_MPS,
             "yaw_rate_dps": 0.0,
             "near_misses": max(1, round(self.seconds / 30)),
+            # real car, van, bus and truck crops (../shared, or $AIRPATROL_SHARED): without them the generator would
+            # fall back to drawn vehicles that no detector sees, and the benchmark would score the wrong thing
+            "use_shared_data": "on",
         }
 
 

@@ -126,3 +126,18 @@ def test_similarity_fit_recovers_a_rotated_scaled_frame():
     dst = 1.1 * src @ rot.T + [5.0, -7.0]
     s, r, t = fit_similarity(src, dst)
     assert s == pytest.approx(1.1) and np.allclose(r, rot) and np.allclose(t, [5.0, -7.0])
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_end_to_end_cases_render_real_vehicles_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick):
+    """Without the real crops (../shared) the generator falls back to drawn vehicles that no detector sees: the
+    end-to-end cases ask for the crops, so a render without them fails with the folder named instead of scoring the
+    detector on drawings (a benchmark run from a worktree whose ../shared is missing once did)."""
+    from bench.study_e2e import FULL, QUICK
+    from vision.synth.assets import load_assets
+    from vision.synth.scene import SceneConfig, SynthConfigError
+
+    monkeypatch.setenv("AIRPATROL_SHARED", str(tmp_path))  # an empty folder: no crops there
+    for case in QUICK if quick else FULL:
+        with pytest.raises(SynthConfigError, match="shared data not found"):
+            load_assets(SceneConfig(**case.scene_config()))
