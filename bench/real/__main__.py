@@ -52,6 +52,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},
     # linking without the flow paths: a later piece only on the line or arc of the earlier one (the previous default)
     "no-flow-paths": {"linking.flow_paths": False},
+    # linking without hidden turns: a piece moving at both ends joined only on its line, its arc or a flow path (the
+    # previous default; with the default one circular arc tangent to both ends may explain a turn hidden in the gap)
+    "no-hidden-turns": {"linking.hidden_turns": False},
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},

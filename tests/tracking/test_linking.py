@@ -151,6 +151,46 @@ def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
     assert _ids_by_frame(results)[100] == {1}
 
 
+def _turning_left(hidden: range) -> tuple[dict, dict]:
+    """A car at 6 m/s drives east, turns left (north) on a quarter circle of 12 m radius and drives on north; the
+    frames ``hidden`` (the turn) have no box. Its two pieces: before and after."""
+    speed, radius = 6.0 / 4.5 * CAR / FPS, 12 / 4.5 * CAR  # px a frame (5.3), px (107)
+    turn_frames = int(round(np.pi / 2 * radius / speed))
+    path = {}
+    for f in range(0, 200):
+        if f <= 75:
+            path[f] = (100 + speed * f, 300.0)
+        elif f <= 75 + turn_frames:
+            a = (f - 75) * speed / radius  # angle turned so far
+            path[f] = (100 + speed * 75 + radius * np.sin(a), 300.0 - radius * (1 - np.cos(a)))
+        else:
+            x_end, y_end = 100 + speed * 75 + radius, 300.0 - radius
+            path[f] = (x_end, y_end - speed * (f - 75 - turn_frames))
+    before = {f: p for f, p in path.items() if f < hidden.start}
+    after = {f: p for f, p in path.items() if f >= hidden.stop}
+    return before, after
+
+
+def test_a_car_lost_for_its_whole_turn_at_a_junction_is_one_track():
+    """Hidden for the whole 3-second left turn: more than a turn's arc at its measured rate reaches (it drove
+    straight until the turn) and no other vehicle shows the way; one circular arc tangent to both headings does."""
+    before, after = _turning_left(range(76, 108))
+    for turns, links in ((True, 1), (False, 0)):
+        results = _results(200, {1: before, 2: after})
+        assert link_results(results, W, H, LinkingConfig(hidden_turns=turns)).links == links
+
+
+def test_a_car_on_the_crossing_road_is_not_taken_for_a_hidden_turn():
+    """A car that drives on east out of sight is not joined to one that appears heading north on the crossing road
+    behind where it was lost, nor to one far ahead that no single turn of its speed reaches."""
+    east = {f: (100 + 5.3 * f, 300.0) for f in range(0, 76)}
+    north_behind = {f: (450.0, 250 - 5.3 * (f - 100)) for f in range(100, 160)}
+    north_far = {f: (900.0, 100 - 5.3 * (f - 100)) for f in range(100, 115)}
+    for other in (north_behind, north_far):
+        results = _results(200, {1: east, 2: other})
+        assert link_results(results, W, H).links == 0
+
+
 def test_a_queue_reaching_beyond_the_frame_edge_stays_one_track_per_car():
     """A car waiting at the bottom edge of the view (its box cut by the edge), lost for 8 s and found again at the
     same place, is one vehicle; a car that drives out through that edge and one that drives in there are not joined."""
