@@ -160,6 +160,36 @@ def test_small_fast_vehicles_are_detected_on_every_frame():
     assert len(set(ids)) == 1 and len(ids) >= 55
 
 
+def test_a_fast_new_track_beside_parked_cars_asks_for_every_frame():
+    """Parked cars are most of the confirmed tracks, so those alone say "coast". A vehicle found on this pass that
+    moves more than its length in three frames (a motorway filmed in 4K at 10 fps) may never be confirmed by a pass
+    three frames later: its new track's flow-measured motion asks for the detector on every frame; a slow one does
+    not."""
+    from vision.types import Detections
+
+    ground = _texture(W, H, 5, 20, 150)
+    cfg = PipelineConfig(
+        device="cpu", road=RoadConfig(enabled=False), calibration=CalibrationConfig(metres_per_pixel=0.2)
+    )
+    cfg.detector.every_n_frames = 3
+    parked = [(60 + 100 * k, 200, 76 + 100 * k, 208) for k in range(4)]
+    for speed, stride in ((9.0, 1), (0.5, 3)):
+        p = Pipeline(cfg, detector=_CountingDetector())
+        p.reset(W, H, FPS)
+        for i in range(12):
+            frame = ground.copy()
+            for x1, y1, x2, y2 in parked:
+                cv2.rectangle(frame, (x1, y1), (x2, y2), (255, 255, 255), -1)
+            p.step(Frame(i, i / FPS, frame))
+        assert p._detector_stride() == 3  # the parked cars alone: coast
+        boxes = np.array([*parked, (20, 100, 38, 108)], np.float32)
+        p.tracker.step(Detections(boxes, np.full(len(boxes), 0.9), np.zeros(len(boxes))))
+        new = p.tracker.new_tracks()
+        assert len(new) == 1
+        p.tracker.set_new_velocities(new, np.array([[speed, 0.0]]))  # px a frame, as optical flow measures it
+        assert p._detector_stride() == stride
+
+
 class _PlannedDetector(BrightBoxDetector):
     budget_share: float | None = None  # what VehicleDetector's scale plan reports
 
