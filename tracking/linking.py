@@ -194,7 +194,7 @@ def _to_frame(H: np.ndarray | None, p: np.ndarray, v: np.ndarray) -> tuple[np.nd
     return np.array([x, y]), J @ v
 
 
-def _line_or_path_cost(
+def link_cost(
     end_p: np.ndarray,
     end_v: np.ndarray,
     start_p: np.ndarray,
@@ -210,7 +210,8 @@ def _line_or_path_cost(
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
     the vehicle cannot have got there. ``paths``: ways the flight's other vehicles drove on from the end (metres, the
-    same frame), which a start may lie on instead of the end's line or arc."""
+    same frame), which a start may lie on instead of the end's line or arc; a start none of them explains may still
+    end a turn hidden in the gap (``linking.hidden_turns``, :func:`_turn_cost`)."""
     d = start_p - end_p
     sa, sb = float(np.hypot(*end_v)), float(np.hypot(*start_v))
     dist = float(np.hypot(*d))
@@ -234,7 +235,7 @@ def _line_or_path_cost(
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
-            return best
+            return _or_hidden_turn(best, end_p, end_v, start_p, start_v, gap_s, cfg)
     heading = end_v / sa if sa >= MOVING_MPS else start_v / sb if sb >= MOVING_MPS else None
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
@@ -251,30 +252,21 @@ def _line_or_path_cost(
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
-    return min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg))
+    return _or_hidden_turn(
+        min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)), end_p, end_v, start_p, start_v, gap_s, cfg
+    )
 
 
-def link_cost(
+def _or_hidden_turn(
+    cost: float,
     end_p: np.ndarray,
     end_v: np.ndarray,
     start_p: np.ndarray,
     start_v: np.ndarray,
     gap_s: float,
     cfg: LinkingConfig,
-    end_w: float = 0.0,
-    start_w: float = 0.0,
-    end_terminal: float | None = None,
-    start_terminal: float | None = None,
-    paths: list[np.ndarray] | None = None,
 ) -> float:
-    """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
-    speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
-    the vehicle cannot have got there. ``paths``: ways the flight's other vehicles drove on from the end (metres, the
-    same frame), which a start may lie on instead of the end's line or arc. A start neither explains may still be
-    the end of a turn hidden in the gap (:func:`_turn_cost`)."""
-    cost = _line_or_path_cost(
-        end_p, end_v, start_p, start_v, gap_s, cfg, end_w, start_w, end_terminal, start_terminal, paths
-    )
+    """``cost``, or where nothing else explains the link (``inf``) the cost of a turn hidden in the gap, if one fits."""
     if np.isfinite(cost) or not cfg.hidden_turns:
         return cost
     turn = _turn_cost(end_p, end_v, start_p, start_v, gap_s, cfg)
