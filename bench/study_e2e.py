@@ -106,6 +106,8 @@ class Case:
 QUICK = [
     Case("intersection", -90.0, 80.0, 1920, 1080, 60.0),
     Case("roundabout", -55.0, 100.0, 1920, 1080, 60.0),
+    # one minute of the full set's 4K ramp (its exposure below): fast traffic and a 4K frame in the quick set too
+    Case("ramp", -90.0, 100.0, 3840, 2160, 60.0, fps=10.0, exposure_s=0.002),
 ]
 # every scene, view and image size at least once, 60-120 m, 5-minute flights; the 4K flight at 10 fps: at 15 fps
 # it alone would take about as long as the whole set should (rendering and processing cost ~7x a 1080p frame)
