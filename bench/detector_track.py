@@ -10,7 +10,7 @@ what ``track(conf=c)`` does (conf filtering before NMS removes only boxes below 
 it), at a third of the CPU; ``tests/bench/test_real_bench.py`` checks the sweep against ``model.track``.
 
   python bench/detector_track.py --weights vision/weights/airpatrol_yolov8n.pt --cache /tmp/track_before.json
-  python bench/detector_track.py --weights W --val      # held-out val split: day and low-light vehicle AP50
+  python bench/detector_track.py --weights W --val      # held-out val split: day, low-light and turned vehicle AP50
 """
 
 from __future__ import annotations
@@ -50,14 +50,16 @@ def evaluate(weights: Path) -> dict:
 
 
 def val_ap50(weights: Path, data_dir: Path) -> None:
-    """Class-agnostic vehicle AP50 on the held-out val split of the day data (scenes no training image shows) and on
-    night-like copies of the same images (``low_light``, seed 123), with ``bench/detector_eval.py``'s AP code."""
+    """Class-agnostic vehicle AP50 on the held-out val split of the day data (scenes no training image shows), on
+    night-like copies of the same images (``low_light``, seed 123) and on the same images turned 45 and 90 degrees
+    (vehicles at headings the day data rarely shows), with ``bench/detector_eval.py``'s AP code."""
     import tempfile
 
     from ultralytics import YOLO
 
     from bench.detector_eval import vehicle_ap50
     from vision.training.detector.lowlight import low_light_copies
+    from vision.training.detector.turns import turned_copies
 
     images = sorted((data_dir / "images" / "val").glob("*.jpg"))
     if not images:
@@ -69,6 +71,12 @@ def val_ap50(weights: Path, data_dir: Path) -> None:
         low_light_copies(images, data_dir / "labels" / "val", Path(tmp), seed=123)
         ap_dark, p, r = vehicle_ap50(model, sorted((Path(tmp) / "images").glob("*.jpg")))
     print(f"low-light val: vehicle AP50 {ap_dark:.3f} (P {p:.2f} R {r:.2f}); mean {(ap + ap_dark) / 2:.3f}")
+    for degrees in (45.0, 90.0):
+        with tempfile.TemporaryDirectory() as tmp:
+            # the canvas grows by up to 1.4x: a larger imgsz keeps the vehicles at the size the day rows saw them
+            turned = turned_copies(images, data_dir / "labels" / "val", Path(tmp), degrees=degrees)
+            ap_t, p, r = vehicle_ap50(model, turned, imgsz=896 if degrees == 45.0 else 640)
+        print(f"val turned {degrees:g} degrees: vehicle AP50 {ap_t:.3f} (P {p:.2f} R {r:.2f})", flush=True)
 
 
 def main() -> None:

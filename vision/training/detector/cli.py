@@ -50,10 +50,13 @@ def cli_train_detector(
         Path, typer.Option("--start", help="--low-light / --across-scales: the weights to continue from")
     ] = DEFAULT_WEIGHTS,
     fraction: Annotated[float, typer.Option("--fraction", help="share of the training list (smoke runs)")] = 1.0,
+    turned: Annotated[
+        int, typer.Option("--turned", help="--across-scales: add this many day images turned by random angles")
+    ] = 0,
 ) -> None:
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
     if across_scales:
-        _train_across_scales(out, start, data_dir, epochs, seed, fraction)
+        _train_across_scales(out, start, data_dir, epochs, seed, fraction, turned)
         return
     if low_light:
         _train_low_light(out, start, data_dir, epochs, batch, freeze, seed)
@@ -107,14 +110,19 @@ def _train_low_light(
 
 
 def _train_across_scales(
-    out: Path, start: Path, data_dir: Path | None, epochs: int, seed: int, fraction: float
+    out: Path, start: Path, data_dir: Path | None, epochs: int, seed: int, fraction: float, turned: int
 ) -> None:
     from vision.training.detector.recipe import AcrossScalesMix, train_across_scales
 
     defaults = AcrossScalesMix()
-    mix = AcrossScalesMix(epochs=defaults.epochs if epochs == DEFAULT_EPOCHS else epochs, seed=seed)
+    mix = AcrossScalesMix(
+        epochs=defaults.epochs if epochs == DEFAULT_EPOCHS else epochs, seed=seed, turned_images=turned
+    )
     if not 0.0 < fraction <= 1.0:
         typer.echo(f"airpatrol: error: --fraction must be in (0, 1], got {fraction}", err=True)
+        raise typer.Exit(2)
+    if turned < 0:
+        typer.echo(f"airpatrol: error: --turned must be 0 or more, got {turned}", err=True)
         raise typer.Exit(2)
     try:
         path = train_across_scales(out, start, mix, data_dir=data_dir, fraction=fraction)

@@ -40,6 +40,9 @@ class AcrossScalesMix:
     freeze: int = DEFAULT_FREEZE
     batch: int = DEFAULT_BATCH
     seed: int = 0
+    # other day images, each turned by a random angle (``turns.turned_copies``; 0 in the shipped run): the day data
+    # shows most vehicles along the image axes (docs/detector.md, "Any heading")
+    turned_images: int = 0
 
 
 def sha256(path: Path) -> str:
@@ -67,6 +70,7 @@ def train_across_scales(
     from vision.training.detector.lowlight import low_light_copies, uavdt_frames
     from vision.training.detector.scales import half_scale_collages, native_tiles
     from vision.training.detector.training import _train, day_training_set, portable_path
+    from vision.training.detector.turns import turned_copies
 
     night_dev = Path("data") / "mot" / "uavdt_M1003_night_dev"
     night_gt_file = night_dev / "gt" / "M1003_gt_whole.txt"
@@ -79,12 +83,14 @@ def train_across_scales(
     rest = [day[i] for i in order[mix.day_images + mix.low_light_images :]] + [day[i] for i in order]
     full_size = [p for p in dict.fromkeys(rest) if "__full" not in p.stem]  # 640x640: madison crops, native tiles
     collage_pick = full_size[: mix.collage_sources]
+    turned_pick = sorted(day[i] for i in order[len(order) - mix.turned_images :]) if mix.turned_images else []
 
     work = data_dir / "across_scales"
     shutil.rmtree(work, ignore_errors=True)
     started = time.monotonic()
     half_scale_collages(collage_pick, labels, work / "half")
     low_light_copies(dark_pick, labels, work / "dark", seed=mix.seed)
+    turned = turned_copies(turned_pick, labels, work / "turned", seed=mix.seed)
     first, last = NIGHT_DEV_TRAIN_FRAMES
     uavdt_frames(night_seq / "video.mp4", night_gt, (first, last), work / "night", step=mix.night_step)
     uavdt_frames(night_seq / "video.mp4", night_gt, (first, last), work / "night_whole", step=mix.night_native_step)
@@ -98,6 +104,7 @@ def train_across_scales(
         "low_light_copies": sorted((work / "dark" / "images").glob("*.jpg")),
         "night_whole": sorted((work / "night" / "images").glob("*.jpg")) * mix.night_repeat,
         "night_native_tiles": sorted((work / "night_native" / "images").glob("*.jpg")),
+        "turned_copies": sorted(turned),
     }
     train_list = work / "train.txt"
     train_list.write_text("".join(f"{p}\n" for paths in parts.values() for p in paths))
