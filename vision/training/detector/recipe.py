@@ -8,6 +8,8 @@ data-loader workers on CPU). Training list, every part chosen by ``seed`` from s
 - night-like copies of other day images (``lowlight.low_light_copies``);
 - real night frames, UAVDT M1003 frames 331-600 only (frames 1-240 are scored, 241-330 are a gap): every 2nd frame
   whole (shown at 0.625 scale), and native-resolution 640 px tiles of every 4th (``scales.native_tiles``).
+- optionally (``turned_images``, none in the shipped run) other day images turned by random angles
+  (``turns.turned_copies``).
 
 Nothing of UAVDT M1303 or M0703 is read (both are scored). ``training_set.json`` beside the weights names every
 input by a path relative to the project or ``../shared`` and the start weights by their SHA-256.

@@ -2,7 +2,7 @@
 
 The day data is mostly one Madison street and a few Minsk and Aarhus roads, so most vehicles lie along the image axes;
 the shipped detector scored a car turned 45 degrees clearly lower than the same car along an axis (held-out val AP50
-0.888 -> 0.733, docs/detector.md "Any heading"), and cars in a roundabout or turning at a junction are at any
+0.888 -> 0.800, docs/detector.md "Any heading"), and cars in a roundabout or turning at a junction are at any
 heading. Each copy is the whole image turned about its centre onto a canvas that keeps all of it (grey corners), each
 box the bounding box of the turned vehicle, taken as a rounded rectangle filling its box: exact at multiples of 90
 degrees; in between, right for a vehicle along the image axes, loose for one that is already diagonal.
