@@ -208,6 +208,7 @@ def _summary(
         "ego_motion_failures": stats["ego_motion_failures"],
         "detector_tiles": stats["detector_tiles"],
         "detector_scales": stats.get("detector_scales"),
+        "looked_again": stats.get("looked_again"),  # turned crops of lost movers, boxes found (tracking/pipeline.py)
         "versions": {
             "python": platform.python_version(),
             "torch": torch.__version__,

@@ -148,6 +148,20 @@ class EgoCompensatedByteTrack(BYTETracker):
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         return xyxy, np.array([t.score for t in shadows], np.float32), np.array([t.cls for t in shadows], int)
 
+    def lost_predicted(
+        self, H_prev_to_cur: np.ndarray | None, max_lost_frames: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Lost tracks lost at most ``max_lost_frames`` ago, where the next ``step`` will predict them: boxes (xyxy),
+        velocities (px per frame, this frame's pixels) and ids, without changing any track."""
+        recent = [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
+        shadows = [copy.copy(t) for t in recent]
+        self.multi_predict(shadows)
+        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
+            warp_xyah_states(shadows, H_prev_to_cur)
+        xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
+        velocity = np.array([np.asarray(t.mean)[4:6] for t in shadows], np.float32).reshape(-1, 2)
+        return xyxy, velocity, np.array([t.track_id for t in shadows], int)
+
     def new_tracks(self) -> list:
         """Tracks started by the last ``step`` (not confirmed yet): their boxes (xyxy) and the tracks themselves."""
         return [t for t in self.tracked_stracks if not t.is_activated and t.start_frame == self.frame_id]

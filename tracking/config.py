@@ -106,6 +106,18 @@ class CalibrationConfig(BaseModel):
         return bool(self.metres_per_pixel or self.ground_points_m or self.lonlat_points)
 
 
+class LookAgainConfig(BaseModel):
+    """Recorded runs: where a moving vehicle was lost, look again in a crop turned to its heading
+    (``vision/turned_crops.py``): the detector misses turning cars it would see lying along the image axes."""
+
+    enabled: bool = True
+    recorded_only: bool = Field(True, description="live streams keep their per-frame cost")
+    max_lost_s: float = Field(1.0, gt=0, description="tracks lost at most this long ago")
+    min_speed_lengths_s: float = Field(0.5, ge=0, description="moving: at least this many of its lengths a second")
+    min_score: float = Field(0.25, ge=0, le=1, description="a box in the turned crop counts from this score")
+    max_crops: int = Field(8, ge=0, description="crops per detector frame, most recently lost tracks first")
+
+
 class PipelineConfig(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     baseline: bool = Field(False, description="plain YOLOv8 + ByteTrack with a constant scale")
@@ -115,6 +127,7 @@ class PipelineConfig(BaseModel):
     motion: MotionConfig = MotionConfig()
     tracker: TrackerConfig = TrackerConfig()
     linking: LinkingConfig = LinkingConfig()
+    look_again: LookAgainConfig = LookAgainConfig()
     speed: SpeedConfig = SpeedConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     warm_up: bool = Field(

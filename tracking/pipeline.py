@@ -25,6 +25,7 @@ from vision.detection import Detector, VehicleDetector, resolve_device
 from vision.ego_motion import warp_boxes
 from vision.gpu.backend import build_motion_stages
 from vision.motion_gate import MovingBlobGate
+from vision.turned_crops import CROP_PX, look_again
 from vision.types import CameraPose, Detections, DetectionSource, Frame
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class Pipeline:
         self.motion.reset()
         self.gate.reset()
         self.detector.reset()
+        self._recorded = recorded
         if isinstance(self.detector, VehicleDetector):
             self.detector.recorded = recorded
         if self.road is not None:
@@ -145,6 +147,7 @@ class Pipeline:
         # per detector (or motion) frame: tracks fed by the detector, by blobs
         self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)
         self.detector_frames = 0
+        self.looked_again, self.found_again = 0, 0  # turned crops of lost movers, and boxes found in them
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
         self.timings: defaultdict[str, float] = defaultdict(float)  # stage -> ms
         self.frames = 0
@@ -270,6 +273,8 @@ class Pipeline:
             # the scale plan's CPU budget covers the frames until the next detector run
             self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
         dets = self.detector.detect(img, road) if detect else Detections()
+        if detect and len(self.tracker.lost_stracks):
+            dets = Detections.concat([dets, self._look_again(img, dets, H)])
         t = self._tick("detect", t)
 
         field, moving_fraction = None, None
@@ -332,6 +337,36 @@ class Pipeline:
                 self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
         self._tick("speed", t)
         return result
+
+    def _look_again(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
+        """Boxes of recently lost moving tracks found again in crops turned to their heading (recorded runs)."""
+        cfg = self.config.look_again
+        detect_crops = getattr(self.detector, "detect_crops", None)  # VehicleDetector's; a plain Detector has none
+        if not cfg.enabled or detect_crops is None or not cfg.max_crops or (cfg.recorded_only and not self._recorded):
+            return Detections()
+        boxes, velocity, _ = self.tracker.lost_predicted(H, max(1, round(cfg.max_lost_s * self.fps)))
+        if not len(boxes):
+            return Detections()
+        length = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
+        ok = np.hypot(velocity[:, 0], velocity[:, 1]) * self.fps >= cfg.min_speed_lengths_s * length
+        h, w = img.shape[:2]  # a vehicle that has left the view is not looked for
+        ok &= (boxes[:, 0] + boxes[:, 2] > 0) & (boxes[:, 0] + boxes[:, 2] < 2 * w)
+        ok &= (boxes[:, 1] + boxes[:, 3] > 0) & (boxes[:, 1] + boxes[:, 3] < 2 * h)
+        if len(dets):  # a detection already there: the track is matched as usual
+            ok &= _overlap_fraction(boxes, dets.xyxy).max(1) < 0.3
+        take = np.flatnonzero(ok)[::-1][: cfg.max_crops]  # lost_stracks keeps the order they were lost in
+        if not len(take):
+            return Detections()
+        centers = np.column_stack([(boxes[take, 0] + boxes[take, 2]) / 2, (boxes[take, 1] + boxes[take, 3]) / 2])
+        headings = np.arctan2(velocity[take, 1], velocity[take, 0])
+        found, _ = look_again(
+            lambda crops: detect_crops(crops, CROP_PX), img, centers, headings, length[take], cfg.min_score
+        )
+        if len(found) and len(dets):
+            found = found[_overlap_fraction(found.xyxy, dets.xyxy).max(1) < 0.5]
+        self.looked_again += len(take)
+        self.found_again += len(found)
+        return found
 
     def _detector_stride(self) -> int:
         """Frames (as handed over) until the next detector run: ``detector.every_n_frames``; while the motion layer
@@ -666,6 +701,7 @@ class Pipeline:
             "warm_up_s": round(getattr(self, "warm_up_s", 0.0), 3),  # CUDA start-up: warm_up(), not in the frame loop
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
+            "looked_again": {"crops": self.looked_again, "found": self.found_again},
             # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it
             "detector_scales": list(getattr(self.detector, "scale_log", [])) if not self.config.baseline else None,
         }

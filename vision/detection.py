@@ -353,6 +353,13 @@ class VehicleDetector:
         dets.source[:] = DetectionSource.DETECTOR
         return dets
 
+    def detect_crops(self, crops: list[np.ndarray], imgsz: int) -> list[Detections]:
+        """Vehicles in small crops cut from a frame (``vision/turned_crops.py``), each seen at ``imgsz``."""
+        out = self._predict(crops, imgsz=imgsz)
+        for dets in out:
+            dets.source[:] = DetectionSource.DETECTOR
+        return out
+
     def reset(self) -> None:
         from collections import deque
 

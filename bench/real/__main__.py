@@ -55,6 +55,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking without hidden turns: a piece moving at both ends joined only on its line, its arc or a flow path (the
     # previous default; with the default one circular arc tangent to both ends may explain a turn hidden in the gap)
     "no-hidden-turns": {"linking.hidden_turns": False},
+    # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
+    "no-look-again": {"look_again.enabled": False},
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},

@@ -64,3 +64,19 @@ def test_coasting_carries_tracks_between_detector_frames():
         ids.update(out[:, 4].astype(int).tolist())
     assert len(ids) == 1
     assert errors and max(errors) < 2.0
+
+
+def test_lost_tracks_are_predicted_on_along_their_motion_for_a_while():
+    tr = EgoCompensatedByteTrack(TrackerConfig())
+    for k in range(10):  # 4 px a frame to the right
+        tr.step(_det([[100 + 4 * k, 50, 130 + 4 * k, 62]]))
+    tr.step(_det([]))  # lost here
+    boxes, velocity, ids = tr.lost_predicted(None, max_lost_frames=5)
+    assert len(ids) == 1 and velocity[0, 0] > 2.0 and abs(velocity[0, 1]) < 0.5
+    assert boxes[0, 0] > 100 + 4 * 10  # beyond where it was last seen, on its way
+    before: list[np.ndarray] = [np.array(t.mean) for t in tr.lost_stracks]
+    tr.lost_predicted(None, max_lost_frames=5)
+    assert all(np.array_equal(a, t.mean) for a, t in zip(before, tr.lost_stracks))  # nothing moved for real
+    for _ in range(6):
+        tr.step(_det([]))
+    assert len(tr.lost_predicted(None, max_lost_frames=5)[2]) == 0  # lost too long ago
