@@ -141,10 +141,7 @@ class EgoCompensatedByteTrack(BYTETracker):
         """Boxes (xyxy), scores and classes of the confirmed tracks where the next ``step`` will predict them (Kalman
         motion, then the ego-motion), without changing any track. As low-score detections of that step they carry the
         tracks nothing else feeds, as ``coast`` would, while the other detections are associated as usual."""
-        shadows = [copy.copy(t) for t in self.tracked_stracks if t.is_activated]  # predict assigns new arrays
-        self.multi_predict(shadows)
-        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
-            warp_xyah_states(shadows, H_prev_to_cur)
+        shadows = self._predicted_copies([t for t in self.tracked_stracks if t.is_activated], H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         return xyxy, np.array([t.score for t in shadows], np.float32), np.array([t.cls for t in shadows], int)
 
@@ -154,13 +151,19 @@ class EgoCompensatedByteTrack(BYTETracker):
         """Lost tracks lost at most ``max_lost_frames`` ago, where the next ``step`` will predict them: boxes (xyxy),
         velocities (px per frame, this frame's pixels) and ids, without changing any track."""
         recent = [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
-        shadows = [copy.copy(t) for t in recent]
-        self.multi_predict(shadows)
-        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
-            warp_xyah_states(shadows, H_prev_to_cur)
+        shadows = self._predicted_copies(recent, H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         velocity = np.array([np.asarray(t.mean)[4:6] for t in shadows], np.float32).reshape(-1, 2)
         return xyxy, velocity, np.array([t.track_id for t in shadows], int)
+
+    def _predicted_copies(self, tracks: list, H_prev_to_cur: np.ndarray | None) -> list:
+        """Copies of ``tracks`` moved as the next ``step`` will move them (Kalman motion, then the ego-motion); the
+        tracks themselves are left as they are (predict assigns new arrays to the copies)."""
+        shadows = [copy.copy(t) for t in tracks]
+        self.multi_predict(shadows)
+        if H_prev_to_cur is not None and not np.allclose(H_prev_to_cur, np.eye(3)):
+            warp_xyah_states(shadows, H_prev_to_cur)
+        return shadows
 
     def new_tracks(self) -> list:
         """Tracks started by the last ``step`` (not confirmed yet): their boxes (xyxy) and the tracks themselves."""
