@@ -9,7 +9,8 @@ keeps every k-th arriving frame, evenly, with k chosen so that the worker keeps 
 sees a steady frame rate (the worker tells the pipeline which), and the queue stays short. The drop-oldest queue
 stays underneath as the safety net for bursts and for the first frames, before any cost is measured.
 
-``PacingPolicy.keep_every`` is the decision alone (typed load in, k out); ``FramePacer`` measures the load of one stream (arrival times, processing time per frame, queue depth) and
+``PacingPolicy.keep_every`` is the decision alone (typed load in, k out); ``FramePacer`` measures the load of one
+stream (arrival times and the frames' own times, processing time per frame, queue depth) and
 applies the decision to each arriving frame.
 """
 
@@ -71,13 +72,17 @@ class FramePacer:
         self.keep_every = 1.0
         self.shed = 0  # frames not given to the pipeline
         self._arrivals: deque[float] = deque(maxlen=window)
+        self._stream_times: deque[float] = deque(maxlen=window)  # the same frames' own times, where given
         self._costs: deque[float] = deque(maxlen=window)
         self._warm_up = warm_up_frames  # the first frames' cost is model loading and first-run work, not the load
         self._credit: float | None = None  # frames arrived since the last kept one, against keep_every
         self._changed_at: float | None = None
 
-    def admit(self, now: float) -> bool:
+    def admit(self, now: float, t: float | None = None) -> bool:
+        """``t``: the frame's own time (stream seconds), where known: see ``arrival_fps``."""
         self._arrivals.append(now)
+        if t is not None:
+            self._stream_times.append(t)
         if self._credit is None:
             self._credit = 0.0
             return True
@@ -90,8 +95,15 @@ class FramePacer:
 
     @property
     def arrival_fps(self) -> float:
-        a = self._arrivals
-        return (len(a) - 1) / (a[-1] - a[0]) if len(a) >= 3 and a[-1] > a[0] else 0.0
+        """Frames a second arriving, over the last ``window`` frames: by the clock, or by the frames' own times where
+        that is slower. A burst (a reader's one-second probe at the stream's start, a connection catching up)
+        arrives in a moment but is a second of stream; counted by the clock it would read as hundreds of frames a
+        second and set k at its cap for the seconds after it."""
+        a, s = self._arrivals, self._stream_times
+        by_clock = (len(a) - 1) / (a[-1] - a[0]) if len(a) >= 3 and a[-1] > a[0] else 0.0
+        if len(s) == len(a) and len(s) >= 3 and s[-1] > s[0]:
+            return min(by_clock, (len(s) - 1) / (s[-1] - s[0])) if by_clock else 0.0
+        return by_clock
 
     @property
     def process_s(self) -> float:

@@ -66,7 +66,7 @@ log = logging.getLogger("airpatrol.service.stream")
 HEARTBEAT_S = 0.5  # a stream process sends its status this often
 STALL_S = 30.0  # a running stream process silent for this long (not even a heartbeat) is stalled: killed, restarted
 STARTUP_S = 180.0  # the same for a process still starting (imports, model loading on a busy machine)
-COUNTS = ("received", "processed", "dropped", "shed", "errors", "reconnects", "lost", "corruptions")
+COUNTS = ("received", "processed", "dropped", "shed", "thinned", "errors", "reconnects", "lost", "corruptions")
 
 
 def default_pipeline(config: PipelineConfig) -> Pipeline:
@@ -640,7 +640,7 @@ class ProcessStreamWorker:
     def stats(self) -> dict:
         out: dict[str, float] = {name: self._count(name) for name in COUNTS}
         out.update(queue=len(self.queue), fps=round(self.fps, 2), keep_every=self._status.get("keep_every", 1))
-        return {k: out[k] for k in (*COUNTS[:4], "keep_every", "queue", "fps", *COUNTS[4:])}  # StreamWorker's order
+        return {k: out[k] for k in (*COUNTS[:5], "keep_every", "queue", "fps", *COUNTS[5:])}  # StreamWorker's order
 
     def status(self) -> dict:
         return {

@@ -25,7 +25,7 @@ from db.models import ProcessingRun, Video, utcnow
 from db.retry import DatabaseUnavailable, short
 from db.sink import DatabaseSink
 from edge.service.config import ServiceConfig
-from edge.service.ingest import DropOldestQueue, IncomingFrame, PullReader, SourceSpec
+from edge.service.ingest import FrameQueue, IncomingFrame, PullReader, SourceSpec
 from edge.service.live import Broadcaster, LiveViolations, result_message
 from edge.service.metrics import ServiceMetrics
 from edge.service.pacing import FramePacer
@@ -170,7 +170,7 @@ class StreamWorker:
         self.spec, self.deps, self.cfg = spec, deps, deps.config
         self.key = str(spec.id)
         deps.metrics.new_stream(self.key)
-        self.queue: DropOldestQueue[IncomingFrame] = DropOldestQueue(self.cfg.queue_frames)
+        self.queue = FrameQueue(self.cfg.queue_frames)
         # faster than processing: every k-th frame, evenly, rather than whatever the full queue drops
         self.pacer = FramePacer() if self.cfg.live_pacing else None
         self.feed = Broadcaster()
@@ -316,7 +316,7 @@ class StreamWorker:
         self.frames_received += 1
         m = self.deps.metrics
         m.frames_received.labels(self.key).inc()
-        if self.pacer is not None and not self.pacer.admit(time.monotonic()):
+        if self.pacer is not None and not self.pacer.admit(time.monotonic(), frame.t):
             m.frames_dropped.labels(self.key).inc()  # shed: counted as dropped (and as shed in the stats)
             return
         if self.queue.put(frame):
@@ -587,6 +587,7 @@ class StreamWorker:
             "processed": self.frames_processed,
             "dropped": self.queue.dropped + self.frames_shed,
             "shed": self.frames_shed,  # of those, not given to the pipeline by pacing (evenly: every keep_every-th kept)
+            "thinned": self.queue.thinned,  # ... and dropped by the queue to thin a burst evenly (ingest.FrameQueue)
             "keep_every": self.pacer.keep_every if self.pacer is not None else 1,
             "queue": len(self.queue),
             "fps": round(self.fps, 2),

@@ -1,14 +1,16 @@
-"""When processing falls behind, the OLDEST frames are dropped and counted: memory and latency stay bounded."""
+"""When processing falls behind, the OLDEST frames are dropped and counted: memory and latency stay bounded (a burst
+is thinned evenly instead)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import numpy as np
 from service_fakes import make_pipeline, render
 from service_helpers import wait_for
 
-from edge.service.ingest import DropOldestQueue, IncomingFrame
+from edge.service.ingest import DropOldestQueue, FrameQueue, IncomingFrame
 from edge.service.metrics import ServiceMetrics
 from edge.service.workers import StreamSpec, StreamWorker, WorkerDeps
 
@@ -22,6 +24,38 @@ def test_queue_drops_oldest_first():
     assert q.get(0.05) is None and time.monotonic() - t0 >= 0.04  # empty: waits, then gives up
     threading.Timer(0.05, q.close).start()
     assert q.get(5.0) is None  # closing wakes a waiting consumer
+
+
+def _frames(n: int, fps: float, arrival_s: float) -> list[IncomingFrame]:
+    """``n`` frames of a ``fps`` stream arriving ``arrival_s`` apart."""
+    return [IncomingFrame(np.zeros((2, 2, 3), np.uint8), i / fps, 100.0 + i * arrival_s) for i in range(n)]
+
+
+def test_a_steady_stream_keeps_its_newest_frames():
+    q = FrameQueue(4)
+    for f in _frames(30, 30.0, 1 / 30):
+        q.put(f)
+    assert [round(q.get(0.01).t * 30) for _ in range(4)] == [26, 27, 28, 29] and q.dropped == 26 and q.thinned == 0
+
+
+def test_a_burst_is_thinned_evenly_over_its_time():
+    # a pull reader's one-second probe: the stream's first second handed over in 60 ms
+    q = FrameQueue(4)
+    for f in _frames(30, 30.0, 0.002):
+        q.put(f)
+    kept = [round(q.get(0.01).t * 30) for _ in range(4)]
+    assert kept[0] == 0 and kept[-1] == 29  # the oldest (next to be processed) and the newest stay
+    gaps = np.diff(kept)
+    assert gaps.max() <= 2 * gaps.min() + 1, kept  # spread over the second, not its last four frames
+    assert q.dropped == q.thinned == 26
+    # the burst over, frames at their own pace again: drop-oldest
+    q2 = FrameQueue(3)
+    frames = _frames(10, 30.0, 0.002) + [
+        IncomingFrame(np.zeros((2, 2, 3), np.uint8), 10 / 30 + i / 30, 100.02 + (i + 1) / 30) for i in range(6)
+    ]
+    for f in frames:
+        q2.put(f)
+    assert [round(q2.get(0.01).t * 30) for _ in range(3)] == [13, 14, 15]
 
 
 def test_slow_pipeline_drops_oldest_frames_and_processes_the_newest(settings):

@@ -92,3 +92,23 @@ def test_warm_up_frames_do_not_count():
     assert pacer.keep_every == 1 and pacer.process_s == 0.0
     pacer.processed(0.01, 0, 0.3)
     assert pacer.keep_every == 1
+
+
+def test_a_burst_of_a_second_of_stream_is_not_read_as_a_faster_source():
+    # the reader's probe hands over the first second (25 frames) within 50 ms, then frames come at 25 fps
+    pacer = FramePacer(warm_up_frames=0)
+    times = [(i * 0.002, i / 25) for i in range(25)] + [(0.05 + (i + 1) / 25, 1 + i / 25) for i in range(5)]
+    for now, t in times:
+        pacer.admit(now, t)
+    assert 24 <= pacer.arrival_fps <= 26  # by the clock alone (below): the last 25 frames in 0.24 s, 100 a second
+    pacer.processed(0.1, 1, 0.3)
+    assert pacer.keep_every == pytest.approx(25 * 0.1 / 0.92, abs=0.1)  # not at its cap of 25
+    clock_only = FramePacer(warm_up_frames=0)
+    for now, _ in times:
+        clock_only.admit(now)
+    assert clock_only.arrival_fps > 90
+    # a source slower than its timestamps (frames stamped 25 fps, arriving 10 a second): the clock's rate
+    slow = FramePacer(warm_up_frames=0)
+    for i in range(20):
+        slow.admit(i / 10, i / 25)
+    assert 9 <= slow.arrival_fps <= 11
