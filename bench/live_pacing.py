@@ -207,7 +207,7 @@ def live_run(video: Path, folder: Path, frames: int, paced: bool, stream_id: int
         "processed": stats["processed"],
         "shed": stats["shed"],
         "queue_dropped": stats["dropped"] - stats["shed"],
-        "thinned": stats["thinned"],  # of those, dropped to thin a burst evenly (edge.service.ingest.FrameQueue)
+        "thinned": stats["thinned"],  # of those, dropped to thin the full queue evenly (edge.service.ingest.FrameQueue)
         "fps": (len(processed_at) - 1) / span,
         "keep_every": {"median": float(np.median(keep)) if keep else None, "max": max(keep, default=None)},
         "gap_frames": {int(g): int((gaps == g).sum()) for g in sorted(set(gaps.tolist()))},

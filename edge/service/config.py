@@ -10,7 +10,17 @@ GiB = 1024**3
 class ServiceConfig(BaseModel):
     # -- live streams ---------------------------------------------------------------------------------------
     queue_frames: int = Field(
-        4, ge=1, le=1000, description="frames buffered per live stream; when full the OLDEST is dropped"
+        4,
+        ge=1,
+        le=1000,
+        description="frames buffered per live stream; when full they are thinned evenly over up to queue_span_s of "
+        "the stream, beyond that the OLDEST is dropped",
+    )
+    queue_span_s: float = Field(
+        1.0,
+        ge=0,
+        description="stream seconds the full queue may spread its frames over (a burst, a worker falling behind for "
+        "a moment, is seen at instants spread over it); about the longest a frame waits; 0: always drop the oldest",
     )
     reconnect_initial_s: float = Field(
         0.5, gt=0, description="first wait before reconnecting a dropped pull stream (or restarting a stream process)"

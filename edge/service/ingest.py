@@ -1,4 +1,4 @@
-"""Getting live frames in: the bounded drop-oldest frame queue (thinned evenly in a burst), stream-URL checks, and the PyAV pull reader.
+"""Getting live frames in: the bounded frame queue (thinned evenly over a second, then drop-oldest), stream-URL checks, and the PyAV pull reader.
 
 A pull reader runs in its own thread: open the URL with PyAV (FFmpeg), decode, hand frames to the stream's worker;
 when the stream drops it reconnects with exponential back-off (the worker keeps the run and its time axis going).
@@ -95,29 +95,28 @@ class DropOldestQueue(Generic[_Item]):
         return len(self._items)
 
 
-BURST_SHARE = 0.5  # a frame arriving sooner than this share of its own spacing after the last one is in a burst
-
-
 class FrameQueue(DropOldestQueue[IncomingFrame]):
-    """A live stream's frame queue: drop-oldest while frames arrive at their own pace, thinned evenly in a burst.
+    """A live stream's frame queue: when full, frames are thinned evenly over up to ``span_s`` of the stream, and
+    the oldest goes beyond that.
 
-    A burst is frames arriving much faster than their timestamps advance: a pull reader's one-second probe hands
-    over the stream's first second at once, and a stalled connection catches up the same way. Drop-oldest kept
-    only the burst's last few frames, so the pipeline never saw that second (vehicles that crossed the view in it
-    were missed, docs/service.md). In a burst the full queue drops the frame whose removal leaves the smallest hole
-    in the stream's time instead (never the oldest, next to be processed, nor the newest), so the burst is seen at
-    a few instants spread over it. A steady stream keeps the newest frames, and its latency bound, as before."""
+    Dropping the oldest keeps the newest frames, but a burst (a pull reader's one-second probe hands over the
+    stream's first second at once; a stalled connection catches up the same way) then leaves only its last few
+    frames: the pipeline never saw that second, and vehicles that crossed the view in it were missed
+    (docs/service.md). So the full queue drops the frame whose removal leaves the smallest hole in the stream's time
+    (never the oldest, next to be processed, nor the newest) while its frames span at most ``span_s``: the burst is
+    seen at a few instants spread over it, and a worker that falls behind for a moment processes evenly spaced
+    frames rather than bursts and holes. Beyond ``span_s`` the oldest goes, so a frame waits at most about that
+    long; 0: always the oldest (the lowest latency)."""
 
-    def __init__(self, maxsize: int):
+    def __init__(self, maxsize: int, span_s: float = 1.0):
         super().__init__(maxsize)
-        self._last: tuple[float, float] | None = None  # (t, received) of the frame put last
-        self.thinned = 0  # of the dropped frames, those that went to thin a burst
+        self.span_s = span_s
+        self.thinned = 0  # of the dropped frames, those that went to thin the queue evenly
 
     def put(self, item: IncomingFrame) -> int:
         with self._cond:
-            last, self._last = self._last, (item.t, item.received)
-            burst = last is not None and item.received - last[1] < BURST_SHARE * (item.t - last[0])
-            if not burst or len(self._items) < self.maxsize or len(self._items) < 2:
+            full = len(self._items) >= self.maxsize >= 2
+            if not full or item.t - self._items[0].t > self.span_s:
                 return super().put(item)
             times = [f.t for f in self._items] + [item.t]
             k = min(range(1, len(times) - 1), key=lambda i: times[i + 1] - times[i - 1])

@@ -170,7 +170,7 @@ class StreamWorker:
         self.spec, self.deps, self.cfg = spec, deps, deps.config
         self.key = str(spec.id)
         deps.metrics.new_stream(self.key)
-        self.queue = FrameQueue(self.cfg.queue_frames)
+        self.queue = FrameQueue(self.cfg.queue_frames, self.cfg.queue_span_s)
         # faster than processing: every k-th frame, evenly, rather than whatever the full queue drops
         self.pacer = FramePacer() if self.cfg.live_pacing else None
         self.feed = Broadcaster()
@@ -587,7 +587,7 @@ class StreamWorker:
             "processed": self.frames_processed,
             "dropped": self.queue.dropped + self.frames_shed,
             "shed": self.frames_shed,  # of those, not given to the pipeline by pacing (evenly: every keep_every-th kept)
-            "thinned": self.queue.thinned,  # ... and dropped by the queue to thin a burst evenly (ingest.FrameQueue)
+            "thinned": self.queue.thinned,  # ... and dropped by the full queue to thin it evenly (ingest.FrameQueue)
             "keep_every": self.pacer.keep_every if self.pacer is not None else 1,
             "queue": len(self.queue),
             "fps": round(self.fps, 2),
