@@ -53,10 +53,14 @@ def cli_train_detector(
     turned: Annotated[
         int, typer.Option("--turned", help="--across-scales: add this many day images turned by random angles")
     ] = 0,
+    degrees: Annotated[
+        float,
+        typer.Option("--degrees", help="--across-scales: turn every training image by up to this many degrees"),
+    ] = 0.0,
 ) -> None:
     """Train the YOLOv8n vehicle detector on CPU from the shared drone data (no download)."""
     if across_scales:
-        _train_across_scales(out, start, data_dir, epochs, seed, fraction, turned)
+        _train_across_scales(out, start, data_dir, epochs, seed, fraction, turned, degrees)
         return
     if low_light:
         _train_low_light(out, start, data_dir, epochs, batch, freeze, seed)
@@ -110,19 +114,32 @@ def _train_low_light(
 
 
 def _train_across_scales(
-    out: Path, start: Path, data_dir: Path | None, epochs: int, seed: int, fraction: float, turned: int
+    out: Path,
+    start: Path,
+    data_dir: Path | None,
+    epochs: int,
+    seed: int,
+    fraction: float,
+    turned: int,
+    degrees: float = 0.0,
 ) -> None:
     from vision.training.detector.recipe import AcrossScalesMix, train_across_scales
 
     defaults = AcrossScalesMix()
     mix = AcrossScalesMix(
-        epochs=defaults.epochs if epochs == DEFAULT_EPOCHS else epochs, seed=seed, turned_images=turned
+        epochs=defaults.epochs if epochs == DEFAULT_EPOCHS else epochs,
+        seed=seed,
+        turned_images=turned,
+        degrees=degrees,
     )
     if not 0.0 < fraction <= 1.0:
         typer.echo(f"airpatrol: error: --fraction must be in (0, 1], got {fraction}", err=True)
         raise typer.Exit(2)
     if turned < 0:
         typer.echo(f"airpatrol: error: --turned must be 0 or more, got {turned}", err=True)
+        raise typer.Exit(2)
+    if not 0.0 <= degrees <= 180.0:
+        typer.echo(f"airpatrol: error: --degrees must be in [0, 180], got {degrees}", err=True)
         raise typer.Exit(2)
     try:
         path = train_across_scales(out, start, mix, data_dir=data_dir, fraction=fraction)

@@ -45,6 +45,9 @@ class AcrossScalesMix:
     # other day images, each turned by a random angle (``turns.turned_copies``; 0 in the shipped run): the day data
     # shows most vehicles along the image axes (docs/detector.md, "Any heading")
     turned_images: int = 0
+    # Ultralytics' random rotation of every training image (+- degrees; 0 in the shipped run): vehicles at any heading,
+    # but each box the bound of its turned box, loose on a diagonal vehicle (docs/detector.md, "Any heading")
+    degrees: float = 0.0
 
 
 def sha256(path: Path) -> str:
@@ -143,6 +146,7 @@ def train_across_scales(
         warmup_epochs=0.0,
         warmup_bias_lr=0.0,
         nbs=mix.batch,  # one optimizer step per batch (the default, 64, would give ~16 steps in the whole run)
+        **({"degrees": mix.degrees} if mix.degrees else {}),
     )
     minutes = (time.monotonic() - started) / 60
     out_weights = Path(out_weights)

@@ -180,3 +180,17 @@ def test_a_negative_turned_count_is_one_line_and_trains_nothing(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "--turned must be 0 or more, got -5" in result.output
     assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "w.pt").exists()
+
+
+def test_degrees_out_of_range_is_one_line_and_trains_nothing(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from vision.training.detector.cli import cli_train_detector
+
+    app = typer.Typer()
+    app.command()(cli_train_detector)
+    args = ["--across-scales", "--degrees", "200", "--start", str(tmp_path / "s.pt"), "--out", str(tmp_path / "w.pt")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "--degrees must be in [0, 180], got 200.0" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "w.pt").exists()
