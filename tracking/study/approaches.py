@@ -162,8 +162,10 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
 
 def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: StudyConfig) -> list[list[int]]:
     """Merge two clusters with the same inbound heading that are one arm: an inbound-only and an outbound-only one
-    lying side by side (a dual carriageway), or two on one line, one further along the arm than the other (where the
-    tracks of a far arm begin and end spreads along it: an oblique view's far side, fragments)."""
+    lying side by side (a dual carriageway; up to two cluster sizes apart along it: at motorway speed the tracks of
+    one carriageway begin 30-40 m into the view, the 4K ramp render), or two on one line, one further along the arm
+    than the other (where the tracks of a far arm begin and end spreads along it: an oblique view's far side,
+    fragments): less than a lane's offset apart across it, or within either's spread of lanes."""
     merged = True
     while merged:
         merged = False
@@ -177,11 +179,16 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
                 if angle_between(heading_deg(da), heading_deg(db)) > cfg.approach_heading_deg / 2:
                     continue
                 d = da / np.linalg.norm(da)
-                gap = np.mean([ends[k].xy for k in b], axis=0) - np.mean([ends[k].xy for k in a], axis=0)
-                along, across = abs(float(gap @ d)), abs(float(gap @ np.array([d[1], -d[0]])))
+                normal = np.array([d[1], -d[0]])
+                ca, cb = np.mean([ends[k].xy for k in a], axis=0), np.mean([ends[k].xy for k in b], axis=0)
+                gap = cb - ca
+                along, across = abs(float(gap @ d)), abs(float(gap @ normal))
                 halves = len(in_a) == 1 and len(in_b) == 1 and in_a != in_b
-                one_line = across < SAME_ARM_ACROSS_M and along < 2 * cfg.approach_cluster_m
-                if (halves and along < cfg.approach_cluster_m and across < 3 * cfg.approach_cluster_m) or one_line:
+                # on one line: across less than a lane's offset, or inside the other's spread of lanes (a few
+                # tracks lost mid-view on a wide road end beside its lanes' mean, within its cross-section)
+                spread = max(max(abs(float((ends[k].xy - c) @ normal)) for k in g) for g, c in ((a, ca), (b, cb)))
+                one_line = across < max(SAME_ARM_ACROSS_M, spread) and along < 2 * cfg.approach_cluster_m
+                if (halves and along < 2 * cfg.approach_cluster_m and across < 3 * cfg.approach_cluster_m) or one_line:
                     groups[i] = a + b
                     del groups[j]
                     merged = True

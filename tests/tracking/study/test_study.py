@@ -54,6 +54,24 @@ def test_an_arm_whose_tracks_begin_at_two_places_along_it_is_one_approach():
     assert sorted(round(a.heading_deg) % 360 for a in found) == [90, 270]
 
 
+def test_a_motorway_whose_tracks_begin_late_and_end_early_has_two_approaches():
+    """A dual carriageway of three lanes each way seen end to end at motorway speed (the 4K ramp render): westbound
+    vehicles are found only 40 m into the view (an entries-only cluster 40 m from the eastbound exits beside it), and
+    a few westbound tracks are lost 35 m before the far edge (a small exits-only cluster within the west arm's spread
+    of lanes). Two arms: two approaches, not four."""
+    trajs = []
+    for k in range(12):
+        lane = 2.0 + 3.5 * (k % 3)
+        east = np.array([[-70.0, -lane], [70.0, -lane]])
+        trajs.append(Trajectory(k, "car", *drive(east, 30.0, 2.0 * k)))
+        end = -35.0 if k % 4 == 0 else -70.0
+        west = np.array([[30.0, lane], [end, lane]])
+        trajs.append(Trajectory(100 + k, "car", *drive(west, 30.0, 2.0 * k + 1.0)))
+    found = find_approaches(trajs, StudyConfig())
+    assert len(found) == 2, [(a.name, round(a.x), round(a.y), round(a.heading_deg)) for a in found]
+    assert sorted(round(a.heading_deg) % 360 for a in found) == [90, 270]
+
+
 def test_every_vehicle_gets_its_origin_destination_movement_and_lane(junction):
     trajs, truth = junction
     study = compute_study(trajs, None, StudyConfig())
