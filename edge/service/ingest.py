@@ -1,4 +1,5 @@
-"""Getting live frames in: the bounded frame queue (thinned evenly over a second, then drop-oldest), stream-URL checks, and the PyAV pull reader.
+"""Getting live frames in: the bounded frame queue (thinned evenly over a second, then drop-oldest), stream-URL
+checks, and the PyAV pull reader.
 
 A pull reader runs in its own thread: open the URL with PyAV (FFmpeg), decode, hand frames to the stream's worker;
 when the stream drops it reconnects with exponential back-off (the worker keeps the run and its time axis going).

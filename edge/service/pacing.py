@@ -6,8 +6,9 @@ the pipeline sees uneven gaps (1, 2, 5 frames apart) and the queue is always ful
 keeps every k-th arriving frame, evenly, with k chosen so that the worker keeps up with what is kept: at
 ``arrival_fps / k`` frames per second and the measured seconds per processed frame it is busy about
 ``target_utilisation`` of the time (nearly all of it: an idle worker is frames not processed). The tracker then
-sees a steady frame rate (the worker tells the pipeline which), and the queue stays short. The drop-oldest queue
-stays underneath as the safety net for bursts and for the first frames, before any cost is measured.
+sees a steady frame rate (the worker tells the pipeline which), and the queue stays short. The bounded frame
+queue (``ingest.FrameQueue``) stays underneath as the safety net for bursts and for the first frames, before any
+cost is measured.
 
 ``PacingPolicy.keep_every`` is the decision alone (typed load in, k out); ``FramePacer`` measures the load of one
 stream (arrival times and the frames' own times, processing time per frame, queue depth) and

@@ -168,7 +168,14 @@ def test_across_scales_run_with_missing_inputs_is_one_line_naming_the_file(tmp_p
     assert not (tmp_path / "w.pt").exists()
 
 
-def test_a_negative_turned_count_is_one_line_and_trains_nothing(tmp_path):
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--turned", "-5", "--turned must be 0 or more, got -5"),
+        ("--degrees", "200", "--degrees must be in [0, 180], got 200.0"),
+    ],
+)
+def test_a_bad_across_scales_option_is_one_line_and_trains_nothing(tmp_path, option, value, message):
     import typer
     from typer.testing import CliRunner
 
@@ -176,21 +183,7 @@ def test_a_negative_turned_count_is_one_line_and_trains_nothing(tmp_path):
 
     app = typer.Typer()
     app.command()(cli_train_detector)
-    args = ["--across-scales", "--turned", "-5", "--start", str(tmp_path / "s.pt"), "--out", str(tmp_path / "w.pt")]
+    args = ["--across-scales", option, value, "--start", str(tmp_path / "s.pt"), "--out", str(tmp_path / "w.pt")]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "--turned must be 0 or more, got -5" in result.output
-    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "w.pt").exists()
-
-
-def test_degrees_out_of_range_is_one_line_and_trains_nothing(tmp_path):
-    import typer
-    from typer.testing import CliRunner
-
-    from vision.training.detector.cli import cli_train_detector
-
-    app = typer.Typer()
-    app.command()(cli_train_detector)
-    args = ["--across-scales", "--degrees", "200", "--start", str(tmp_path / "s.pt"), "--out", str(tmp_path / "w.pt")]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "--degrees must be in [0, 180], got 200.0" in result.output
+    assert result.exit_code == 2 and message in result.output
     assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "w.pt").exists()
