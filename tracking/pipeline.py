@@ -115,6 +115,9 @@ class Pipeline:
         self._recorded = recorded
         if isinstance(self.detector, VehicleDetector):
             self.detector.recorded = recorded
+        wants = getattr(self.detector, "wants_any_heading", lambda: cfg.detector.any_heading.enabled)
+        self.any_heading_on = not cfg.baseline and wants() and (recorded or not cfg.detector.any_heading.recorded_only)
+        self.any_heading_kept = 0  # the any-heading detector's boxes kept at a predicted track
         if self.road is not None:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
@@ -273,6 +276,8 @@ class Pipeline:
             # the scale plan's CPU budget covers the frames until the next detector run
             self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
         dets = self.detector.detect(img, road) if detect else Detections()
+        if detect:
+            dets = Detections.concat([dets, self._any_heading(img, dets, H)])
         if detect and len(self.tracker.lost_stracks):
             dets = Detections.concat([dets, self._look_again(img, dets, H)])
         t = self._tick("detect", t)
@@ -310,14 +315,14 @@ class Pipeline:
             self._detector_step = self.tracker.frame_id
         idx = rows[:, 7].astype(int)
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
-        self._fed_by.append((int((src == DetectionSource.DETECTOR).sum()), int((src == DetectionSource.MOTION).sum())))
+        self._fed_by.append((int(_by_detector(src).sum()), int((src == DetectionSource.MOTION).sum())))
         new = self.tracker.new_tracks()
         if detect and self._motion_frames:
             # a track the detector starts here may be confirmed by a motion blob on a motion frame: it is a track the
             # detector has seen (reported at once), whichever source confirms it
             for tr in new:
                 i = int(getattr(tr, "idx", -1))
-                if 0 <= i < len(dets) and dets.source[i] == DetectionSource.DETECTOR:
+                if 0 <= i < len(dets) and _by_detector(dets.source[i]):
                     self._track_support.setdefault(tr.track_id, [self.frames, self.frames, True])
         if new and self._prev_grey is not None:
             boxes = np.array([tr.xyxy for tr in new], np.float32)
@@ -337,6 +342,36 @@ class Pipeline:
                 self.road.observe_tracks(np.array([tr.center for tr in moving]), np.ones(len(moving), bool))
         self._tick("speed", t)
         return result
+
+    def _any_heading(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
+        """The any-heading detector's boxes of moving tracked or recently lost vehicles the shipped detector has no box
+        for this frame, kept where such a track is predicted: they carry the tracks the shipped detector started
+        (through a turn) and start none (its false positives cost MOTA on the real sequences when they could)."""
+        cfg = self.config.detector.any_heading
+        detect_any_heading = getattr(self.detector, "detect_any_heading", None)
+        if not self.any_heading_on or detect_any_heading is None or not cfg.max_crops:
+            return Detections()
+        # with min_speed_lengths_s > 0 moving ones only: a false track on something standing (a sign, glare at
+        # night) is not carried on, but neither is a queued car
+        predicted = self.tracker.moving_predicted(
+            H, max(1, round(cfg.max_lost_s * self.fps)), cfg.min_speed_lengths_s / max(self.fps, 1e-6)
+        )
+        h, w = img.shape[:2]  # a vehicle that has left the view is not looked for
+        cx, cy = (predicted[:, 0] + predicted[:, 2]) / 2, (predicted[:, 1] + predicted[:, 3]) / 2
+        orphan = (cx > 0) & (cx < w) & (cy > 0) & (cy < h)
+        if len(dets) and orphan.any():
+            from supervision import box_iou_batch  # imported when needed: supervision takes 0.4 s to import
+
+            orphan &= box_iou_batch(predicted, dets.xyxy).max(1) < cfg.new_iou
+        around = predicted[orphan][: cfg.max_crops]
+        found = detect_any_heading(img, around, dets) if len(around) else Detections()
+        if not len(found):
+            return found
+        from supervision import box_iou_batch
+
+        found = found[box_iou_batch(found.xyxy, predicted).max(1) >= cfg.track_iou]
+        self.any_heading_kept += len(found)
+        return found
 
     def _look_again(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
         """Boxes of recently lost moving tracks found again in crops turned to their heading (recorded runs)."""
@@ -654,7 +689,7 @@ class Pipeline:
             i, tid = int(idx), int(tid)
             entry = seen.setdefault(tid, [f, f, False])
             entry[1] = f
-            by_detector = 0 <= i < len(dets) and dets.source[i] == DetectionSource.DETECTOR
+            by_detector = 0 <= i < len(dets) and bool(_by_detector(dets.source[i]))
             entry[2] = entry[2] or by_detector
             if 0 <= i < len(dets) and dets.source[i] == DetectionSource.MOTION:
                 from_blob.add(tid)
@@ -702,9 +737,20 @@ class Pipeline:
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
             "looked_again": {"crops": self.looked_again, "found": self.found_again},
+            # the any-heading detector's crops, its boxes the shipped one had no box for, those kept at a predicted track
+            "any_heading": {
+                "crops": getattr(self.detector, "any_heading_crops", 0),
+                "boxes": getattr(self.detector, "any_heading_boxes", 0),
+                "kept": self.any_heading_kept,
+            },
             # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it
             "detector_scales": list(getattr(self.detector, "scale_log", [])) if not self.config.baseline else None,
         }
+
+
+def _by_detector(source: np.ndarray) -> np.ndarray:
+    """Boxes a detector gave (the shipped one or the any-heading one), not a motion blob or a track's prediction."""
+    return np.isin(source, (DetectionSource.DETECTOR, DetectionSource.ANY_HEADING))
 
 
 def _overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -13,7 +13,53 @@ from pydantic import BaseModel, Field
 
 from vision.motion_gate import MotionGateConfig
 
-__all__ = ["DetectorConfig", "EgoMotionConfig", "MotionConfig", "MotionGateConfig", "RoadConfig"]
+__all__ = ["AnyHeadingConfig", "DetectorConfig", "EgoMotionConfig", "MotionConfig", "MotionGateConfig", "RoadConfig"]
+
+
+class AnyHeadingConfig(BaseModel):
+    """Recorded runs, opt-in (junction studies): a second detector, trained on vehicles at any heading, beside the
+    shipped one.
+
+    The shipped detector misses many turning and diagonal vehicles (a roundabout, a junction's turns, a road across
+    the frame); the any-heading one finds them but, as *the* detector, cost 2-15 MOTA on the real UAVDT sequences
+    (looser boxes, more false positives). So it only looks where a tracked or recently lost vehicle is predicted and
+    the shipped detector has no box, in small crops (a second pass over the whole frame cost 1.6-1.9x plain
+    Ultralytics' CPU time on UAVDT), and its box is kept only at the predicted track: it extends the tracks the shipped
+    detector started. Off by default: on the study renders it turns 64 % right O-D into 79 % at an oblique junction,
+    but it carries some false tracks on (real night footage -2.1 MOTA); docs/study.md, "A second detector for turning
+    cars".
+    """
+
+    enabled: bool = Field(
+        False,
+        description="on: with the shipped detector (named or by default); with another one only when weights is set",
+    )
+    weights: str | None = Field(None, description="its YOLO weights; default: the shipped any-heading detector")
+    recorded_only: bool = Field(True, description="live streams keep their per-frame cost")
+    new_iou: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="a track has no box of the shipped detector, and a box of this one is new, when its IoU with "
+        "every box of the shipped detector is below this",
+    )
+    track_iou: float = Field(
+        0.3, ge=0, le=1, description="a new box is kept when its IoU with a track's predicted box is at least this"
+    )
+    max_lost_s: float = Field(1.0, ge=0, description="tracks lost at most this long ago are looked for too")
+    min_speed_lengths_s: float = Field(
+        0.0,
+        ge=0,
+        description="tracks looked for move at least this many of their lengths a second (0.5 keeps standing false "
+        "tracks from being carried on, but also the queued and slow turning vehicles a study needs)",
+    )
+    crop_lengths: float = Field(
+        2.5, gt=1, description="the square crop around a track: this many times its box's long side"
+    )
+    min_crop_px: int = Field(64, ge=32, description="the smallest crop (frame px)")
+    max_crops: int = Field(
+        16, ge=0, description="tracks looked for per detector frame, tracked ones first, then the most recently lost"
+    )
 
 
 class DetectorConfig(BaseModel):
@@ -139,6 +185,7 @@ class DetectorConfig(BaseModel):
         description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
         "PyTorch on CUDA (measured rule, see vision/runtime.py)",
     )
+    any_heading: AnyHeadingConfig = AnyHeadingConfig()
 
 
 class RoadConfig(BaseModel):

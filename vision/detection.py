@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,7 +17,13 @@ from vision.config import DetectorConfig
 from vision.types import VEHICLE_CLASSES, Detections, DetectionSource
 
 # Re-exported: the weights file and its loading moved to vision.yolo_weights (vision.runtime needs them too).
-from vision.yolo_weights import DEFAULT_DETECTOR_WEIGHTS, WEIGHTS_DIR, WeightsError, load_yolo  # noqa: F401
+from vision.yolo_weights import (  # noqa: F401
+    ANY_HEADING_WEIGHTS,
+    DEFAULT_DETECTOR_WEIGHTS,
+    WEIGHTS_DIR,
+    WeightsError,
+    load_yolo,
+)
 
 _NAME_MAP = {"car": 0, "truck": 1, "bus": 2, "van": 3, "minibus": 3, "pickup": 0, "vehicle": 0}
 
@@ -91,6 +98,7 @@ class VehicleDetector:
     _last_f: int
     budget_share: float | None  # share of the live CPU budget (max_input_pixels) the last plan used; 'auto' only
     recorded: bool  # a recorded run: recorded_max_input_pixels is the budget
+    _row_scales: list[tuple[int, int, float]]  # the last frame's rows (y0, y1) and their input scale
 
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
@@ -112,6 +120,8 @@ class VehicleDetector:
         self.warmed_shapes: set[tuple] = set()  # input shapes warm_up() ran
         self.warmed_sizes: set[tuple] = set()  # (width, height, fixed) warm_up() covered
         self.tiles_run = 0
+        self._partner: tuple[Any, dict[int, int]] | None = None  # the any-heading detector and its class map, loaded
+        # on its first use
         self.reset()
 
     # -- planning -------------------------------------------------------------------------------------------
@@ -213,6 +223,7 @@ class VehicleDetector:
             dets = merge_tiled(Detections.concat(parts), np.concatenate(cuts), self.config.iou)
         self._measure(dets)
         self._log_plan(plan)
+        self._row_scales = plan
         self._tiling_now = all(s >= 1.0 for *_, s in plan)
         return dets
 
@@ -287,17 +298,7 @@ class VehicleDetector:
             # One image per call: exported formats are usually built for batch 1, and on the CPU a batch is no faster
             # (ONNX Runtime took 1.14 s for 8 tiles of 640 px as one batch vs 0.49 s one by one, 2 cores).
             results = [self.model.predict(im, **kwargs)[0] for im in images]
-        out = []
-        for r in results:
-            b = r.boxes
-            if b is None or len(b) == 0:
-                out.append(Detections())
-                continue
-            cls = b.cls.cpu().numpy().astype(int)
-            out.append(
-                Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([self.class_map[c] for c in cls]))
-            )
-        return out
+        return _to_detections(results, self.class_map)
 
     def _tiled(self, image: np.ndarray, road_mask: np.ndarray | None) -> Detections:
         """Native resolution: one pass over the road's bounding box when the frame is small enough, else tiles."""
@@ -345,6 +346,7 @@ class VehicleDetector:
             dets = self._tiled(image, road_mask) if fixed else self._predict([image])[0]
             self._native_last = fixed
             self._input_scale = 1.0 if fixed else min(1.0, self.config.imgsz / max(h, w))
+            self._row_scales = [(0, h, self._input_scale)]
         else:
             dets = self._planned(image, road_mask)
             self._native_last = self._tiling_now
@@ -352,6 +354,65 @@ class VehicleDetector:
         self._frames += 1
         dets.source[:] = DetectionSource.DETECTOR
         return dets
+
+    # -- the any-heading detector ------------------------------------------------------------------------------
+    def wants_any_heading(self) -> bool:
+        """Whether the any-heading detector may run beside this one: with the shipped detector (by default or named),
+        or with any detector when the any-heading weights are given."""
+        cfg = self.config.any_heading
+        shipped = Path(self.config.weights or DEFAULT_DETECTOR_WEIGHTS).resolve() == DEFAULT_DETECTOR_WEIGHTS.resolve()
+        return cfg.enabled and (shipped or bool(cfg.weights))
+
+    def _partner_model(self):
+        if self._partner is None:
+            from vision.runtime import load_for_runtime
+
+            cfg = self.config.model_copy(update={"weights": self.config.any_heading.weights})
+            model, _, _ = load_for_runtime(cfg, self.device, ANY_HEADING_WEIGHTS)
+            names = model.names if isinstance(model.names, dict) else dict(enumerate(model.names))
+            self._partner = (model, {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP})
+        return self._partner
+
+    def detect_any_heading(self, image: np.ndarray, around: np.ndarray, dets: Detections) -> Detections:
+        """The any-heading detector's boxes near ``around`` (xyxy: where tracks are that ``dets``, this frame's boxes
+        of the shipped detector, have no box for), tagged ``DetectionSource.ANY_HEADING``; those a box of ``dets``
+        overlaps (IoU >= ``any_heading.new_iou``) are left out. It looks in a square crop around each (``crop_lengths``
+        times the box's long side; overlapping crops as one) at the input scale the last frame's plan gave that row:
+        a few small passes instead of a second pass over the whole frame."""
+        cfg = self.config.any_heading
+        h, w = image.shape[:2]
+        if not len(around):
+            return Detections()
+        model, class_map = self._partner_model()
+        kwargs = dict(conf=self.config.conf, iou=self.config.iou, device=self.device, verbose=False)
+        kwargs.update(classes=sorted(class_map))
+        if self.device.startswith("cuda") and self.config.half:
+            kwargs.update(fp16_predict_args())
+        parts = []
+        for x1, y1, x2, y2 in crop_regions(around, cfg.crop_lengths, cfg.min_crop_px, w, h):
+            scale = self._scale_at((y1 + y2) / 2)
+            crop = image[y1:y2, x1:x2]
+            imgsz = pass_imgsz(crop.shape[0], crop.shape[1], scale)
+            found = _to_detections(model.predict(crop, imgsz=imgsz, **kwargs), class_map)
+            d = found[0][~cut_by_tile_edge(found[0].xyxy, (x1, y1, x2, y2), w, h)]  # a neighbour cut by the crop
+            d.xyxy += np.array([x1, y1, x1, y1], np.float32)
+            parts.append(d)
+            self.any_heading_crops += 1
+        new = Detections.concat(parts)
+        if len(new) and len(dets):
+            from supervision import box_iou_batch  # imported when needed: supervision takes 0.4 s to import
+
+            new = new[box_iou_batch(new.xyxy, dets.xyxy).max(1) < cfg.new_iou]
+        new.source[:] = DetectionSource.ANY_HEADING
+        self.any_heading_boxes += len(new)
+        return new
+
+    def _scale_at(self, row: float) -> float:
+        """The input scale the last frame's plan gave this row (1.0 before any frame)."""
+        for y0, y1, scale in self._row_scales:
+            if y0 <= row < y1:
+                return scale
+        return self._row_scales[-1][2] if self._row_scales else 1.0
 
     def detect_crops(self, crops: list[np.ndarray], imgsz: int) -> list[Detections]:
         """Vehicles in small crops cut from a frame (``vision/turned_crops.py``), each seen at ``imgsz``."""
@@ -373,6 +434,8 @@ class VehicleDetector:
         self.budget_frames = 1
         # a recorded run (set by the pipeline): the scale serves recall at the flight's cost, not a live frame rate
         self.recorded = False
+        self._row_scales = []  # the last frame's (rows y0, y1, input scale)
+        self.any_heading_crops, self.any_heading_boxes = 0, 0  # its crops, and its boxes the shipped one had none for
         self._sizes: deque[np.ndarray] = deque(maxlen=15)  # per detector frame: (row, length px) of vehicles
         self.scale_log = []
         self._open = {}
@@ -466,6 +529,49 @@ class VehicleDetector:
     def tiling_active(self) -> bool:
         """Whether the last frame was detected at native resolution (one pass or tiles)."""
         return self._native_last
+
+
+def _to_detections(results, class_map: dict[int, int]) -> list[Detections]:
+    """Ultralytics results as Detections, the model's classes mapped onto ours."""
+    out = []
+    for r in results:
+        b = r.boxes
+        if b is None or len(b) == 0:
+            out.append(Detections())
+            continue
+        cls = b.cls.cpu().numpy().astype(int)
+        out.append(Detections(b.xyxy.cpu().numpy(), b.conf.cpu().numpy(), np.array([class_map[c] for c in cls])))
+    return out
+
+
+def crop_regions(
+    boxes: np.ndarray, lengths: float, min_px: int, width: int, height: int
+) -> list[tuple[int, int, int, int]]:
+    """Square crops (x1, y1, x2, y2) centred on ``boxes`` (xyxy), ``lengths`` times each box's long side (at least
+    ``min_px``), inside the frame; crops that overlap are merged into their bounding box until none overlap."""
+    regions: list[list[int]] = []
+    for x1, y1, x2, y2 in np.asarray(boxes, np.float32).reshape(-1, 4):
+        half = max(lengths * max(x2 - x1, y2 - y1), min_px) / 2
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        r = [
+            max(0, int(cx - half)),
+            max(0, int(cy - half)),
+            min(width, int(np.ceil(cx + half))),
+            min(height, int(np.ceil(cy + half))),
+        ]
+        if r[2] > r[0] and r[3] > r[1]:
+            regions.append(r)
+    merged = True
+    while merged:
+        merged = False
+        for i, j in itertools.combinations(range(len(regions)), 2):
+            a, b = regions[i], regions[j]
+            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                regions[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                del regions[j]
+                merged = True
+                break
+    return [(r[0], r[1], r[2], r[3]) for r in regions]
 
 
 def road_bounding_box(road_mask: np.ndarray, margin: int) -> tuple[int, int, int, int]:

@@ -72,6 +72,7 @@ class DetectionSource:
     DETECTOR = 0
     MOTION = 1
     PREDICTED = 2  # a track's own predicted box, carrying it through a frame the detector skipped
+    ANY_HEADING = 3  # the any-heading detector's box where the shipped one has none (recorded runs, extends tracks)
 
 
 @dataclass

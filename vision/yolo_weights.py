@@ -14,6 +14,8 @@ os.environ.setdefault("YOLO_VERBOSE", "False")
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_DETECTOR_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n.pt"
+# the shipped detector retrained with vehicles at every heading (its training_set.json beside it): runs beside it
+ANY_HEADING_WEIGHTS = WEIGHTS_DIR / "airpatrol_yolov8n_any_heading.pt"
 
 
 class WeightsError(ValueError):

@@ -57,6 +57,10 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-hidden-turns": {"linking.hidden_turns": False},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
+    # recorded runs with the any-heading detector beside the shipped one (opt-in for junction studies;
+    # detector.any_heading), and the same for moving tracks only
+    "any-heading": {"detector.any_heading.enabled": True},
+    "any-heading-moving": {"detector.any_heading.enabled": True, "detector.any_heading.min_speed_lengths_s": 0.5},
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},

@@ -80,3 +80,15 @@ def test_lost_tracks_are_predicted_on_along_their_motion_for_a_while():
     for _ in range(6):
         tr.step(_det([]))
     assert len(tr.lost_predicted(None, max_lost_frames=5)[2]) == 0  # lost too long ago
+
+
+def test_moving_tracks_are_predicted_tracked_first_then_the_most_recently_lost():
+    tr = EgoCompensatedByteTrack(TrackerConfig())
+    for k in range(10):  # a car driving right 4 px a frame, one standing, one driving down 3 px a frame
+        seen = [[100 + 4 * k, 50, 130 + 4 * k, 62], [300, 300, 330, 312], [500, 100 + 3 * k, 512, 130 + 3 * k]]
+        tr.step(_det(seen if k < 8 else seen[:2]))  # the third is lost from frame 8 on
+    boxes = tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.05)  # 1.5 px a frame for 30 px
+    assert len(boxes) == 2  # the standing one is not among them
+    assert boxes[0, 0] > 100 + 4 * 9 and boxes[0, 1] < 60  # the driving car, tracked, on its way right
+    assert boxes[1, 0] > 490 and boxes[1, 1] > 100 + 3 * 8  # the lost one, predicted on down its road
+    assert len(tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.5)) == 0  # too slow for that
