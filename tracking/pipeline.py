@@ -344,9 +344,10 @@ class Pipeline:
         return result
 
     def _any_heading(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
-        """The any-heading detector's boxes of moving tracked or recently lost vehicles the shipped detector has no box
-        for this frame, kept where such a track is predicted: they carry the tracks the shipped detector started
-        (through a turn) and start none (its false positives cost MOTA on the real sequences when they could)."""
+        """The any-heading detector's boxes of tracked or recently lost vehicles the shipped detector has no box for
+        this frame (opt-in, ``detector.any_heading``), kept where such a track is predicted: they carry the tracks the
+        shipped detector started (through a turn) and start none (its false positives cost MOTA on the real sequences
+        when they could)."""
         cfg = self.config.detector.any_heading
         detect_any_heading = getattr(self.detector, "detect_any_heading", None)
         if not self.any_heading_on or detect_any_heading is None or not cfg.max_crops:
