@@ -157,18 +157,24 @@ class EgoCompensatedByteTrack(BYTETracker):
         return xyxy, velocity, np.array([t.track_id for t in shadows], int)
 
     def moving_predicted(
-        self, H_prev_to_cur: np.ndarray | None, max_lost_frames: int, min_lengths_per_frame: float
+        self,
+        H_prev_to_cur: np.ndarray | None,
+        max_lost_frames: int,
+        min_lengths_per_frame: float,
+        min_updates: int = 0,
     ) -> np.ndarray:
         """Boxes (xyxy) where the next ``step`` will predict the confirmed tracks, tracked ones first, then those lost
         at most ``max_lost_frames`` ago (most recently lost first), of the tracks that move at least
-        ``min_lengths_per_frame`` of their box's long side a frame; no track is changed."""
+        ``min_lengths_per_frame`` of their box's long side a frame and were updated (matched) at least
+        ``min_updates`` times; no track is changed."""
         tracked = [t for t in self.tracked_stracks if t.is_activated]
         lost = [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
         shadows = self._predicted_copies(tracked + lost[::-1], H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         speed = np.array([np.hypot(*np.asarray(t.mean)[4:6]) for t in shadows], np.float32)
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1])
-        return xyxy[speed >= min_lengths_per_frame * length]
+        updates = np.array([t.tracklet_len for t in shadows], np.float32)
+        return xyxy[(speed >= min_lengths_per_frame * length) & (updates >= min_updates)]
 
     def _predicted_copies(self, tracks: list, H_prev_to_cur: np.ndarray | None) -> list:
         """Copies of ``tracks`` moved as the next ``step`` will move them (Kalman motion, then the ego-motion); the

@@ -352,10 +352,13 @@ class Pipeline:
         detect_any_heading = getattr(self.detector, "detect_any_heading", None)
         if not self.any_heading_on or detect_any_heading is None or not cfg.max_crops:
             return Detections()
-        # with min_speed_lengths_s > 0 moving ones only: a false track on something standing (a sign, glare at
-        # night) is not carried on, but neither is a queued car
+        # with min_track_updates, tracks with a history only (a false track the shipped detector started on glare or a
+        # structure and let go has few updates); with min_speed_lengths_s, moving ones only (which drops queued cars)
         predicted = self.tracker.moving_predicted(
-            H, max(1, round(cfg.max_lost_s * self.fps)), cfg.min_speed_lengths_s / max(self.fps, 1e-6)
+            H,
+            max(1, round(cfg.max_lost_s * self.fps)),
+            cfg.min_speed_lengths_s / max(self.fps, 1e-6),
+            cfg.min_track_updates,
         )
         h, w = img.shape[:2]  # a vehicle that has left the view is not looked for
         cx, cy = (predicted[:, 0] + predicted[:, 2]) / 2, (predicted[:, 1] + predicted[:, 3]) / 2

@@ -61,6 +61,7 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # detector.any_heading), and the same for moving tracks only
     "any-heading": {"detector.any_heading.enabled": True},
     "any-heading-moving": {"detector.any_heading.enabled": True, "detector.any_heading.min_speed_lengths_s": 0.5},
+    "any-heading-history": {"detector.any_heading.enabled": True, "detector.any_heading.min_track_updates": 10},
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},

@@ -92,3 +92,5 @@ def test_moving_tracks_are_predicted_tracked_first_then_the_most_recently_lost()
     assert boxes[0, 0] > 100 + 4 * 9 and boxes[0, 1] < 60  # the driving car, tracked, on its way right
     assert boxes[1, 0] > 490 and boxes[1, 1] > 100 + 3 * 8  # the lost one, predicted on down its road
     assert len(tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.5)) == 0  # too slow for that
+    # updated 10 times (the driving car and the standing one), 8 times (the lost one)
+    assert len(tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.0, min_updates=9)) == 2
