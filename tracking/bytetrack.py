@@ -150,8 +150,7 @@ class EgoCompensatedByteTrack(BYTETracker):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Lost tracks lost at most ``max_lost_frames`` ago, where the next ``step`` will predict them: boxes (xyxy),
         velocities (px per frame, this frame's pixels) and ids, without changing any track."""
-        recent = [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
-        shadows = self._predicted_copies(recent, H_prev_to_cur)
+        shadows = self._predicted_copies(self._recently_lost(max_lost_frames), H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         velocity = np.array([np.asarray(t.mean)[4:6] for t in shadows], np.float32).reshape(-1, 2)
         return xyxy, velocity, np.array([t.track_id for t in shadows], int)
@@ -168,13 +167,16 @@ class EgoCompensatedByteTrack(BYTETracker):
         ``min_lengths_per_frame`` of their box's long side a frame and were updated (matched) at least
         ``min_updates`` times; no track is changed."""
         tracked = [t for t in self.tracked_stracks if t.is_activated]
-        lost = [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
-        shadows = self._predicted_copies(tracked + lost[::-1], H_prev_to_cur)
+        shadows = self._predicted_copies(tracked + self._recently_lost(max_lost_frames)[::-1], H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         speed = np.array([np.hypot(*np.asarray(t.mean)[4:6]) for t in shadows], np.float32)
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1])
         updates = np.array([t.tracklet_len for t in shadows], np.float32)
         return xyxy[(speed >= min_lengths_per_frame * length) & (updates >= min_updates)]
+
+    def _recently_lost(self, max_lost_frames: int) -> list:
+        """Confirmed lost tracks lost at most ``max_lost_frames`` ago, in the order they were lost."""
+        return [t for t in self.lost_stracks if t.is_activated and self.frame_id + 1 - t.end_frame <= max_lost_frames]
 
     def _predicted_copies(self, tracks: list, H_prev_to_cur: np.ndarray | None) -> list:
         """Copies of ``tracks`` moved as the next ``step`` will move them (Kalman motion, then the ego-motion); the

@@ -276,7 +276,7 @@ class Pipeline:
             # the scale plan's CPU budget covers the frames until the next detector run
             self.detector.budget_frames = self._carried_stride if self._motion_frames else 1
         dets = self.detector.detect(img, road) if detect else Detections()
-        if detect:
+        if detect and self.any_heading_on:
             dets = Detections.concat([dets, self._any_heading(img, dets, H)])
         if detect and len(self.tracker.lost_stracks):
             dets = Detections.concat([dets, self._look_again(img, dets, H)])
@@ -350,8 +350,10 @@ class Pipeline:
         when they could)."""
         cfg = self.config.detector.any_heading
         detect_any_heading = getattr(self.detector, "detect_any_heading", None)
-        if not self.any_heading_on or detect_any_heading is None or not cfg.max_crops:
+        if detect_any_heading is None or not cfg.max_crops:
             return Detections()
+        from supervision import box_iou_batch  # imported when needed: supervision takes 0.4 s to import
+
         # with min_track_updates, tracks with a history only (a false track the shipped detector started on glare or a
         # structure and let go has few updates); with min_speed_lengths_s, moving ones only (which drops queued cars)
         predicted = self.tracker.moving_predicted(
@@ -364,15 +366,11 @@ class Pipeline:
         cx, cy = (predicted[:, 0] + predicted[:, 2]) / 2, (predicted[:, 1] + predicted[:, 3]) / 2
         orphan = (cx > 0) & (cx < w) & (cy > 0) & (cy < h)
         if len(dets) and orphan.any():
-            from supervision import box_iou_batch  # imported when needed: supervision takes 0.4 s to import
-
             orphan &= box_iou_batch(predicted, dets.xyxy).max(1) < cfg.new_iou
         around = predicted[orphan][: cfg.max_crops]
         found = detect_any_heading(img, around, dets) if len(around) else Detections()
         if not len(found):
             return found
-        from supervision import box_iou_batch
-
         found = found[box_iou_batch(found.xyxy, predicted).max(1) >= cfg.track_iou]
         self.any_heading_kept += len(found)
         return found

@@ -107,10 +107,7 @@ class VehicleDetector:
 
         self.model, path, self.runtime = load_for_runtime(config, self.device, DEFAULT_DETECTOR_WEIGHTS)
         self.weights = str(path)
-        names = self.model.names if isinstance(self.model.names, dict) else dict(enumerate(self.model.names))
-        self.class_map = {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP}
-        if not self.class_map:
-            raise WeightsError(f"{self.weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
+        self.class_map = vehicle_class_map(self.model, self.weights)
         self._is_torch = self.weights.endswith(".pt") or self.runtime == "onnx"  # both take whole batches
         # CUDA, PyTorch model: each new input shape costs its first call new cuDNN plans (slow), so shapes are
         # padded into a few (config.cuda_input_step) and warm_up() runs them all once; on the CPU nothing changes
@@ -277,17 +274,17 @@ class VehicleDetector:
         return self._input_scale
 
     # -- inference ------------------------------------------------------------------------------------------
-    def _predict(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
-        kwargs = dict(
-            imgsz=imgsz or self.config.imgsz,
-            conf=self.config.conf,
-            iou=self.config.iou,
-            device=self.device,
-            verbose=False,
-            classes=sorted(self.class_map),
+    def _predict_args(self, class_map: dict[int, int]) -> dict[str, Any]:
+        """Ultralytics ``predict`` arguments every pass shares (this detector's or the any-heading one's classes)."""
+        kwargs: dict[str, Any] = dict(
+            conf=self.config.conf, iou=self.config.iou, device=self.device, verbose=False, classes=sorted(class_map)
         )
         if self.device.startswith("cuda") and self.config.half:
             kwargs.update(fp16_predict_args())
+        return kwargs
+
+    def _predict(self, images: list[np.ndarray], imgsz: int | None = None) -> list[Detections]:
+        kwargs = dict(self._predict_args(self.class_map), imgsz=imgsz or self.config.imgsz)
         if self._fixed_shapes:  # a few input shapes (warmed up at the start) rather than one per band height
             size, step = int(imgsz or self.config.imgsz), self.config.cuda_input_step
             shapes = [input_shape(im.shape[0], im.shape[1], size, step) for im in images]
@@ -368,9 +365,8 @@ class VehicleDetector:
             from vision.runtime import load_for_runtime
 
             cfg = self.config.model_copy(update={"weights": self.config.any_heading.weights})
-            model, _, _ = load_for_runtime(cfg, self.device, ANY_HEADING_WEIGHTS)
-            names = model.names if isinstance(model.names, dict) else dict(enumerate(model.names))
-            self._partner = (model, {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP})
+            model, path, _ = load_for_runtime(cfg, self.device, ANY_HEADING_WEIGHTS)
+            self._partner = (model, vehicle_class_map(model, str(path)))
         return self._partner
 
     def detect_any_heading(self, image: np.ndarray, around: np.ndarray, dets: Detections) -> Detections:
@@ -384,10 +380,7 @@ class VehicleDetector:
         if not len(around):
             return Detections()
         model, class_map = self._partner_model()
-        kwargs = dict(conf=self.config.conf, iou=self.config.iou, device=self.device, verbose=False)
-        kwargs.update(classes=sorted(class_map))
-        if self.device.startswith("cuda") and self.config.half:
-            kwargs.update(fp16_predict_args())
+        kwargs = self._predict_args(class_map)
         parts = []
         for x1, y1, x2, y2 in crop_regions(around, cfg.crop_lengths, cfg.min_crop_px, w, h):
             scale = self._scale_at((y1 + y2) / 2)
@@ -529,6 +522,15 @@ class VehicleDetector:
     def tiling_active(self) -> bool:
         """Whether the last frame was detected at native resolution (one pass or tiles)."""
         return self._native_last
+
+
+def vehicle_class_map(model, weights: str) -> dict[int, int]:
+    """The model's class ids that are vehicles -> AirPatrol's class ids (by name); a model with none is an error."""
+    names = model.names if isinstance(model.names, dict) else dict(enumerate(model.names))
+    class_map = {int(k): _NAME_MAP[v.lower()] for k, v in names.items() if v.lower() in _NAME_MAP}
+    if not class_map:
+        raise WeightsError(f"{weights}: model has no vehicle classes (names: {list(names.values())[:8]}...)")
+    return class_map
 
 
 def _to_detections(results, class_map: dict[int, int]) -> list[Detections]:
