@@ -37,6 +37,14 @@ class _DetectionBatch:
         return _DetectionBatch(self.xyxy[idx], self.conf[idx], self.cls[idx])
 
 
+def _off_axis_deg(v: np.ndarray | None) -> float:
+    """How far a direction lies off the nearer image axis (0-45 degrees); -1 for none."""
+    if v is None:
+        return -1.0
+    a = float(np.degrees(np.arctan2(abs(v[1]), abs(v[0]))))
+    return min(a, 90.0 - a)
+
+
 def warp_xyah_states(stracks: list, H: np.ndarray) -> None:
     """Move Kalman states laid out as (cx, cy, aspect, h, vx, vy, va, vh) through a homography.
 
@@ -76,6 +84,9 @@ class EgoCompensatedByteTrack(BYTETracker):
         self._H: np.ndarray | None = None
         self.predict_new_tracks = predict_new_tracks
         self._hold_started: int | None = None
+        # moving at least this (its box's long side a frame), a track's image heading is noted (``heading_seen``); 0
+        # notes none. Set by the pipeline from ``detector.any_heading.heading_speed_lengths_s``
+        self.heading_min_speed = 0.0
 
     def _pre_first_associate(self, strack_pool, unconfirmed, img, results_high) -> None:
         # Ultralytics leaves tracks started last time (unconfirmed) where they were; ours may carry a velocity measured
@@ -98,7 +109,19 @@ class EgoCompensatedByteTrack(BYTETracker):
         self._H = None if H_prev_to_cur is None or np.allclose(H_prev_to_cur, np.eye(3)) else H_prev_to_cur
         self._hold_started = hold_started_at
         out = self.update(_DetectionBatch(dets.xyxy, dets.score, dets.class_id))
+        if self.heading_min_speed > 0:
+            self._note_headings()
         return np.asarray(out, np.float32).reshape(-1, 8)
+
+    def _note_headings(self) -> None:
+        """Each tracked track's image velocity, noted while it moves (``heading_seen``): the way a vehicle was last seen
+        going, kept while it stands (a car waiting in a turn). Not warped by later ego-motion: a hovering drone turns
+        by a few degrees in minutes."""
+        for t in self.tracked_stracks:
+            v = np.asarray(t.mean, np.float64)[4:6]
+            x1, y1, x2, y2 = t.xyxy
+            if float(np.hypot(*v)) >= self.heading_min_speed * max(float(max(x2 - x1, y2 - y1)), 1.0):
+                t.heading_seen = v.copy()  # type: ignore[attr-defined]  # our note on Ultralytics' STrack
 
     def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
         dropped: list = []
@@ -161,18 +184,23 @@ class EgoCompensatedByteTrack(BYTETracker):
         max_lost_frames: int,
         min_lengths_per_frame: float,
         min_updates: int = 0,
+        min_axis_angle_deg: float = 0.0,
     ) -> np.ndarray:
         """Boxes (xyxy) where the next ``step`` will predict the confirmed tracks, tracked ones first, then those lost
         at most ``max_lost_frames`` ago (most recently lost first), of the tracks that move at least
-        ``min_lengths_per_frame`` of their box's long side a frame and were updated (matched) at least
-        ``min_updates`` times; no track is changed."""
+        ``min_lengths_per_frame`` of their box's long side a frame, were updated (matched) at least ``min_updates``
+        times and, with ``min_axis_angle_deg``, were last seen moving (``heading_seen``) at least that many degrees
+        off both image axes; no track is changed."""
         tracked = [t for t in self.tracked_stracks if t.is_activated]
         shadows = self._predicted_copies(tracked + self._recently_lost(max_lost_frames)[::-1], H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         speed = np.array([np.hypot(*np.asarray(t.mean)[4:6]) for t in shadows], np.float32)
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1])
         updates = np.array([t.tracklet_len for t in shadows], np.float32)
-        return xyxy[(speed >= min_lengths_per_frame * length) & (updates >= min_updates)]
+        keep = (speed >= min_lengths_per_frame * length) & (updates >= min_updates)
+        if min_axis_angle_deg > 0:
+            keep &= np.array([_off_axis_deg(getattr(t, "heading_seen", None)) for t in shadows]) >= min_axis_angle_deg
+        return xyxy[keep]
 
     def _recently_lost(self, max_lost_frames: int) -> list:
         """Confirmed lost tracks lost at most ``max_lost_frames`` ago, in the order they were lost."""

@@ -103,6 +103,8 @@ class Pipeline:
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
         self.tracker = EgoCompensatedByteTrack(cfg.tracker, predict_new_tracks=not cfg.baseline)
+        if cfg.detector.any_heading.min_axis_angle_deg > 0:  # the any-heading step asks which way tracks went
+            self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
         # on the CPU whatever the device: the fit is a few hundred numbers, which on a GPU are ~60 kernel launches and
         # 6 host copies (2 of them synchronising) per frame for no parallel work (the 'speed' stage measured 22 ms per
         # frame on CUDA, 6 on a CPU; it also holds the size prior, docs/deployment.md)
@@ -361,6 +363,7 @@ class Pipeline:
             max(1, round(cfg.max_lost_s * self.fps)),
             cfg.min_speed_lengths_s / max(self.fps, 1e-6),
             cfg.min_track_updates,
+            cfg.min_axis_angle_deg,
         )
         h, w = img.shape[:2]  # a vehicle that has left the view is not looked for
         cx, cy = (predicted[:, 0] + predicted[:, 2]) / 2, (predicted[:, 1] + predicted[:, 3]) / 2

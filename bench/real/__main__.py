@@ -57,11 +57,19 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-hidden-turns": {"linking.hidden_turns": False},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
-    # recorded runs with the any-heading detector beside the shipped one (opt-in for junction studies;
-    # detector.any_heading), and the same for moving tracks only
-    "any-heading": {"detector.any_heading.enabled": True},
-    "any-heading-moving": {"detector.any_heading.enabled": True, "detector.any_heading.min_speed_lengths_s": 0.5},
-    "any-heading-history": {"detector.any_heading.enabled": True, "detector.any_heading.min_track_updates": 10},
+    # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for
+    # every track without a shipped box, not only those last seen moving diagonally (the opt-in of the round before):
+    # for every one, for moving ones only, for those matched at least 10 times (detector.any_heading)
+    "no-any-heading": {"detector.any_heading.enabled": False},
+    "any-heading-every-track": {"detector.any_heading.min_axis_angle_deg": 0.0},
+    "any-heading-moving": {
+        "detector.any_heading.min_axis_angle_deg": 0.0,
+        "detector.any_heading.min_speed_lengths_s": 0.5,
+    },
+    "any-heading-history": {
+        "detector.any_heading.min_axis_angle_deg": 0.0,
+        "detector.any_heading.min_track_updates": 10,
+    },
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},

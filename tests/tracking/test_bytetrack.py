@@ -94,3 +94,29 @@ def test_moving_tracks_are_predicted_tracked_first_then_the_most_recently_lost()
     assert len(tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.5)) == 0  # too slow for that
     # updated 10 times (the driving car and the standing one), 8 times (the lost one)
     assert len(tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.0, min_updates=9)) == 2
+
+
+def test_tracks_last_seen_moving_diagonally_are_told_apart_from_those_along_the_axes_and_the_standing():
+    tr = EgoCompensatedByteTrack(TrackerConfig())
+    tr.heading_min_speed = 0.05  # lengths a frame
+    for k in range(30):
+        go = min(k, 15)  # the diagonal car drives down and right for 15 frames, then waits (a queue in a turn)
+        seen = [
+            [100 + 3 * go, 100 + 3 * go, 120 + 3 * go, 120 + 3 * go],  # diagonal, then standing
+            [300 + 4 * k, 50, 330 + 4 * k, 62],  # along the x axis, driving
+            [600, 400, 630, 412],  # standing from the start (a false track on a structure looks like this)
+        ]
+        tr.step(_det(seen))
+    every = tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.0)
+    assert len(every) == 3
+    diagonal = tr.moving_predicted(None, max_lost_frames=5, min_lengths_per_frame=0.0, min_axis_angle_deg=20)
+    assert len(diagonal) == 1 and abs(diagonal[0, 0] - (100 + 3 * 15)) < 5  # the one that went diagonally, waiting
+    assert len(tr.moving_predicted(None, 5, 0.0, min_axis_angle_deg=46)) == 0  # no direction is more than 45 off
+
+
+def test_no_heading_is_noted_unless_asked():
+    tr = EgoCompensatedByteTrack(TrackerConfig())
+    for k in range(10):
+        tr.step(_det([[100 + 3 * k, 100 + 3 * k, 120 + 3 * k, 120 + 3 * k]]))
+    assert not any(hasattr(t, "heading_seen") for t in tr.tracked_stracks)
+    assert len(tr.moving_predicted(None, 5, 0.0, min_axis_angle_deg=20)) == 0

@@ -48,10 +48,13 @@ class ShippedAndAnyHeading:
         return found
 
 
-def _run(any_heading: bool, min_track_updates: int = 0) -> tuple[list[dict[int, tuple]], Pipeline]:
+def _run(
+    any_heading: bool, min_track_updates: int = 0, heading_speed: float = 0.5
+) -> tuple[list[dict[int, tuple]], Pipeline]:
     cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), look_again=LookAgainConfig(enabled=False))
     cfg.detector.any_heading.enabled = any_heading
     cfg.detector.any_heading.min_track_updates = min_track_updates
+    cfg.detector.any_heading.heading_speed_lengths_s = heading_speed
     p = Pipeline(cfg, detector=ShippedAndAnyHeading(any_heading))
     p.reset(W, 270, FPS, recorded=True)
     frames = [
@@ -81,12 +84,16 @@ def test_the_any_heading_detector_carries_a_car_the_shipped_one_loses_and_starts
     # a track with a shorter history than min_track_updates (a false track's, mostly) is not looked for
     short = [i for i, f in enumerate(_run(any_heading=True, min_track_updates=1000)[0]) if f]
     assert short[-1] < 50
+    # the car drives diagonally (45 degrees, min_axis_angle_deg 20 by default): looked for; a track never seen moving
+    # (here: the heading is noted only beyond the car's speed of ~2 lengths a second) is not
+    unseen = [i for i, f in enumerate(_run(any_heading=True, heading_speed=100.0)[0]) if f]
+    assert unseen[-1] < 50
 
 
 @pytest.mark.parametrize(
     ("enabled", "recorded", "baseline", "weights", "any_heading_weights", "expected"),
     [
-        (False, True, False, None, None, False),  # off by default
+        (False, True, False, None, None, False),  # turned off
         (True, True, False, None, None, True),  # a recorded run with the shipped detector
         (True, True, False, "shipped", None, True),  # ... also when its file is named
         (True, False, False, None, None, False),  # a live stream keeps its per-frame cost
