@@ -347,17 +347,19 @@ class Pipeline:
 
     def _any_heading(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
         """The any-heading detector's boxes of tracked or recently lost vehicles the shipped detector has no box for
-        this frame (opt-in, ``detector.any_heading``), kept where such a track is predicted: they carry the tracks the
-        shipped detector started (through a turn) and start none (its false positives cost MOTA on the real sequences
-        when they could)."""
+        this frame (``detector.any_heading``, recorded runs), kept where such a track is predicted: they carry the
+        tracks the shipped detector started (through a turn) and start none (its false positives cost MOTA on the real
+        sequences when they could). By default only tracks last seen moving diagonally in the image are looked for:
+        the vehicles the shipped detector misses (``min_axis_angle_deg``)."""
         cfg = self.config.detector.any_heading
         detect_any_heading = getattr(self.detector, "detect_any_heading", None)
         if detect_any_heading is None or not cfg.max_crops:
             return Detections()
         from supervision import box_iou_batch  # imported when needed: supervision takes 0.4 s to import
 
-        # with min_track_updates, tracks with a history only (a false track the shipped detector started on glare or a
-        # structure and let go has few updates); with min_speed_lengths_s, moving ones only (which drops queued cars)
+        # with min_axis_angle_deg (default), tracks last seen moving diagonally only (a false track on glare or a
+        # structure never moved; a car that went along the image's axes is one the shipped detector sees); with
+        # min_track_updates, tracks with a history only; with min_speed_lengths_s, moving ones only (drops queued cars)
         predicted = self.tracker.moving_predicted(
             H,
             max(1, round(cfg.max_lost_s * self.fps)),
