@@ -21,6 +21,7 @@ from scipy.spatial import ConvexHull, QhullError
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, Trajectory
 
 END_RUN_M = 6.0  # the heading of a track end is taken over this much travel
+HALF_SHARE = 0.8  # a cluster of this share of entries (or of exits) is one half of a dual carriageway
 SAME_ARM_ACROSS_M = 5.0  # two clusters heading alike this close across their heading lie on one arm's lanes
 COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
 
@@ -160,8 +161,16 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
     return out
 
 
+def _mostly_entries(ends: list[TrackEnd], members: list[int]) -> bool | None:
+    """True where at least ``HALF_SHARE`` of a cluster's events are entries, False where as many are exits, None for a
+    mix: a carriageway's half is one or the other, but a vehicle the tracker loses mid-view ends (or starts) among the
+    other half's events now and then (the 4K ramp minute: 2 exits among 20 entries)."""
+    share = float(np.mean([ends[k].is_entry for k in members]))
+    return True if share >= HALF_SHARE else False if share <= 1.0 - HALF_SHARE else None
+
+
 def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: StudyConfig) -> list[list[int]]:
-    """Merge two clusters with the same inbound heading that are one arm: an inbound-only and an outbound-only one
+    """Merge two clusters with the same inbound heading that are one arm: a (mostly) inbound and an outbound one
     lying side by side (a dual carriageway; up to two cluster sizes apart along it: at motorway speed the tracks of
     one carriageway begin 30-40 m into the view, the 4K ramp render), or two on one line, one further along the arm
     than the other (where the tracks of a far arm begin and end spreads along it: an oblique view's far side,
@@ -172,8 +181,7 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
         for i in range(len(groups)):
             for j in range(i + 1, len(groups)):
                 a, b = groups[i], groups[j]
-                in_a = {ends[k].is_entry for k in a}
-                in_b = {ends[k].is_entry for k in b}
+                kind_a, kind_b = _mostly_entries(ends, a), _mostly_entries(ends, b)
                 da = np.mean([ends[k].inbound for k in a], axis=0)
                 db = np.mean([ends[k].inbound for k in b], axis=0)
                 if angle_between(heading_deg(da), heading_deg(db)) > cfg.approach_heading_deg / 2:
@@ -183,7 +191,7 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
                 ca, cb = np.mean([ends[k].xy for k in a], axis=0), np.mean([ends[k].xy for k in b], axis=0)
                 gap = cb - ca
                 along, across = abs(float(gap @ d)), abs(float(gap @ normal))
-                halves = len(in_a) == 1 and len(in_b) == 1 and in_a != in_b
+                halves = kind_a is not None and kind_b is not None and kind_a != kind_b
                 # on one line: across less than a lane's offset, or inside the other's spread of lanes (a few
                 # tracks lost mid-view on a wide road end beside its lanes' mean, within its cross-section)
                 spread = max(max(abs(float((ends[k].xy - c) @ normal)) for k in g) for g, c in ((a, ca), (b, cb)))

@@ -72,6 +72,23 @@ def test_a_motorway_whose_tracks_begin_late_and_end_early_has_two_approaches():
     assert sorted(round(a.heading_deg) % 360 for a in found) == [90, 270]
 
 
+def test_a_motorway_half_with_a_few_tracks_lost_among_it_is_still_one_half():
+    """The motorway above, and two eastbound vehicles the tracker loses where the westbound ones are first found (the
+    4K ramp minute: 2 exits among 20 entries in that cluster): the westbound entries are still an entries half and
+    join the eastbound exits into one arm. Two approaches, and every westbound vehicle gets that arm as its origin."""
+    trajs = []
+    for k in range(12):
+        lane = 2.0 + 3.5 * (k % 3)
+        trajs.append(Trajectory(k, "car", *drive(np.array([[-70.0, -lane], [70.0, -lane]]), 30.0, 2.0 * k)))
+        trajs.append(Trajectory(100 + k, "car", *drive(np.array([[30.0, lane], [-70.0, lane]]), 30.0, 2.0 * k + 1.0)))
+    for k in range(2):  # lost 40 m before the east edge, beside where the westbound tracks begin
+        trajs.append(Trajectory(200 + k, "car", *drive(np.array([[-70.0, -2.0], [30.0, -2.0]]), 30.0, 30.0 + 3.0 * k)))
+    study = compute_study(trajs, None, StudyConfig())
+    assert len(study.approaches) == 2, [(a.name, round(a.x), round(a.y)) for a in study.approaches]
+    west = [v for v in study.vehicles if 100 <= v.track_id < 200]
+    assert all(v.origin is not None and v.destination is not None for v in west)
+
+
 def test_every_vehicle_gets_its_origin_destination_movement_and_lane(junction):
     trajs, truth = junction
     study = compute_study(trajs, None, StudyConfig())
