@@ -103,8 +103,6 @@ class Pipeline:
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
         self.tracker = EgoCompensatedByteTrack(cfg.tracker, predict_new_tracks=not cfg.baseline)
-        if cfg.detector.any_heading.min_axis_angle_deg > 0:  # the any-heading step asks which way tracks went
-            self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
         # on the CPU whatever the device: the fit is a few hundred numbers, which on a GPU are ~60 kernel launches and
         # 6 host copies (2 of them synchronising) per frame for no parallel work (the 'speed' stage measured 22 ms per
         # frame on CUDA, 6 on a CPU; it also holds the size prior, docs/deployment.md)
@@ -119,6 +117,9 @@ class Pipeline:
             self.detector.recorded = recorded
         wants = getattr(self.detector, "wants_any_heading", lambda: cfg.detector.any_heading.enabled)
         self.any_heading_on = not cfg.baseline and wants() and (recorded or not cfg.detector.any_heading.recorded_only)
+        if self.any_heading_on and cfg.detector.any_heading.min_axis_angle_deg > 0:
+            # the any-heading step asks which way tracks went; nothing else does (live, baseline: no per-frame note)
+            self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
         self.any_heading_kept = 0  # the any-heading detector's boxes kept at a predicted track
         if self.road is not None:
             self.road.reset()

@@ -119,3 +119,4 @@ def test_the_any_heading_detector_runs_when_asked_in_recorded_runs_of_the_shippe
     p.reset(W, 270, FPS, recorded=recorded)
     assert isinstance(p.detector, VehicleDetector)
     assert p.any_heading_on is expected
+    assert (p.tracker.heading_min_speed > 0) is expected  # headings are noted only for the any-heading step
