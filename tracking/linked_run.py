@@ -2,7 +2,8 @@
 
 ``process`` runs the pipeline over the video once, keeping each frame's result without its image (a road mask is
 kept PNG-encoded, once per mask the road layer made), links the pieces of each vehicle's path
-(:func:`tracking.linking.link_pieces`), fills the frames between linked pieces, and then feeds its sinks with the
+(:func:`tracking.linking.link_pieces`), fills the frames between linked pieces, gives each box its track's steady
+size (``tracking.box_sizes``), and then feeds its sinks with the
 images decoded again (``edge.runner``). Memory grows with the tracks reported, not with the frames' pixels: a few
 hundred bytes per reported box.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from tracking.box_sizes import steady_box_sizes
 from tracking.linking import LinkingConfig, Piece, link_pieces
 from tracking.track_starts import _through, interpolated
 from tracking.types import FrameResult, TrackState
@@ -38,6 +40,7 @@ class LinkReport:
     links: int = 0
     filled_boxes: int = 0
     held_boxes: int = 0
+    steadied_boxes: int = 0  # boxes given their track's median size (tracking/box_sizes.py)
     # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
     # last frame]; what a link audit against truth needs (tracking/evaluation/link_audit.py)
     pieces: list[list[int]] = field(default_factory=list)
@@ -119,8 +122,8 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
 
 
 def link_results(results: list[FrameResult], width: int, height: int, cfg: LinkingConfig | None = None) -> LinkReport:
-    """Relabel ``results`` in place so each vehicle's pieces carry its first piece's id, and fill the frames
-    between linked pieces."""
+    """Relabel ``results`` in place so each vehicle's pieces carry its first piece's id, fill the frames between
+    linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
     ps = pieces(results, width, height, cfg.border_frac)
     mapping = link_pieces(ps, cfg)
@@ -132,8 +135,21 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     ]
     report.links = report.tracks_before - report.tracks_after
     report.held_boxes = sum(len(r.tracks) for r in results)
-    if not report.links and not cfg.fill_standing_lost:
-        return report
+    if report.links or cfg.fill_standing_lost:
+        _relabel_and_fill(results, mapping, ps, width, height, cfg, report)
+    report.steadied_boxes = steady_box_sizes(results, cfg.steady_box_s, width, height, cfg.border_frac)
+    return report
+
+
+def _relabel_and_fill(
+    results: list[FrameResult],
+    mapping: dict[int, int],
+    ps: list[Piece],
+    width: int,
+    height: int,
+    cfg: LinkingConfig,
+    report: LinkReport,
+) -> None:
     span = {p.track_id: float(p.t[-1] - p.t[0]) for p in ps}  # each piece's duration (s)
     last_seen: dict[int, tuple[int, TrackState, int]] = {}  # linked id -> (position, box, piece id) so far
     for k, r in enumerate(results):
@@ -155,7 +171,6 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
                         results, prev[0], prev[1], k, tr, width, height, cfg, standing_only=True
                     )
             last_seen[tr.track_id] = (k, tr, piece)
-    return report
 
 
 def _fill(

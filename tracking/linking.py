@@ -34,13 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
 from tracking.flow_paths import WINDOW_S, FlowSamples, along_path
+from vision.config_base import StageConfig
 
 
-class LinkingConfig(BaseModel):
+class LinkingConfig(StageConfig):
     enabled: bool = Field(
         True,
         description="recorded runs: join the pieces of one vehicle's path over the whole flight (tracking/linking.py) "
@@ -100,6 +101,14 @@ class LinkingConfig(BaseModel):
         description="a piece moving at both ends may also be joined across a turn hidden in the gap (heading turned "
         "30-120 deg, the two ends on one circular arc that the speeds cover; tracking/linking.py ``_turn_cost``): the "
         "detector loses cars while they turn, where neither the straight line nor the traffic's mean way reaches",
+    )
+    steady_box_s: float = Field(
+        1.0,
+        ge=0,
+        description="each reported box keeps its centre and takes its track's median width and height over this "
+        "many seconds around its frame (tracking/box_sizes.py): a vehicle's size changes over seconds, the "
+        "detector's box of it jitters from frame to frame; positions, speeds and studies are unchanged. Boxes cut "
+        "by the frame's edge keep theirs. 0: boxes as detected",
     )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")

@@ -55,6 +55,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking without hidden turns: a piece moving at both ends joined only on its line, its arc or a flow path (the
     # previous default; with the default one circular arc tangent to both ends may explain a turn hidden in the gap)
     "no-hidden-turns": {"linking.hidden_turns": False},
+    # each reported box at the size the detector gave it, not its track's median over a second (the previous
+    # default; linking.steady_box_s)
+    "no-steady-boxes": {"linking.steady_box_s": 0.0},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for
