@@ -15,6 +15,7 @@ from tracking.linking import LinkingConfig
 # The vision stages' own configs live next to them (vision/config.py); re-exported here, where the pipeline's
 # composed config is, so existing imports keep working.
 from vision.config import DetectorConfig, EgoMotionConfig, MotionConfig, RoadConfig
+from vision.config_base import StageConfig
 from vision.motion_gate import MotionGateConfig
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class TrackerConfig(BaseModel):
+class TrackerConfig(StageConfig):
     track_high_thresh: float = 0.25
     track_low_thresh: float = 0.1
     new_track_thresh: float = 0.25
@@ -60,7 +61,7 @@ class TrackerConfig(BaseModel):
     )
 
 
-class SpeedConfig(BaseModel):
+class SpeedConfig(StageConfig):
     window_s: float = Field(1.0, gt=0, description="regression window for speed")
     min_track_s: float = Field(0.4, ge=0)
     max_plausible_kmh: float = Field(250.0, gt=0)
@@ -106,7 +107,7 @@ class CalibrationConfig(BaseModel):
         return bool(self.metres_per_pixel or self.ground_points_m or self.lonlat_points)
 
 
-class LookAgainConfig(BaseModel):
+class LookAgainConfig(StageConfig):
     """Recorded runs: where a moving vehicle was lost, look again in a crop turned to its heading
     (``vision/turned_crops.py``): the detector misses turning cars it would see lying along the image axes."""
 
@@ -118,7 +119,7 @@ class LookAgainConfig(BaseModel):
     max_crops: int = Field(8, ge=0, description="crops per detector frame, most recently lost tracks first")
 
 
-class PipelineConfig(BaseModel):
+class PipelineConfig(StageConfig):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     baseline: bool = Field(False, description="plain YOLOv8 + ByteTrack with a constant scale")
     detector: DetectorConfig = DetectorConfig()

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from vision.config_base import StageConfig
 from vision.motion_gate import MotionGateConfig
 
 __all__ = ["AnyHeadingConfig", "DetectorConfig", "EgoMotionConfig", "MotionConfig", "MotionGateConfig", "RoadConfig"]
 
 
-class AnyHeadingConfig(BaseModel):
+class AnyHeadingConfig(StageConfig):
     """Recorded runs: a second detector, trained on vehicles at any heading, beside the shipped one, for the diagonal
     vehicles the shipped one misses.
 
@@ -26,9 +27,9 @@ class AnyHeadingConfig(BaseModel):
     the shipped detector has no box, in small crops (a second pass over the whole frame cost 1.6-1.9x plain
     Ultralytics' CPU time on UAVDT), its box is kept only at the predicted track (it extends the tracks the shipped
     detector started), and only for tracks last seen moving diagonally in the image (``min_axis_angle_deg``): on the
-    study renders it turns 69.7 / 64.2 % right O-D into 73.7 / 79.2 % at an oblique roundabout and intersection, while
-    the real UAVDT sequences stay within 0.1 MOTA (looking for every track carried false tracks on: -2.1 MOTA at
-    night); docs/study.md, "A second detector for turning cars".
+    study renders it turns 64.2 % right O-D into 75.5 % at an oblique intersection (an oblique roundabout: 69.7 ->
+    67.1 %), while the real UAVDT sequences stay within 0.1 MOTA (looking for every track carried false tracks on:
+    -2.1 MOTA at night); docs/study.md, "A second detector for turning cars".
     """
 
     enabled: bool = Field(
@@ -82,7 +83,7 @@ class AnyHeadingConfig(BaseModel):
     )
 
 
-class DetectorConfig(BaseModel):
+class DetectorConfig(StageConfig):
     weights: str | None = Field(
         None, description="YOLO weights (.pt, .onnx, ...); default: the shipped AirPatrol detector"
     )
@@ -208,7 +209,7 @@ class DetectorConfig(BaseModel):
     any_heading: AnyHeadingConfig = AnyHeadingConfig()
 
 
-class RoadConfig(BaseModel):
+class RoadConfig(StageConfig):
     enabled: bool = True
     weights: str | None = Field(None, description="road U-Net weights; default: the shipped ones")
     every_n_frames: int = Field(15, ge=1, description="run the U-Net every N frames, warp by ego-motion in between")
@@ -243,7 +244,7 @@ class RoadConfig(BaseModel):
     )
 
 
-class EgoMotionConfig(BaseModel):
+class EgoMotionConfig(StageConfig):
     backend: Literal["auto", "opencv", "torch"] = Field(
         "auto",
         description="ego-motion and motion layer implementation: 'opencv' (CPU), 'torch' (kornia, on the "
@@ -256,7 +257,7 @@ class EgoMotionConfig(BaseModel):
     downscale_to: int = Field(960, ge=160, description="long side of the image the flow is computed on")
 
 
-class MotionConfig(BaseModel):
+class MotionConfig(StageConfig):
     enabled: bool = True
     min_contrast: float = Field(
         14.0, gt=0, description="grey-level difference from the background that counts as foreground"

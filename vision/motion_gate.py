@@ -20,10 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from vision.config_base import StageConfig
 
 
-class MotionGateConfig(BaseModel):
+class MotionGateConfig(StageConfig):
     min_frames: int = Field(5, ge=3, description="a blob must be seen this many times before it counts as a mover")
     max_misses: int = Field(2, ge=0, description="frames a blob may vanish before its history is dropped")
     min_lengths_per_s: float = Field(0.6, ge=0, description="speed floor in blob lengths per second (~10 km/h car)")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from vision.config_base import StageConfig
 
 GiB = 1024**3
 
 
-class ServiceConfig(BaseModel):
+class ServiceConfig(StageConfig):
     # -- live streams ---------------------------------------------------------------------------------------
     queue_frames: int = Field(
         4,

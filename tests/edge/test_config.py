@@ -29,3 +29,22 @@ def test_bad_config_files_are_one_line_errors(tmp_path):
     f.write_text("pipline: {}\n")
     with pytest.raises(ConfigError, match="pipline"):
         load_settings(f)
+
+
+def test_a_setting_no_stage_knows_is_an_error_at_any_depth(tmp_path, monkeypatch):
+    # a misspelt or outdated key deep in the pipeline would otherwise leave the default in place unnoticed
+    f = tmp_path / "c.yaml"
+    f.write_text("pipeline:\n  detector:\n    any_heading:\n      min_axis_angle: 30\n")
+    with pytest.raises(
+        ConfigError, match=r"c.yaml: invalid setting pipeline.detector.any_heading.min_axis_angle: Extra"
+    ):
+        load_settings(f)
+    f.write_text("pipeline:\n  linking:\n    steady_box: 2\n")
+    with pytest.raises(ConfigError, match=r"pipeline.linking.steady_box"):
+        load_settings(f)
+    f.write_text("service:\n  queue_frame: 2\n")
+    with pytest.raises(ConfigError, match=r"service.queue_frame"):
+        load_settings(f)
+    monkeypatch.setenv("AIRPATROL_PIPELINE__TRACKER__TRACK_BUFER", "60")
+    with pytest.raises(ConfigError, match=r"pipeline.tracker.track_bufer"):
+        load_settings()
