@@ -108,7 +108,7 @@ class LinkingConfig(StageConfig):
         description="each reported box keeps its centre and takes its track's median width and height over this "
         "many seconds around its frame (tracking/box_sizes.py): a vehicle's size changes over seconds, the "
         "detector's box of it jitters from frame to frame; positions, speeds and studies are unchanged. Boxes cut "
-        "by the frame's edge keep theirs. 0: boxes as detected",
+        "by the frame's edge keep theirs. Part of the whole-flight step: not with enabled false. 0: boxes as detected",
     )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
