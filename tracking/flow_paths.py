@@ -36,6 +36,12 @@ class FlowSamples:
     t: np.ndarray
     owner: np.ndarray  # (samples of one piece are contiguous, in time order)
     tree: cKDTree | None
+    # the vehicle (the piece index passed as ``owner`` to :meth:`path` / :meth:`witnesses`) each sample's piece is part
+    # of, where linking has joined pieces into vehicles; None: each piece is its own
+    vehicle: np.ndarray | None = None
+
+    def _others(self, near: np.ndarray, owner: int) -> np.ndarray:
+        return (self.owner if self.vehicle is None else self.vehicle)[near] != owner
 
     @classmethod
     def of(cls, pieces: list, metres_per_px: list[float], moving_mps: float) -> FlowSamples:
@@ -75,7 +81,7 @@ class FlowSamples:
         for _ in range(int(max_px / max(step, 1e-6))):
             near = np.asarray(self.tree.query_ball_point(p, radius), int)
             if len(near):
-                near = near[(self.owner[near] != owner) & (self.t[near] >= t0) & (self.t[near] <= t1)]
+                near = near[self._others(near, owner) & (self.t[near] >= t0) & (self.t[near] <= t1)]
                 near = near[self.heading[near] @ h >= cos_max]
             if not len(near):
                 break
@@ -110,7 +116,7 @@ class FlowSamples:
         near = np.asarray(self.tree.query_ball_point(start, NEIGHBOUR_LENGTHS * length_px), int)
         if not len(near):
             return []
-        near = near[(self.owner[near] != owner) & (self.t[near] >= t0) & (self.t[near] <= t1)]
+        near = near[self._others(near, owner) & (self.t[near] >= t0) & (self.t[near] <= t1)]
         near = near[self.heading[near] @ h >= np.cos(np.radians(MAX_TURN_DEG))]
         if not len(near):
             return []

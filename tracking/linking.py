@@ -31,6 +31,7 @@ so the same thresholds hold for nadir and oblique views, low and high altitude, 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,19 @@ class LinkingConfig(StageConfig):
         "30-120 deg, the two ends on one circular arc that the speeds cover; tracking/linking.py ``_turn_cost``): the "
         "detector loses cars while they turn, where neither the straight line nor the traffic's mean way reaches",
     )
+    rounds: int = Field(
+        2,
+        ge=1,
+        description="linking rounds: the pieces one round joined are one piece in the next, their ends measured over "
+        "the joined path (a piece of a few boxes between two gaps has no heading of its own)",
+    )
+    turn_run_m: float = Field(
+        12.0,
+        ge=0,
+        description="a hidden turn may also have a straight run before or after its arc, up to this long (a car "
+        "that set off from a stop line and was lost as it turned, found again further on): the widest arc that "
+        "fits, the speeds covering arc and run. 0: only turns on one arc tangent to both headings",
+    )
     steady_box_s: float = Field(
         1.0,
         ge=0,
@@ -123,6 +137,8 @@ TERMINAL_S = 0.3  # a piece's terminal speed: over its last (first) 0.3 s
 PATH_PENALTY_M = 0.5  # added to a link only a flow path (or only a turn) explains
 TURN_MIN_DEG, TURN_MAX_DEG = 30.0, 120.0  # heading changes a hidden turn may explain (less: the line's rules judge it)
 TURN_UNEVEN_SHARE = 0.2  # a turn's two tangent lengths may differ by lateral_m and this share of the longer
+MIN_TURN_RADIUS_M = 4.0  # the tightest turn a car drives at a junction (its kerb-to-kerb circle is ~10-12 m)
+TURN_RUN_COST = 0.04  # cost per metre of straight run a hidden turn needs beside its arc
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 
 
@@ -303,15 +319,25 @@ def _turn_cost(
     if ahead <= 0 or behind <= 0:
         return np.inf
     uneven = abs(ahead - behind)
-    if uneven > cfg.lateral_m + TURN_UNEVEN_SHARE * max(ahead, behind):
+    half_tan = float(np.tan(0.5 * theta))
+    if uneven <= cfg.lateral_m + TURN_UNEVEN_SHARE * max(ahead, behind):
+        path = 0.5 * (ahead + behind) / half_tan * theta  # one arc
+        cost = 0.5 * uneven
+    elif cfg.turn_run_m > 0 and min(ahead, behind) >= MIN_TURN_RADIUS_M * half_tan and uneven <= cfg.turn_run_m:
+        # a straight run before or after the arc: a car that set off from a stop line and was lost as it turned
+        # drives on a few metres before it turns, and one found again after a turn may have driven on straight for
+        # a while unseen. The widest arc that fits, the rest straight; looser evidence than one arc, so it costs more
+        radius = min(ahead, behind) / half_tan
+        path = uneven + radius * theta
+        cost = 0.5 * cfg.lateral_m + TURN_RUN_COST * uneven  # one arc's cost ends near 0.5 lateral_m
+    else:
         return np.inf
-    arc = 0.5 * (ahead + behind) / np.tan(0.5 * theta) * theta
     if (
-        arc > 1.5 * max(sa, sb) * gap_s + cfg.lateral_m
-        or arc + cfg.back_m < cfg.min_gap_speed_share * min(sa, sb) * gap_s
+        path > 1.5 * max(sa, sb) * gap_s + cfg.lateral_m
+        or path + cfg.back_m < cfg.min_gap_speed_share * min(sa, sb) * gap_s
     ):
         return np.inf
-    return 0.5 * uneven + 0.02 * arc + PATH_PENALTY_M
+    return cost + 0.02 * path + PATH_PENALTY_M
 
 
 def _judged(
@@ -357,10 +383,68 @@ def _arrival(a: Piece) -> np.ndarray | None:
 
 
 def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[int, int]:
-    """Track id -> the id of the first piece of its vehicle (every id, linked or not)."""
+    """Track id -> the id of the first piece of its vehicle (every id, linked or not).
+
+    In rounds (``linking.rounds``): the pieces a round joined are one piece in the next, whose ends are measured over
+    the joined path. A piece of a few boxes has no measured heading or speed at its start, so the piece before it
+    may not reach it (a car lost in a turn, seen for three frames, lost again) although the vehicle's next long piece
+    would have been reached; joined to that one, its start has the heading and speed of the vehicle driving on."""
     cfg = cfg or LinkingConfig()
-    ok = [p for p in pieces if len(p.t)]
     mapping = {p.track_id: p.track_id for p in pieces}
+    current = [p for p in pieces if len(p.t)]
+    scale = [cfg.vehicle_length_m / max(p.length_px, 1.0) for p in current]
+    # the traffic's ways come from the pieces as the tracker reported them: a joined piece has no boxes in its gaps,
+    # and a way interpolated across one would cut the corner it hid
+    samples = FlowSamples.of(current, scale, MOVING_MPS) if cfg.flow_paths else None
+    owner = np.arange(len(current))  # the current piece each original piece (sample owner) is part of
+    for _ in range(max(cfg.rounds, 1)):
+        round_samples = None if samples is None else dataclasses.replace(samples, vehicle=owner[samples.owner])
+        step = _link_once(current, cfg, round_samples)
+        if all(step[p.track_id] == p.track_id for p in current):
+            break
+        for tid in mapping:
+            mapping[tid] = step.get(mapping[tid], mapping[tid])
+        current, chain_of = _joined(current, step)
+        owner = chain_of[owner]
+    return mapping
+
+
+def _joined(pieces: list[Piece], step: dict[int, int]) -> tuple[list[Piece], np.ndarray]:
+    """The pieces ``step`` maps to one head joined into one piece each (in time order), and for each given piece the
+    index of the joined piece it is part of."""
+    groups: dict[int, list[int]] = {}
+    for k, p in enumerate(pieces):
+        groups.setdefault(step.get(p.track_id, p.track_id), []).append(k)
+    out: list[Piece] = []
+    chain_of = np.zeros(len(pieces), int)
+    for head, members in groups.items():
+        parts = sorted((pieces[k] for k in members), key=lambda p: p.t[0])
+        for k in members:
+            chain_of[k] = len(out)
+        if len(parts) == 1:
+            out.append(parts[0])
+            continue
+        t = np.concatenate([p.t for p in parts])
+        order = np.argsort(t, kind="stable")
+        last = max(parts, key=lambda p: p.t[-1])
+        out.append(
+            Piece(
+                head,
+                np.concatenate([p.frames for p in parts])[order],
+                t[order],
+                np.concatenate([p.xy for p in parts])[order],
+                float(np.median(np.concatenate([np.full(len(p.t), p.length_px) for p in parts]))),
+                touches_border_start=parts[0].touches_border_start,
+                touches_border_end=last.touches_border_end,
+                end_from_first=last.end_from_first,
+            )
+        )
+    return out, chain_of
+
+
+def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None) -> dict[int, int]:
+    """One round of :func:`link_pieces`: track id -> the id of the first piece of its chain."""
+    mapping = {p.track_id: p.track_id for p in ok}
     if len(ok) < 2:
         return mapping
     scale = [cfg.vehicle_length_m / max(p.length_px, 1.0) for p in ok]  # metres per first-frame pixel, per piece
@@ -370,8 +454,6 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
     cost = np.full((n, n), np.inf)
-
-    samples = FlowSamples.of(ok, scale, MOVING_MPS) if cfg.flow_paths else None
 
     def standing(state: tuple, m: float) -> bool:
         return float(np.hypot(*state[1])) * m < MOVING_MPS and state[3] * m < MOVING_MPS

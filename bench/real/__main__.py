@@ -58,6 +58,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # each reported box at the size the detector gave it, not its track's median over a second (the previous
     # default; linking.steady_box_s)
     "no-steady-boxes": {"linking.steady_box_s": 0.0},
+    # linking in one round, hidden turns only on one arc tangent to both ends (the previous default; linking.rounds,
+    # linking.turn_run_m)
+    "one-round-one-arc": {"linking.rounds": 1, "linking.turn_run_m": 0.0},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

@@ -180,6 +180,39 @@ def test_a_car_lost_for_its_whole_turn_at_a_junction_is_one_track():
         assert link_results(results, W, H, LinkingConfig(hidden_turns=turns)).links == links
 
 
+def test_a_car_that_sets_off_and_turns_unseen_with_a_straight_run_after_the_turn_is_one_track():
+    """A car sets off at 4 m/s, is lost as it turns left (a quarter circle of 6 m radius) and found again after 8 m
+    more straight north at 6 m/s: the two heading lines meet 6 m ahead of the one and 14 m behind the other, which
+    no single arc tangent to both explains; the widest arc that fits with a straight run after it does."""
+    m = CAR / 4.5  # px per metre
+    east = {f: (100 + 4 * m / FPS * f, 400.0) for f in range(0, 40)}
+    ex, ey = east[39]
+    north = {f: (ex + 6 * m, ey - 14 * m - 6 * m / FPS * (f - 75)) for f in range(75, 120)}
+    for run_m, links in ((LinkingConfig().turn_run_m, 1), (0.0, 0)):
+        results = _results(200, {1: east, 2: north})
+        assert link_results(results, W, H, LinkingConfig(turn_run_m=run_m)).links == links
+    # the same car found again where only an arc tighter than a car turns would have taken it (2 m ahead) is not it
+    tight = {f: (ex + 2 * m, y) for f, (_, y) in north.items()}
+    assert link_results(_results(200, {1: east, 2: tight}), W, H).links == 0
+
+
+def test_a_piece_of_a_few_boxes_with_a_wrong_heading_does_not_cut_a_vehicle_in_two():
+    """A car lost in its turn is seen for three frames whose boxes give a heading 25 degrees off (a turning car's
+    box jitters), lost again, then found for good. The first piece cannot reach the three-frame piece as measured;
+    once a first round has joined that one to the piece after it, its start carries the heading of the car driving
+    on, and the second round joins the whole vehicle."""
+    before, after = _turning_left(range(76, 110))
+    glimpse_frames, rest = range(110, 113), {f: p for f, p in after.items() if f >= 115}
+    x0, y0 = after[110]
+    step = 6.0 / 4.5 * CAR / FPS
+    off = np.radians(25)
+    glimpse = {f: (x0 + np.sin(off) * step * k, y0 - np.cos(off) * step * k) for k, f in enumerate(glimpse_frames)}
+    for rounds, heads in ((1, 2), (2, 1)):
+        results = _results(200, {1: before, 2: glimpse, 3: rest})
+        link_results(results, W, H, LinkingConfig(rounds=rounds, turn_run_m=0))
+        assert len({tid for r in results for tr in r.tracks for tid in [tr.track_id]}) == heads
+
+
 def test_a_car_on_the_crossing_road_is_not_taken_for_a_hidden_turn():
     """A car that drives on east out of sight is not joined to one that appears heading north on the crossing road
     behind where it was lost, nor to one far ahead that no single turn of its speed reaches."""
