@@ -397,7 +397,7 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     # and a way interpolated across one would cut the corner it hid
     samples = FlowSamples.of(current, scale, MOVING_MPS) if cfg.flow_paths else None
     owner = np.arange(len(current))  # the current piece each original piece (sample owner) is part of
-    for _ in range(max(cfg.rounds, 1)):
+    for _ in range(cfg.rounds):
         round_samples = None if samples is None else dataclasses.replace(samples, vehicle=owner[samples.owner])
         step = _link_once(current, cfg, round_samples)
         if all(step[p.track_id] == p.track_id for p in current):

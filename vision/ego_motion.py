@@ -8,11 +8,16 @@ a homography is the right model for it; buildings add parallax that RANSAC treat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
 
 from vision.config import EgoMotionConfig
+
+# calcOpticalFlowPyrLK's output argument: None lets OpenCV allocate it. Older opencv-python stubs want an array there,
+# newer ones accept None; typed as Any it checks under both (a `type: ignore` is an unused-ignore error under one).
+_ALLOCATE: Any = None
 
 
 @dataclass
@@ -70,7 +75,7 @@ class EgoMotionEstimator:
         pts = cv2.goodFeaturesToTrack(prev, self.config.max_features, 0.01, min_dist, mask=mask, blockSize=7)
         if pts is None or len(pts) < 8:
             return EgoMotion.identity()
-        nxt, status, _ = cv2.calcOpticalFlowPyrLK(prev, grey_small, pts, None, winSize=(21, 21), maxLevel=3)  # type: ignore[call-overload]  # None: OpenCV allocates the output (its stubs want an array)
+        nxt, status, _ = cv2.calcOpticalFlowPyrLK(prev, grey_small, pts, _ALLOCATE, winSize=(21, 21), maxLevel=3)
         good = status.reshape(-1) == 1
         p0, p1 = pts.reshape(-1, 2)[good], nxt.reshape(-1, 2)[good]
         if len(p0) < 8:
@@ -109,7 +114,7 @@ class EgoMotionEstimator:
             cur_small,
             prev_small,
             pts.reshape(-1, 1, 2),
-            None,  # type: ignore[call-overload]  # None: OpenCV allocates the output
+            _ALLOCATE,
             winSize=(15, 15),
             maxLevel=3,
         )
