@@ -116,6 +116,7 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
                 touches_border_start=pts[0][4],
                 touches_border_end=pts[-1][4],
                 end_from_first=None if to_first is None else np.linalg.inv(to_first),
+                lengths_px=np.array([p[3] for p in pts], np.float64),
             )
         )
     return out

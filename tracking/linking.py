@@ -16,6 +16,9 @@ shortest displacement (a queue: each car's restart is where it stopped, not wher
 standing pieces match only where they stand at the same place. A piece moving at both ends is not joined across a
 gap it hardly moved over (``min_gap_speed_share``): that start is the next vehicle on the same path reaching the
 place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones).
+Where either end is slow (a queue), the boxes' sizes at the link must agree (``linking.max_size_ratio``): the
+detector now and then boxes two waiting cars as one, and that box is neither car. Over a gap longer than
+``max_moving_gap_s``, two slow ends at one place are a vehicle that stood there (``linking.stood_m``).
 Pieces that end at the frame's edge moving left the view and pieces that start there moving entered it: neither is
 linked there. Standing there, they are a queue reaching beyond the view's edge (its boxes cut by the edge), and are
 linked like any standing piece. Over gaps longer than a turn's arc reaches, a start may also lie on a way the
@@ -116,6 +119,26 @@ class LinkingConfig(StageConfig):
         "that set off from a stop line and was lost as it turned, found again further on): the widest arc that "
         "fits, the speeds covering arc and run. 0: only turns on one arc tangent to both headings",
     )
+    stood_m: float = Field(
+        2.0,
+        ge=0,
+        description="over a gap longer than max_moving_gap_s, two ends slower than 2 m/s whose places are this close "
+        "are a vehicle that stood there (a creeping queue, a short piece's jittery boxes that measure 1-1.7 m/s), "
+        "like two ends measured standing; one that kept moving would be metres on. 0: only ends measured standing",
+    )
+    max_size_ratio: float = Field(
+        1.6,
+        ge=1,
+        description="two pieces whose boxes differ more than this in size where one ends and the other starts (long "
+        "side, median over a second) are not one vehicle: a car's box does not double across a gap, but where the "
+        "detector boxed two queued cars as one, or a bus, the next piece of either looks like a link. Between 1.25x "
+        "(SIZE_FREE_RATIO) and this, each 10 % more costs ``size_cost``. Only where either end is slower than 2 "
+        "m/s (a queue): a moving vehicle's box changes size as it comes out from under a tree, partly hidden. Not "
+        "for ends cut by the frame's edge. Large: sizes not compared",
+    )
+    size_cost: float = Field(
+        0.3, ge=0, description="cost per 10 % of size difference beyond 1.25x (see max_size_ratio)"
+    )
     steady_box_s: float = Field(
         1.0,
         ge=0,
@@ -139,6 +162,7 @@ TURN_MIN_DEG, TURN_MAX_DEG = 30.0, 120.0  # heading changes a hidden turn may ex
 TURN_UNEVEN_SHARE = 0.2  # a turn's two tangent lengths may differ by lateral_m and this share of the longer
 MIN_TURN_RADIUS_M = 4.0  # the tightest turn a car drives at a junction (its kerb-to-kerb circle is ~10-12 m)
 TURN_RUN_COST = 0.04  # cost per metre of straight run a hidden turn needs beside its arc
+SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector jitter, a turn in an oblique view)
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 
 
@@ -157,6 +181,15 @@ class Piece:
     # are the same (no ego-motion). Links are judged in the earlier piece's last frame: the chained ego-motion of a
     # long flight drifts (hundreds of pixels over five minutes of hovering), and only its part over the gap matters
     end_from_first: np.ndarray | None = None
+    # each box's long side (px), in frame order; None: every box ``length_px`` long
+    lengths_px: np.ndarray | None = None
+
+    def size_at(self, at_end: bool) -> float:
+        """The box long side over the piece's last (first) ``STATE_S`` seconds (median, px)."""
+        if self.lengths_px is None or not len(self.lengths_px):
+            return self.length_px
+        sel = self.t >= self.t[-1] - STATE_S if at_end else self.t <= self.t[0] + STATE_S
+        return float(np.median(self.lengths_px[sel]))
 
 
 def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -437,9 +470,14 @@ def _joined(pieces: list[Piece], step: dict[int, int]) -> tuple[list[Piece], np.
                 touches_border_start=parts[0].touches_border_start,
                 touches_border_end=last.touches_border_end,
                 end_from_first=last.end_from_first,
+                lengths_px=np.concatenate([_lengths(p) for p in parts])[order],
             )
         )
     return out, chain_of
+
+
+def _lengths(p: Piece) -> np.ndarray:
+    return p.lengths_px if p.lengths_px is not None else np.full(len(p.t), p.length_px)
 
 
 def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None) -> dict[int, int]:
@@ -450,6 +488,8 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
     scale = [cfg.vehicle_length_m / max(p.length_px, 1.0) for p in ok]  # metres per first-frame pixel, per piece
     ends = [_state(p.t, p.xy, True) for p in ok]
     starts = [_state(p.t, p.xy, False) for p in ok]
+    end_size = [p.size_at(True) for p in ok]
+    start_size = [p.size_at(False) for p in ok]
     t0 = np.array([p.t[0] for p in ok])
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
@@ -457,6 +497,22 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
 
     def standing(state: tuple, m: float) -> bool:
         return float(np.hypot(*state[1])) * m < MOVING_MPS and state[3] * m < MOVING_MPS
+
+    def slow_at(i: int, j: int) -> bool:
+        """Piece i's end or piece j's start slower than ``HEADING_MPS``: where box sizes are compared. In a queue the
+        detector now and then boxes two waiting cars as one; a moving vehicle's box changes size as it comes out from
+        under a tree or a bridge, partly hidden (on the real nadir sequence M0703, a car's 45 px box became 77 px)."""
+        return min(np.hypot(*ends[i][1]) * scale[i], np.hypot(*starts[j][1]) * scale[j]) < HEADING_MPS
+
+    def stood(i: int, j: int, d_m: float) -> bool:
+        """Piece i's end and piece j's start ``d_m`` metres apart are one vehicle standing there through the gap:
+        both standing, or both slow (a creeping queue, or a short piece's jittery boxes: on the oblique renders such
+        ends measured 1-1.7 m/s) with the start within ``lateral_m`` of the end, where a vehicle that kept moving
+        would be metres on."""
+        if standing(ends[i], scale[i]) and standing(starts[j], scale[j]):
+            return True
+        both_slow = max(np.hypot(*ends[i][1]) * scale[i], np.hypot(*starts[j][1]) * scale[j]) < HEADING_MPS
+        return bool(both_slow and d_m <= cfg.stood_m)
 
     for i, a in enumerate(ok):
         if a.touches_border_end and not standing(ends[i], scale[i]):  # it left the view
@@ -467,26 +523,35 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
         paths = [np.array([_to_frame(H, q, np.zeros(2))[0] for q in way]) for way in paths]
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
-        for j in cand:
+        for j in cand.tolist():
             b = ok[j]
             if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
                 continue  # (a piece that starts moving at the frame's edge entered the view)
-            if gaps[j] > cfg.max_moving_gap_s and not (standing(ends[i], scale[i]) and standing(starts[j], scale[j])):
-                continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait
+            size_penalty = 0.0
+            if slow_at(i, j) and not (a.touches_border_end or b.touches_border_start):  # an edge cuts a box short
+                ratio = max(end_size[i], start_size[j]) / max(min(end_size[i], start_size[j]), 1.0)
+                if ratio > cfg.max_size_ratio:
+                    continue  # two cars boxed as one, a bus: not this vehicle
+                size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
             m = 0.5 * (scale[i] + scale[j])
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
-            cost[i, j] = link_cost(
-                end_p * m,
-                end_v * m,
-                start_p * m,
-                start_v * m,
-                float(gaps[j]),
-                cfg,
-                ends[i][2],
-                starts[j][2],
-                ends[i][3] * m,
-                starts[j][3] * m,
-                [way * m for way in paths],
+            if gaps[j] > cfg.max_moving_gap_s and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m):
+                continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait
+            cost[i, j] = (
+                link_cost(
+                    end_p * m,
+                    end_v * m,
+                    start_p * m,
+                    start_v * m,
+                    float(gaps[j]),
+                    cfg,
+                    ends[i][2],
+                    starts[j][2],
+                    ends[i][3] * m,
+                    starts[j][3] * m,
+                    [way * m for way in paths],
+                )
+                + size_penalty
             )
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():

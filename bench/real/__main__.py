@@ -61,6 +61,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking in one round, hidden turns only on one arc tangent to both ends (the previous default; linking.rounds,
     # linking.turn_run_m)
     "one-round-one-arc": {"linking.rounds": 1, "linking.turn_run_m": 0.0},
+    # linking without comparing box sizes at a link, and over long gaps only between ends measured standing (the
+    # previous default; linking.max_size_ratio, linking.size_cost, linking.stood_m)
+    "no-sizes-no-creep": {"linking.max_size_ratio": 100.0, "linking.size_cost": 0.0, "linking.stood_m": 0.0},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

@@ -134,6 +134,52 @@ def test_a_vehicle_hidden_while_driving_for_longer_than_max_moving_gap_is_not_jo
     assert link_results(_results(230, waiting), W, H).links == 1
 
 
+def test_a_car_creeping_in_a_queue_is_joined_across_a_long_wait_and_one_found_metres_on_is_not():
+    """A piece that ends creeping (1.2 m/s: a queue closing up, or a short piece's jittery boxes) is not measured as
+    standing, yet its next piece 20 s later starts where it was: it stood there (``linking.stood_m``). A start 6 m
+    on is not that: a vehicle still moving would be 24 m on, one that stood would be where it was."""
+    creep = 1.07  # px per frame: 1.2 m/s
+    arrive = {f: (100.0 + 8 * f, 300.0) for f in range(0, 40)}  # 9 m/s, then creeps for 1.5 s
+    arrive |= {f: (420.0 + creep * (f - 40), 300.0) for f in range(40, 55)}
+    end_x = 420.0 + creep * 14
+    for start_x, joined in ((end_x + 4.0, True), (end_x + 53.0, False)):  # 0.45 m and 6 m on
+        leave = {f: (start_x + creep * (f - 255), 300.0) for f in range(255, 270)}
+        leave |= {f: (start_x + creep * 15 + 8 * (f - 270), 300.0) for f in range(270, 300)}
+        pieces = {1: arrive, 2: leave}
+        assert link_results(_results(300, pieces), W, H).links == int(joined)
+        assert link_results(_results(300, pieces), W, H, LinkingConfig(stood_m=0.0)).links == 0
+
+
+def test_a_box_of_two_queued_cars_is_not_taken_for_the_car_that_waits_there():
+    """The detector now and then boxes two queued cars as one (a box twice a car's length, centred near the front
+    one): the car's next piece is its own next box, not that one (``linking.max_size_ratio``)."""
+
+    def standing(tid: int, frames: range, length: float) -> Piece:
+        n = len(frames)
+        xy = np.column_stack([np.full(n, 500.0), np.full(n, 300.0)])
+        return Piece(tid, np.array(frames), np.array(frames) / FPS, xy, length, lengths_px=np.full(n, length))
+
+    car, two_cars, car_again = (
+        standing(1, range(0, 50), CAR),
+        standing(2, range(60, 100), 2 * CAR),
+        standing(3, range(110, 200), CAR),
+    )
+    mapping = link_pieces([car, two_cars, car_again])
+    assert mapping == {1: 1, 2: 2, 3: 1}
+    unsized = link_pieces([car, two_cars, car_again], LinkingConfig(max_size_ratio=100.0, size_cost=0.0))
+    assert len(set(unsized.values())) == 1  # sizes not compared: the box of two cars joins the chain
+
+
+def test_a_moving_car_whose_box_grows_as_it_comes_out_from_under_a_tree_is_still_joined():
+    """Sizes are compared only where an end is slow (a queue): a car driving out from under a tree is first boxed
+    in part, and its box nearly doubles across the gap (the real nadir sequence M0703 has such a car)."""
+    t = np.arange(20) / FPS
+    xy = np.column_stack([100.0 + 80 * t, np.full(20, 300.0)])  # 80 px/s: 9 m/s
+    hidden = Piece(1, np.arange(20), t, xy, 0.55 * CAR, lengths_px=np.full(20, 0.55 * CAR))
+    out = Piece(2, np.arange(30, 50), t + 3.0, xy + 240.0 * np.array([1.0, 0.0]), CAR, lengths_px=np.full(20, CAR))
+    assert link_pieces([hidden, out]) == {1: 1, 2: 1}
+
+
 def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
     """A car circling a roundabout (radius 20 m, 5 m/s: 14 degrees a second) is lost for 1.6 s; where it is found
     lies 3.5 m off the straight line it was on (more than a lane's width): the arc both pieces turn on joins them."""
