@@ -490,6 +490,8 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
     starts = [_state(p.t, p.xy, False) for p in ok]
     end_size = [p.size_at(True) for p in ok]
     start_size = [p.size_at(False) for p in ok]
+    end_mps = [float(np.hypot(*e[1])) * m for e, m in zip(ends, scale)]
+    start_mps = [float(np.hypot(*s[1])) * m for s, m in zip(starts, scale)]
     t0 = np.array([p.t[0] for p in ok])
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
@@ -502,17 +504,16 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
         """Piece i's end or piece j's start slower than ``HEADING_MPS``: where box sizes are compared. In a queue the
         detector now and then boxes two waiting cars as one; a moving vehicle's box changes size as it comes out from
         under a tree or a bridge, partly hidden (on the real nadir sequence M0703, a car's 45 px box became 77 px)."""
-        return min(np.hypot(*ends[i][1]) * scale[i], np.hypot(*starts[j][1]) * scale[j]) < HEADING_MPS
+        return min(end_mps[i], start_mps[j]) < HEADING_MPS
 
     def stood(i: int, j: int, d_m: float) -> bool:
         """Piece i's end and piece j's start ``d_m`` metres apart are one vehicle standing there through the gap:
         both standing, or both slow (a creeping queue, or a short piece's jittery boxes: on the oblique renders such
-        ends measured 1-1.7 m/s) with the start within ``lateral_m`` of the end, where a vehicle that kept moving
-        would be metres on."""
+        ends measured 1-1.7 m/s) with the start within ``linking.stood_m`` of the end, where a vehicle that kept
+        moving would be metres on."""
         if standing(ends[i], scale[i]) and standing(starts[j], scale[j]):
             return True
-        both_slow = max(np.hypot(*ends[i][1]) * scale[i], np.hypot(*starts[j][1]) * scale[j]) < HEADING_MPS
-        return bool(both_slow and d_m <= cfg.stood_m)
+        return max(end_mps[i], start_mps[j]) < HEADING_MPS and d_m <= cfg.stood_m
 
     for i, a in enumerate(ok):
         if a.touches_border_end and not standing(ends[i], scale[i]):  # it left the view
