@@ -30,6 +30,8 @@
 #   --platform manylinux_2_28_x86_64 -d /tmp/av av==18.1.0; unzip it into /tmp/av/x; strip --strip-unneeded every
 #   *.so* there (its Cython modules carry debug info: 31 -> 5.5 MB); tar -C /tmp/av/x -cf - . | xz -9 >
 #   .whl/av-18.1.0-stripped.tar.xz
+# GPU_RUN_PARTS: which steps, by letter (default all: "a s c r p t b o e"); two calls on one warm machine split the
+# 2-minute flight (a) from the rest, so a failure in one costs only its own call.
 set -u
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
@@ -46,13 +48,17 @@ mkdir -p "$WORK"
 exec > >(tee -a "$LOG") 2>&1
 
 export YOLO_OFFLINE=1 YOLO_CONFIG_DIR=$WORK/yolo MPLCONFIGDIR=$WORK/mpl PYTHONUNBUFFERED=1
-if [ -z "${GPU_RUN_LOCAL:-}" ]; then
+if [ -z "${GPU_RUN_LOCAL:-}" ] && [ -f "$WORK/site/.installed" ]; then
+  echo "== wheels: installed by an earlier call on this machine"
+  export PYTHONPATH=$ROOT:$WORK/site
+elif [ -z "${GPU_RUN_LOCAL:-}" ]; then
   echo "== install wheels: $(ls .whl/*.whl 2>/dev/null | wc -l) files, $(ls .whl/*.tar.xz 2>/dev/null | wc -l) tarballs"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" .whl/*.whl \
     || echo "!! wheel install failed (steps that need a missing package will fail)"
   for t in .whl/*.tar.xz; do
     [ -e "$t" ] && { tar -xJf "$t" -C "$WORK/site" || echo "!! $t: not unpacked"; }
   done
+  touch "$WORK/site/.installed"
   export PYTHONPATH=$ROOT:$WORK/site
 else
   export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
@@ -70,9 +76,10 @@ if [ $QUICK = 1 ]; then
   SERVE_STREAMS="1 4 8" SERVE_N=100 CPU_N=20 MODE=quick
   CAP_PROC=60 CAP_PLAIN=35 CAP_EGO=40 CAP_STREAMS=60 CAP_SERVE=100 CAP_PROF=45 CAP_OCV=45 CAP_CPU=35
 else
-  LONG_NADIR_N=708 LONG_UAVDT_N=600 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 2 4 8 16"
+  # the 1080p flight: 3000 frames = 2 minutes at the clip's 25 fps (the 177-frame clip played forward and back)
+  LONG_NADIR_N=3000 LONG_UAVDT_N=600 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 4 8 16"
   SERVE_STREAMS="1 4 8 16" SERVE_N=150 CPU_N=60 MODE=full
-  CAP_PROC=90 CAP_PLAIN=50 CAP_EGO=75 CAP_STREAMS=150 CAP_SERVE=180 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
+  CAP_PROC=260 CAP_PLAIN=120 CAP_EGO=75 CAP_STREAMS=150 CAP_SERVE=240 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
 fi
 # smaller still where asked (the CPU check): GPU_RUN_FRAMES caps the short counts, GPU_RUN_LONG the looped runs
 if [ -n "${GPU_RUN_FRAMES:-}" ]; then
@@ -157,18 +164,26 @@ step() {
   return $rc
 }
 
+PARTS=" ${GPU_RUN_PARTS:-a s c r p t b o e} "
+want() { [[ $PARTS == *" $1 "* ]]; }
+echo "== parts:$PARTS"
 FR=$WORK/frames
 RUNS=$WORK/runs
-rm -rf "$RUNS" "$FR"
-step frames_nadir 60 $STEPS frames .gpuclips/nadir_1080p.mp4 "$FR/nadir" --max-frames "$NADIR_CLIP"
-step frames_uavdt 60 $STEPS frames .gpuclips/uavdt_M1303_300.mp4 "$FR/uavdt" --max-frames "$UAVDT_CLIP"
+mkdir -p "$RUNS"
+# the frame folders, once per machine (a second call on the same warm machine reuses them)
+if [ ! -f "$FR/nadir/seqinfo.ini" ] || [ ! -f "$FR/uavdt/seqinfo.ini" ]; then
+  rm -rf "$FR"
+  step frames_nadir 60 $STEPS frames .gpuclips/nadir_1080p.mp4 "$FR/nadir" --max-frames "$NADIR_CLIP"
+  step frames_uavdt 60 $STEPS frames .gpuclips/uavdt_M1303_300.mp4 "$FR/uavdt" --max-frames "$UAVDT_CLIP"
+fi
+rm -rf "$FR/nadir_long" "$FR/uavdt_long"
 $STEPS loop "$FR/nadir" "$FR/nadir_long" --frames "$LONG_NADIR_N" || true
 $STEPS loop "$FR/uavdt" "$FR/uavdt_long" --frames "$LONG_UAVDT_N" || true
 
 # a) end to end and steady state: airpatrol process (its own code path, edge.runner.process_video, = the airpatrol
 #    command) and plain Ultralytics, each in its own process, on the same looped frames; the first NADIR_CLIP /
 #    UAVDT_CLIP frames are the clip itself (its end-to-end figure), the rest the steady state
-for clip in nadir uavdt; do
+want a && for clip in nadir uavdt; do
   head=$NADIR_CLIP
   [ $clip = uavdt ] && head=$UAVDT_CLIP
   step "process_$clip" $CAP_PROC $STEPS steady "$FR/${clip}_long" --label "process_$clip" --device "$DEVICE" \
@@ -181,39 +196,39 @@ done
 #    the service pulls it; without PyAV the clip's JPEG frames go over the push WebSocket
 if $PY -c "import av" 2>/dev/null; then LIVE=pyav LIVE_SRC=.gpuclips/nadir_1080p.mp4; else LIVE=push LIVE_SRC=$FR/nadir; fi
 # shellcheck disable=SC2086
-step gpu_streams_serve $CAP_SERVE $PY bench/gpu_streams.py --video "$LIVE_SRC" --device "$DEVICE" --streams $SERVE_STREAMS \
+want s && step gpu_streams_serve $CAP_SERVE $PY bench/gpu_streams.py --video "$LIVE_SRC" --device "$DEVICE" --streams $SERVE_STREAMS \
   --modes serve --live $LIVE --frames "$SERVE_N" --serve-warmup 3 --json "$OUT/gpu_streams_serve.json" "${CFG[@]}"
 
 # c) many streams in one process, shared detector / U-Net passes (step_streams); the frames are preloaded
 # shellcheck disable=SC2086
-step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams $STREAMS \
+want c && step gpu_streams $CAP_STREAMS $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams $STREAMS \
   --modes step --frames "$STREAM_N" --warmup 3 --json "$OUT/gpu_streams.json" "${CFG[@]}"
 
 # r) the same UAVDT frames through the CPU path (OpenCV ego-motion; the torch detector, so no ONNX export is needed
 #    offline): the CUDA run's tracks scored against these (CLEAR-MOT over the first CPU_N frames)
-if step cpu_reference_uavdt $CAP_CPU $PY -m edge.cli process "$FR/uavdt" --device cpu --detector-runtime torch \
+if want r && [ -f "$RUNS/uavdt/tracks_mot.txt" ] && step cpu_reference_uavdt $CAP_CPU $PY -m edge.cli process "$FR/uavdt" --device cpu --detector-runtime torch \
   --out "$RUNS/uavdt_cpu" --no-video -q --max-frames "$CPU_N" && [ -f "$RUNS/uavdt/tracks_mot.txt" ]; then
   $STEPS record cpu_reference_uavdt "$RUNS/uavdt_cpu/summary.json" --results "$RES"
   $STEPS compare cuda_vs_cpu_uavdt "$RUNS/uavdt_cpu/tracks_mot.txt" "$RUNS/uavdt/tracks_mot.txt" --results "$RES" || true
 fi
 
 # p) where the time goes in the pipeline's step loop: stage timers, cProfile, torch.profiler (device/host ops, copies)
-step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir_long" --label nadir --device "$DEVICE" --frames "$PROF_N" \
+want p && step profile_nadir $CAP_PROF $STEPS profile "$FR/nadir_long" --label nadir --device "$DEVICE" --frames "$PROF_N" \
   --torch-frames "$PROF_TORCH_N" --out "$OUT/profile.txt" --results "$RES" "${CFG[@]}"
 
 # t) the torch backend's CUDA tests (the rest of tests/ runs in CI, without a GPU)
-step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
+want t && step cuda_tests 30 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider tests/vision/gpu -k cuda
 
 # b) ego-motion and motion layer, OpenCV vs torch, on the 1080p clip (reads the MP4 with OpenCV)
-step ego_motion $CAP_EGO $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
+want b && step ego_motion $CAP_EGO $PY -m bench.ego_motion_backends --video .gpuclips/nadir_1080p.mp4 --device "$DEVICE" \
   --frames "$EGO_N" --batch 8 --streams "$EGO_STREAMS"
 
 # o) the widest stream count with the torch ego-motion batched over the streams, against c's OpenCV ('auto')
-step gpu_streams_torch $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams "$WIDE" \
+want o && step gpu_streams_torch $CAP_OCV $PY bench/gpu_streams.py --video "$FR/nadir_long" --device "$DEVICE" --streams "$WIDE" \
   --modes step --frames "$STREAM_N" --warmup 3 --ego-backend torch --json "$OUT/gpu_streams_torch.json" "${CFG[@]}"
 
 # e) the shipped GPU knob: frames per detector call
-if [ $QUICK = 0 ] && step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
+if [ $QUICK = 0 ] && want e && step process_nadir_b8 60 $PY -m edge.cli process "$FR/nadir" --device "$DEVICE" --out "$RUNS/nadir_b8" --no-video -q \
   --max-frames "$NADIR_CLIP" --batch-size 8 "${CFG[@]}"; then
   $STEPS record process_nadir_b8 "$RUNS/nadir_b8/summary.json" --results "$RES"
 fi

@@ -74,18 +74,18 @@ def cmd_frames(a) -> int:
     fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
     img = a.folder / "img"
     img.mkdir(parents=True, exist_ok=True)
-    n = 0
+    n, w, h = 0, 0, 0
     while a.max_frames is None or n < a.max_frames:
         ok, frame = cap.read()
         if not ok:
             break
         n += 1
+        h, w = frame.shape[:2]
         cv2.imwrite(str(img / f"img{n:06d}.jpg"), frame, [cv2.IMWRITE_JPEG_QUALITY, a.quality])
     cap.release()
     if n == 0:
         print(f"{a.clip}: no frame decoded", file=sys.stderr)
         return 2
-    h, w = frame.shape[:2] if n else (0, 0)
     (a.folder / "seqinfo.ini").write_text(
         f"[Sequence]\nname={a.folder.name}\nimDir=img\nframeRate={fps:g}\nseqLength={n}\nimWidth={w}\nimHeight={h}\n"
         "imExt=.jpg\n"

@@ -137,3 +137,10 @@ class PipelineConfig(StageConfig):
         "plan can use, the road U-Net and the torch ego-motion once, so the first frames do not pay each shape's "
         "first CUDA call (on the CPU nothing is run: there it would only cost)",
     )
+    overlap_stages: bool = Field(
+        True,
+        description="run two CPU stages in a helper thread beside stages that do not need their results: the "
+        "vehicle measurements for the size prior beside the next frame's ego-motion, and the motion layer's "
+        "background update beside the road layer and the detector (OpenCV, numpy and the GPU work outside the "
+        "interpreter lock). Each result is waited for where it is used, so the results are the same as in turn",
+    )

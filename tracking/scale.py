@@ -19,7 +19,7 @@ import numpy as np
 from tracking.config import CalibrationConfig, SpeedConfig
 from tracking.types import ScaleSource
 from tracking.vehicle_size import SizeModel, VehicleSizeScale
-from vision.camera import enu_to_lonlat, image_to_ground_homography, local_scale, lonlat_to_enu
+from vision.camera import enu_to_lonlat, image_to_ground_homography, local_scale, local_scales, lonlat_to_enu
 from vision.types import CameraPose
 
 # 1-sigma relative error of the scale, by source: altitude/focal tolerances; hand-placed points; car-length spread.
@@ -66,8 +66,8 @@ class GroundFrame:
         w = np.column_stack([pts, np.ones(len(pts))]) @ H[2]
         # the size prior's oblique homography is built so that w = 1 / depth: positive in front of the camera
         ok = (w > 0 if self.size_model is not None and self.size_model.oblique else w != 0) & np.isfinite(w)
-        for i in np.nonzero(ok)[0]:
-            ok[i] = self.metres_per_pixel(*pts[i]) <= max_m_per_px
+        if ok.any():
+            ok[ok] = local_scales(H, pts[ok]) <= max_m_per_px
         return ok
 
     def to_ground(self, pts: np.ndarray) -> np.ndarray:

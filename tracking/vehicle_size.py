@@ -171,7 +171,7 @@ def measure_vehicle(image: np.ndarray, box: np.ndarray, direction: np.ndarray | 
     # blur (which at 4-px widths would add a pixel or two) and faint shadow fringes drop out. Pixels of the grown
     # component at or above half of the vehicle's typical contrast; a mask whose pixel centres lie inside an
     # n-pixel bar has variance (n^2 - 1) / 12.
-    comp = np.isin(labels, inside)
+    comp = labels == inside[0] if len(inside) == 1 else np.isin(labels, inside)
     region = cv2.dilate(comp.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
     region &= (labels == 0) | comp
     signed = patch - bg

@@ -106,6 +106,15 @@ def local_scale(H_img_to_ground: np.ndarray, x: float, y: float) -> float:
     return float((np.linalg.norm(p[1] - p[0]) + np.linalg.norm(p[2] - p[0])) / 2)
 
 
+def local_scales(H_img_to_ground: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """``local_scale`` at each of N points (Nx2), in one pass."""
+    pts = np.asarray(pts, np.float64).reshape(-1, 2)
+    p0 = apply_homography(H_img_to_ground, pts)
+    dx = apply_homography(H_img_to_ground, pts + (1.0, 0.0)) - p0
+    dy = apply_homography(H_img_to_ground, pts + (0.0, 1.0)) - p0
+    return (np.hypot(dx[:, 0], dx[:, 1]) + np.hypot(dy[:, 0], dy[:, 1])) / 2
+
+
 EARTH_RADIUS_M = 6378137.0
 
 

@@ -99,7 +99,8 @@ class MotionDetector:
             np.uint8
         ) * 255
         k = max(1, frames_elapsed)
-        alpha = np.where(fg > 0, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k).astype(np.float32)
+        alpha = np.full(fg.shape, 1 - (1 - ALPHA) ** k, np.float32)
+        alpha[fg > 0] = 1 - (1 - ALPHA_FOREGROUND) ** k
         self._bg = bg + alpha * (cur - bg)
         self._prev = cur
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
