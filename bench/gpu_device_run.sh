@@ -30,7 +30,7 @@
 #   --platform manylinux_2_28_x86_64 -d /tmp/av av==18.1.0; unzip it into /tmp/av/x; strip --strip-unneeded every
 #   *.so* there (its Cython modules carry debug info: 31 -> 5.5 MB); tar -C /tmp/av/x -cf - . | xz -9 >
 #   .whl/av-18.1.0-stripped.tar.xz
-# GPU_RUN_PARTS: which steps, by letter (default all: "a s c r p t b o e"); two calls on one warm machine split the
+# GPU_RUN_PARTS: which steps, by letter (default all: "a v s c r p t b o e"); two calls on one warm machine split the
 # 2-minute flight (a) from the rest, so a failure in one costs only its own call.
 set -u
 QUICK=0
@@ -164,7 +164,7 @@ step() {
   return $rc
 }
 
-PARTS=" ${GPU_RUN_PARTS:-a s c r p t b o e} "
+PARTS=" ${GPU_RUN_PARTS:-a v s c r p t b o e} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 echo "== parts:$PARTS"
 FR=$WORK/frames
@@ -191,6 +191,19 @@ want a && for clip in nadir uavdt; do
   step "plain_$clip" $CAP_PLAIN $STEPS plain "$FR/${clip}_long" --label "$clip" --device "$DEVICE" --frames 100000 \
     --head "$head" --skip $SKIP --results "$RES"
 done
+
+# v) the CPU stages in turn against overlapped (pipeline.overlap_stages), interleaved, on the first 400 frames of the
+#    1080p flight: the same code, so the difference is the overlap alone
+if want v; then
+  printf 'pipeline:\n  overlap_stages: false\n' >"$WORK/in_turn.yaml"
+  for variant in in_turn overlapped in_turn overlapped; do
+    vcfg=()
+    [ $variant = in_turn ] && vcfg=(--config "$WORK/in_turn.yaml")
+    step "process_nadir_400_$variant" 60 $STEPS steady "$FR/nadir_long" --label "process_nadir_400_$variant" \
+      --device "$DEVICE" --frames 400 --head "$NADIR_CLIP" --skip $SKIP --out "$RUNS/nadir_$variant" --results "$RES" \
+      "${vcfg[@]}"
+  done
+fi
 
 # s) airpatrol serve with live 1080p streams: PyAV (no ffmpeg program there) sends the clip as MPEG-TS over TCP and
 #    the service pulls it; without PyAV the clip's JPEG frames go over the push WebSocket
