@@ -196,7 +196,7 @@ done
 #    1080p flight: the same code, so the difference is the overlap alone
 if want v; then
   printf 'pipeline:\n  overlap_stages: false\n' >"$WORK/in_turn.yaml"
-  for variant in in_turn overlapped in_turn overlapped; do
+  for variant in ${GPU_RUN_VARIANTS:-in_turn overlapped in_turn overlapped}; do
     vcfg=()
     [ $variant = in_turn ] && vcfg=(--config "$WORK/in_turn.yaml")
     step "process_nadir_400_$variant" 60 $STEPS steady "$FR/nadir_long" --label "process_nadir_400_$variant" \

@@ -138,31 +138,58 @@ class _Stamps:
 
 def cmd_steady(a) -> int:
     """``airpatrol process``'s own code (``edge.runner.process_video``: decode thread, file sinks, no video) over a
-    frame folder, each result's time noted: start-up and steady state apart (``phases``)."""
+    frame folder, the end of each frame's pipeline step noted: start-up and steady state apart (``phases``). The
+    step, not the result: a recorded run holds its results back (the motion layer's look-back, then the linking of
+    each vehicle's pieces over the whole flight, ``linking``), so results come in a burst at the end; the seconds
+    from the last step to the end of the run (linking, the files) are reported apart. Stopped by ``timeout`` (TERM),
+    the row of what was measured so far is still written."""
+    import signal
+
     from edge.config import load_settings
     from edge.runner import process_video
+    from tracking.linked_run import HeldResults
 
     cfg = load_settings(a.config, {}).pipeline.model_copy(update={"device": a.device})
+    steps: list[float] = []  # each frame's result taken in by the run (held for the linking)
+    add = HeldResults.add
+
+    def timed_add(self, result):
+        add(self, result)
+        steps.append(time.perf_counter())
+
+    HeldResults.add = timed_add  # type: ignore[method-assign]
     stamps = _Stamps()
+
+    def row(**extra) -> dict:
+        return {"step": a.label, **phases(steps, a.head, a.skip), **extra}
+
+    def cut(*_) -> None:
+        append(a.results, row(cut="stopped at the step's limit", results=len(stamps.t)))
+        raise SystemExit(124)
+
+    signal.signal(signal.SIGTERM, cut)
     outcome = process_video(
         a.folder, a.out, cfg, extra_sinks=[stamps], write_video=False, progress=False, max_frames=a.frames
     )
+    end = time.perf_counter()
+    if not steps:  # not linked: the results come as they are made
+        steps = stamps.t
     s = outcome.summary
     t = s.get("timings", {})
     append(
         a.results,
-        {
-            "step": a.label,
-            **phases(stamps.t, a.head, a.skip),
-            "warm_up_s": t.get("warm_up_s"),
-            "run_fps": t.get("fps"),
-            "run_wall_s": t.get("wall_s"),
-            "ms_per_frame_by_stage": t.get("ms_per_frame_by_stage"),
-            "device": s.get("device"),
-            "tracks": s.get("counts", {}).get("tracks"),
-            "detector_scales": len(s.get("detector_scales") or []),
-            "ego_motion_failures": s.get("ego_motion_failures"),
-        },
+        row(
+            after_last_step_s=round(end - steps[-1], 2) if steps else None,
+            warm_up_s=t.get("warm_up_s"),
+            run_fps=t.get("fps"),
+            run_wall_s=t.get("wall_s"),
+            ms_per_frame_by_stage=t.get("ms_per_frame_by_stage"),
+            device=s.get("device"),
+            tracks=s.get("counts", {}).get("tracks"),
+            links=(s.get("linking") or {}).get("links") if isinstance(s.get("linking"), dict) else None,
+            detector_scales=len(s.get("detector_scales") or []),
+            ego_motion_failures=s.get("ego_motion_failures"),
+        ),
     )
     return 0
 

@@ -15,6 +15,7 @@ box whose centre would lie outside the frame is left out.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -51,7 +52,7 @@ class LinkReport:
 
 @dataclass
 class HeldResults:
-    """Frame results without their images, in frame order; road masks PNG-encoded (``mask``)."""
+    """Frame results without their images, in frame order; road masks compressed (``mask`` gives them back)."""
 
     results: list[FrameResult] = field(default_factory=list)
     _masks: dict[int, bytes] = field(default_factory=dict)  # result position -> encoded mask
@@ -61,8 +62,7 @@ class HeldResults:
         mask = result.road_mask
         if mask is not None:
             if self._last_mask is None or self._last_mask[0] != id(mask):
-                ok, png = cv2.imencode(".png", mask)
-                self._masks[len(self.results)] = png.tobytes() if ok else b""
+                self._masks[len(self.results)] = _encode_mask(mask)
                 self._last_mask = (id(mask), len(self.results))
             else:
                 self._masks[len(self.results)] = self._masks[self._last_mask[1]]
@@ -70,10 +70,30 @@ class HeldResults:
         self.results.append(dataclasses.replace(result, frame=frame, road_mask=None, withheld=[]))
 
     def mask(self, position: int) -> np.ndarray | None:
-        png = self._masks.get(position)
-        if not png:
-            return None
-        return cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+        data = self._masks.get(position)
+        return _decode_mask(data) if data else None
+
+
+# A road mask changes every frame (warped with the drone's motion) and is held for every frame of the flight. PNG
+# cost 5-8 ms a 1080p frame in the frame loop; a 0/255 mask packed to bits and deflated at level 1 costs ~0.6 ms,
+# and is smaller. Other masks (not seen from the road layer) keep PNG.
+_BITS, _PNG = b"B", b"P"
+
+
+def _encode_mask(mask: np.ndarray) -> bytes:
+    if mask.dtype == np.uint8 and mask.ndim == 2 and bool(((mask == 0) | (mask == 255)).all()):
+        h, w = mask.shape
+        return _BITS + h.to_bytes(4, "little") + w.to_bytes(4, "little") + zlib.compress(np.packbits(mask).tobytes(), 1)
+    ok, png = cv2.imencode(".png", mask)
+    return _PNG + png.tobytes() if ok else b""
+
+
+def _decode_mask(data: bytes) -> np.ndarray | None:
+    if data[:1] == _BITS:
+        h, w = int.from_bytes(data[1:5], "little"), int.from_bytes(data[5:9], "little")
+        bits = np.unpackbits(np.frombuffer(zlib.decompress(data[9:]), np.uint8), count=h * w)
+        return (bits.reshape(h, w) * np.uint8(255)).astype(np.uint8)
+    return cv2.imdecode(np.frombuffer(data[1:], np.uint8), cv2.IMREAD_UNCHANGED)
 
 
 def hold(results: Iterable[FrameResult], progress=None) -> HeldResults:
