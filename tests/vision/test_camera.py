@@ -10,6 +10,7 @@ from vision.camera import (
     enu_to_lonlat,
     image_to_ground_homography,
     local_scale,
+    local_scales,
     lonlat_to_enu,
 )
 from vision.types import CameraPose
@@ -60,3 +61,12 @@ def test_unknown_preset_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown camera preset"):
         camera_preset("nikon d1")
     assert camera_preset("DJI Mavic3").name == "dji_mavic3"
+
+
+def test_local_scales_is_local_scale_at_each_point():
+    rng = np.random.default_rng(3)
+    H = np.array([[0.05, 0.001, -3.0], [0.002, -0.06, 40.0], [1e-5, 2e-4, 1.0]])  # an oblique image -> ground map
+    pts = rng.uniform(0, 1900, (50, 2))
+    one_by_one = np.array([local_scale(H, x, y) for x, y in pts])
+    assert np.allclose(local_scales(H, pts), one_by_one, rtol=1e-12, atol=0)
+    assert local_scales(H, np.zeros((0, 2))).shape == (0,)
