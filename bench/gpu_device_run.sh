@@ -79,7 +79,7 @@ else
   # the 1080p flight: 3000 frames = 2 minutes at the clip's 25 fps (the 177-frame clip played forward and back)
   LONG_NADIR_N=3000 LONG_UAVDT_N=600 EGO_N=60 EGO_STREAMS=8 PROF_N=30 PROF_TORCH_N=3 STREAM_N=30 STREAMS="1 4 8 16"
   SERVE_STREAMS="1 4 8 16" SERVE_N=150 CPU_N=60 MODE=full
-  CAP_PROC=260 CAP_PLAIN=120 CAP_EGO=75 CAP_STREAMS=150 CAP_SERVE=240 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
+  CAP_PROC=360 CAP_PLAIN=120 CAP_EGO=75 CAP_STREAMS=150 CAP_SERVE=240 CAP_PROF=60 CAP_OCV=60 CAP_CPU=60
 fi
 # smaller still where asked (the CPU check): GPU_RUN_FRAMES caps the short counts, GPU_RUN_LONG the looped runs
 if [ -n "${GPU_RUN_FRAMES:-}" ]; then
