@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict, deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Protocol
 
 import cv2
@@ -84,9 +84,10 @@ class Pipeline:
         self.gate = MovingBlobGate(self.config.motion.gate)
         self._size: tuple[int, int] | None = None
         self._warmed_ego: set[tuple[int, int]] = set()
-        # overlap_stages: the helper thread, the size prior's measurements of the last frame in it
+        # overlap_stages: the helper thread; the size prior's measurements of the last frame, the motion field of this one
         self._helper_pool: ThreadPoolExecutor | None = None
         self._pending_sizes: Future | None = None
+        self._pending_motion: Future | None = None
 
     @property
     def _wh(self) -> tuple[int, int]:
@@ -112,7 +113,7 @@ class Pipeline:
         # 6 host copies (2 of them synchronising) per frame for no parallel work (the 'speed' stage measured 22 ms per
         # frame on CUDA, 6 on a CPU; it also holds the size prior, docs/deployment.md)
         self.speed = SpeedEstimator(cfg.speed)
-        self._settle_sizes()  # a measurement still running belongs to the last video
+        self._drain_helper()  # work of the last video still in the helper thread (a step that raised) ends first
         self._ground_scale = GroundScale(cfg.calibration, cfg.speed, width, height, constant=cfg.baseline)
         self.ego.reset()
         self.motion.reset()
@@ -186,6 +187,13 @@ class Pipeline:
         pending, self._pending_sizes = self._pending_sizes, None
         if pending is not None:
             pending.result()  # the measurement's own error, if it raised, surfaces here
+
+    def _drain_helper(self) -> None:
+        """Wait for whatever the helper thread still runs, its errors dropped: they belong to a video that is over."""
+        for pending in (self._pending_sizes, self._pending_motion):
+            if pending is not None:
+                wait([pending])
+        self._pending_sizes = self._pending_motion = None
 
     def warm_up(self, width: int, height: int) -> float:
         """On CUDA (``config.warm_up``): the detector at every input shape a run on this frame size can use, the road
@@ -293,11 +301,10 @@ class Pipeline:
         self._residual_px = float(np.sqrt(self._residual_sq))
         self._H_since_key, self._H_road_since_key, self._since_key, self._residual_sq = np.eye(3), np.eye(3), 0, 0.0
 
-        motion_job = None
         if cfg.motion.enabled and cfg.overlap_stages and isinstance(grey, np.ndarray):
             # the motion layer's background update needs the ego-motion only: it runs beside the road layer and the
             # detector; the road restriction is applied once the road mask is there (OpenCV backend: numpy frames)
-            motion_job = self._helper().submit(self._motion_field, grey, H_key, None, elapsed)
+            self._pending_motion = self._helper().submit(self._motion_field, grey, H_key, None, elapsed)
         if np.allclose(H_road, np.eye(3)):
             H_road = None  # no known motion: the maps stay as they are
         road = self.road.update(frame, H_road, elapsed) if self.road is not None else None
@@ -317,7 +324,8 @@ class Pipeline:
         t = self._tick("detect", t)
 
         field, moving_fraction = None, None
-        if motion_job is not None:
+        if self._pending_motion is not None:
+            motion_job, self._pending_motion = self._pending_motion, None
             field = self._on_road(motion_job.result(), road)
         elif cfg.motion.enabled:
             field = self._motion_field(grey, H_key, road, elapsed)

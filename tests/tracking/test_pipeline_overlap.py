@@ -98,6 +98,10 @@ def test_a_failure_in_the_helper_thread_surfaces_in_the_next_step():
     with pytest.raises(RuntimeError, match="measurement failed"):
         for f in frames[6:]:
             p.step(f)
+    # the next video starts clean: what the helper thread still held of the last one is not raised again
+    p.reset(W, H, FPS)
+    for f in frames[:3]:
+        p.step(f)
 
 
 def test_motion_field_restricted_afterwards_equals_restricted_at_once():
