@@ -1,0 +1,36 @@
+"""bench/cpu_stages.py: records the detector once, replays it in every timed run (the same run each time), prints
+ms per frame per variant; bad input is one line."""
+
+from __future__ import annotations
+
+import cv2
+
+from bench.cpu_stages import main
+from tests.conftest import textured_image
+
+
+def test_replayed_runs_print_each_variant(tmp_path, capsys):
+    ground = textured_image(480, 200, seed=4)
+    video = tmp_path / "pan.avi"
+    out = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 25, (320, 180))
+    for k in range(8):
+        frame = ground[10:190, 4 * k : 4 * k + 320].copy()
+        cv2.rectangle(frame, (40 + 9 * k, 80), (58 + 9 * k, 88), (250, 250, 250), -1)
+        out.write(frame)
+    out.release()
+    cache = tmp_path / "tape.pkl"
+    args = ["--video", str(video), "--frames", "8", "--repeats", "2", "--cache", str(cache)]
+    assert main([*args, "--variants", "default", "overlap_stages=false"]) == 0
+    text = capsys.readouterr().out
+    assert "detector calls" in text and cache.exists()
+    assert text.count("default ") == 3 and text.count("overlap_stages=false ") == 3  # two runs and a median each
+    # a second invocation replays the stored recording (a fresh process's detector state: the tape holds it)
+    assert main([*args, "--variants", "default"]) == 0
+    again = capsys.readouterr().out
+    assert "detector calls" not in again and "median" in again
+
+
+def test_missing_video_is_one_line_error(tmp_path, capsys):
+    assert main(["--video", str(tmp_path / "nope.mp4")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.mp4" in err and len(err.strip().splitlines()) == 1
