@@ -186,7 +186,7 @@ def cmd_steady(a) -> int:
             ms_per_frame_by_stage=t.get("ms_per_frame_by_stage"),
             device=s.get("device"),
             tracks=s.get("counts", {}).get("tracks"),
-            links=(s.get("linking") or {}).get("links") if isinstance(s.get("linking"), dict) else None,
+            links=(s.get("linking") or {}).get("links"),
             detector_scales=len(s.get("detector_scales") or []),
             ego_motion_failures=s.get("ego_motion_failures"),
         ),

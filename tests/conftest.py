@@ -36,6 +36,21 @@ def textured_image(w: int = 640, h: int = 360, seed: int = 0) -> np.ndarray:
     return cv2.cvtColor(img.astype(np.uint8), cv2.COLOR_GRAY2BGR)
 
 
+def panning_car_clip(path: Path, frames: int, car_grey: int, seed: int) -> Path:
+    """An MJPG clip, 320x180 at 25 fps: the drone pans 4 px a frame over ``textured_image`` ground while one car
+    (a filled box of grey level ``car_grey``) drives 9 px a frame across it."""
+    import cv2
+
+    ground = textured_image(480, 200, seed=seed)
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 25, (320, 180))
+    for k in range(frames):
+        frame = ground[10:190, 4 * k : 4 * k + 320].copy()
+        cv2.rectangle(frame, (40 + 9 * k, 80), (58 + 9 * k, 88), (car_grey,) * 3, -1)
+        out.write(frame)
+    out.release()
+    return path
+
+
 def make_test_clip(path: Path, frames: int = 100, fps: int = 25, size: str = "320x240", faststart: bool = True) -> Path:
     """An H.264 MP4 of FFmpeg's moving test pattern (keyframe every 10 frames; with ``faststart`` the index comes
     first, so a file cut short still declares every frame: what the damage tests need)."""

@@ -102,8 +102,7 @@ def apply_homography(H: np.ndarray, pts: np.ndarray) -> np.ndarray:
 
 def local_scale(H_img_to_ground: np.ndarray, x: float, y: float) -> float:
     """Metres per pixel at image point (x, y): mean length of the mapped unit steps."""
-    p = apply_homography(H_img_to_ground, np.array([[x, y], [x + 1, y], [x, y + 1]]))
-    return float((np.linalg.norm(p[1] - p[0]) + np.linalg.norm(p[2] - p[0])) / 2)
+    return float(local_scales(H_img_to_ground, np.array([[x, y]]))[0])
 
 
 def local_scales(H_img_to_ground: np.ndarray, pts: np.ndarray) -> np.ndarray:

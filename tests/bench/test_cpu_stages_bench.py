@@ -3,21 +3,12 @@ ms per frame per variant; bad input is one line."""
 
 from __future__ import annotations
 
-import cv2
-
 from bench.cpu_stages import main
-from tests.conftest import textured_image
+from tests.conftest import panning_car_clip
 
 
 def test_replayed_runs_print_each_variant(tmp_path, capsys):
-    ground = textured_image(480, 200, seed=4)
-    video = tmp_path / "pan.avi"
-    out = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 25, (320, 180))
-    for k in range(8):
-        frame = ground[10:190, 4 * k : 4 * k + 320].copy()
-        cv2.rectangle(frame, (40 + 9 * k, 80), (58 + 9 * k, 88), (250, 250, 250), -1)
-        out.write(frame)
-    out.release()
+    video = panning_car_clip(tmp_path / "pan.avi", frames=8, car_grey=250, seed=4)
     cache = tmp_path / "tape.pkl"
     args = ["--video", str(video), "--frames", "8", "--repeats", "2", "--cache", str(cache)]
     assert main([*args, "--variants", "default", "overlap_stages=false"]) == 0

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import cv2
-
 from bench.ego_motion_backends import main
-from tests.conftest import textured_image
+from tests.conftest import panning_car_clip
 
 
 def test_prints_both_backends_and_their_agreement(tmp_path, capsys):
-    ground = textured_image(480, 200, seed=2)
-    video = tmp_path / "pan.avi"
-    out = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 25, (320, 180))
-    for k in range(6):
-        frame = ground[10:190, 4 * k : 4 * k + 320].copy()
-        cv2.rectangle(frame, (40 + 9 * k, 80), (58 + 9 * k, 88), (90, 90, 90), -1)  # a car (not so bright that its
-        # corners alone pass the 1 % quality floor: vehicles are masked out in the pipeline, not here)
-        out.write(frame)
-    out.release()
+    # a grey car: not so bright that its corners alone pass the 1 % quality floor (vehicles are masked out in the
+    # pipeline, not here)
+    video = panning_car_clip(tmp_path / "pan.avi", frames=6, car_grey=90, seed=2)
     assert main(["--video", str(video), "--frames", "6", "--torch-threads", "1", "--batch", "2", "--streams", "2"]) == 0
     text = capsys.readouterr().out
     assert "registration failures: opencv 0, torch 0 of 5 pairs" in text
