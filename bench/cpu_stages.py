@@ -128,8 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     key = (str(a.video.resolve()), len(frames), a.live)
     calls = None
     if a.cache and a.cache.exists():
-        stored = pickle.loads(a.cache.read_bytes())
-        calls = stored["calls"] if stored.get("key") == key else None
+        try:
+            stored = pickle.loads(a.cache.read_bytes())
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+            print(f"{a.cache}: not a recording of this bench ({type(exc).__name__}); delete it", file=sys.stderr)
+            return 2
+        calls = stored["calls"] if isinstance(stored, dict) and stored.get("key") == key else None
     if calls is None:
         tape = DetectorTape(real)
         run(frames, info, PipelineConfig(device="cpu"), tape, a.live)

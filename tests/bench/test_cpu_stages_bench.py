@@ -25,3 +25,13 @@ def test_missing_video_is_one_line_error(tmp_path, capsys):
     assert main(["--video", str(tmp_path / "nope.mp4")]) == 2
     err = capsys.readouterr().err
     assert "nope.mp4" in err and len(err.strip().splitlines()) == 1
+
+
+def test_damaged_cache_is_one_line_error(tmp_path, capsys):
+    video = panning_car_clip(tmp_path / "pan.avi", frames=3, car_grey=250, seed=4)
+    cache = tmp_path / "tape.pkl"
+    cache.write_bytes(b"not a pickle")
+    assert main(["--video", str(video), "--frames", "3", "--cache", str(cache)]) == 2
+    err = capsys.readouterr().err
+    assert "tape.pkl" in err and len(err.strip().splitlines()) == 1
+    assert cache.read_bytes() == b"not a pickle"  # left as it was
