@@ -128,6 +128,8 @@ class Pipeline:
             # the any-heading step asks which way tracks went; nothing else does (live, baseline: no per-frame note)
             self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
         self.any_heading_kept = 0  # the any-heading detector's boxes kept at a predicted track
+        self.any_heading_movers = 0  # and at moving blobs no box explains (any_heading.movers)
+        self._unboxed_movers = np.zeros((0, 4), np.float32)
         if self.road is not None:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
@@ -337,7 +339,14 @@ class Pipeline:
                 # weak detection of static clutter: let it start a track like a confident one
                 trk = cfg.tracker
                 weak = (dets.score >= trk.track_low_thresh) & (dets.score < trk.new_track_thresh)
-                dets.score[weak & (moving_fraction >= cfg.motion.promote_moving_fraction)] = trk.new_track_thresh
+                promote = weak & (moving_fraction >= cfg.motion.promote_moving_fraction)
+                if promote.any() and cfg.motion.promote_track_iou is not None:
+                    # a weak box on a vehicle already tracked extends that track from the low band; promoted, it would
+                    # match it only at IoU >= 0.8 (overlap x score): a loose one matches nothing, the track is lost
+                    tracked = self.tracker.moving_predicted(H, 0, 0.0)
+                    if len(tracked):
+                        promote[promote] = _iou(dets.xyxy[promote], tracked).max(1) < cfg.motion.promote_track_iou
+                dets.score[promote] = trk.new_track_thresh
         dets = self._filter_boxes(dets, road, ground, moving_fraction)
         if field is not None:
             if cfg.motion.add_missed:
@@ -345,6 +354,9 @@ class Pipeline:
                 dets = Detections.concat(
                     [dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H_key, elapsed, detect)]
                 )
+        if detect and self.any_heading_on and cfg.detector.any_heading.movers and len(self._unboxed_movers):
+            dets = Detections.concat([dets, self._any_heading_movers(img, dets, H)])
+        self._unboxed_movers = np.zeros((0, 4), np.float32)
         if not detect:  # the tracks no blob feeds move on by prediction, as on a coasted frame
             xyxy, score, cls = self.tracker.predicted(H)
             carried = np.minimum(score, self.config.tracker.track_low_thresh + 0.05)  # never starts a track
@@ -422,6 +434,35 @@ class Pipeline:
             return found
         found = found[box_iou_batch(found.xyxy, predicted).max(1) >= cfg.track_iou]
         self.any_heading_kept += len(found)
+        return found
+
+    def _any_heading_movers(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
+        """The any-heading detector's boxes at vehicle-sized moving blobs that no box explains and no established
+        track follows (``detector.any_heading.movers``): a diagonal vehicle the shipped detector never boxed, so no
+        track exists for the crops around tracks to carry, or one whose new track they do not look for yet. Kept where
+        the box lies inside the blob (the moving thing is that vehicle): with its own score it may start a track."""
+        cfg = self.config.detector.any_heading
+        detect_any_heading = getattr(self.detector, "detect_any_heading", None)
+        if detect_any_heading is None or not cfg.max_crops:
+            return Detections()
+        blobs = self._unboxed_movers
+        if cfg.mover_established_updates:
+            # beside a vehicle an established track follows, an unexplained moving blob is more often that vehicle's
+            # shadow, headlights or part than another vehicle
+            est = self.tracker.moving_predicted(
+                H, max(1, round(cfg.max_lost_s * self.fps)), 0.0, cfg.mover_established_updates
+            )
+            if len(est) and len(blobs):
+                blobs = blobs[_overlap_fraction(blobs, est).max(1) <= 0.3]
+        blobs = blobs[: cfg.max_crops]
+        if not len(blobs):
+            return Detections()
+        found = detect_any_heading(img, blobs, dets)
+        if not len(found):
+            return found
+        found = found[_overlap_fraction(found.xyxy, blobs).max(1) >= cfg.mover_overlap]
+        found.moving[:] = True
+        self.any_heading_movers += len(found)
         return found
 
     def _look_again(self, img: np.ndarray, dets: Detections, H: np.ndarray | None) -> Detections:
@@ -608,7 +649,10 @@ class Pipeline:
         det_scale = getattr(self.detector, "input_scale", None) or (
             1.0 if getattr(self.detector, "tiling_active", False) else self.config.detector.imgsz / max(self._wh)
         )
-        ok &= long_side * det_scale <= self.config.motion.max_blob_detector_px
+        small = long_side * det_scale <= self.config.motion.max_blob_detector_px
+        if detector_ran and self.any_heading_on and self.config.detector.any_heading.movers:
+            self._unboxed_movers = blobs[ok & ~small]  # vehicle-sized, too big for a blob detection, no box explains
+        ok &= small
         blobs = blobs[ok]
         n = len(blobs)
         cls = np.zeros(n, int)  # car, or truck when clearly longer than a car
@@ -811,6 +855,7 @@ class Pipeline:
                 "crops": getattr(self.detector, "any_heading_crops", 0),
                 "boxes": getattr(self.detector, "any_heading_boxes", 0),
                 "kept": self.any_heading_kept,
+                "at_movers": self.any_heading_movers,
             },
             # frame range x rows -> the detector's input scale (input px per frame px), as the dual layer chose it
             "detector_scales": list(getattr(self.detector, "scale_log", [])) if not self.config.baseline else None,
@@ -821,6 +866,14 @@ def _by_detector(source: np.ndarray) -> np.ndarray:
     """Boxes a detector gave (the shipped one or the any-heading one), not a motion blob or a track's prediction."""
     # two comparisons, not np.isin: this runs per track and frame, where isin's set machinery cost ~3 ms a 1080p frame
     return (source == DetectionSource.DETECTOR) | (source == DetectionSource.ANY_HEADING)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of each box in ``a`` with each in ``b`` (len(a) x len(b), xyxy)."""
+    inter = _overlap_fraction(a, b) * ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
+    area_b = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))[None, :]
+    area_a = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
+    return inter / np.maximum(area_a + area_b - inter, 1e-6)
 
 
 def _overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:

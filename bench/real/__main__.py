@@ -75,6 +75,12 @@ DUAL_CANDIDATES: dict[str, dict] = {
         "detector.any_heading.min_axis_angle_deg": 0.0,
         "detector.any_heading.min_speed_lengths_s": 0.5,
     },
+    # the any-heading detector also looks at vehicle-sized moving blobs that no box explains and no established track
+    # follows, and its box there may start a track (opt-in for junction studies; detector.any_heading.movers)
+    "any-heading-movers": {"detector.any_heading.movers": True},
+    # weak moving boxes not promoted where a tracked vehicle is predicted (IoU >= 0.3): they extend its track from
+    # ByteTrack's low band (opt-in for junction studies; motion.promote_track_iou)
+    "promote-not-at-tracks": {"motion.promote_track_iou": 0.3},
     "any-heading-history": {
         "detector.any_heading.min_axis_angle_deg": 0.0,
         "detector.any_heading.min_track_updates": 10,

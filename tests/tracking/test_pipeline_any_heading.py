@@ -3,10 +3,12 @@ through a turn), and never start a track of their own (its false positives cost 
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
 from tests.tracking.test_pipeline_look_again import W, _cars, _diagonal_car_frames
+from tests.tracking.test_pipeline_motion_frames import _ground
 from tracking.config import LookAgainConfig, PipelineConfig, RoadConfig
 from tracking.pipeline import Pipeline
 from vision.detection import VehicleDetector
@@ -120,3 +122,48 @@ def test_the_any_heading_detector_runs_when_asked_in_recorded_runs_of_the_shippe
     assert isinstance(p.detector, VehicleDetector)
     assert p.any_heading_on is expected
     assert (p.tracker.heading_min_speed > 0) is expected  # headings are noted only for the any-heading step
+
+
+class NeverDiagonal(ShippedAndAnyHeading):
+    """The shipped detector never boxes the diagonal car; the any-heading one sees it, and boxes empty ground too."""
+
+    def detect(self, image, road_mask=None, tiling=None) -> Detections:
+        self.calls += 1
+        return _cars(image, diagonal_too=False)
+
+
+def _big_diagonal_car_frames():
+    """A 60 x 24 px car drives down and right at 45 degrees, 3 px a frame, over textured ground (960 x 540): too big
+    in the detector's input (40 px) for its moving blob to be reported as a vehicle."""
+    ground = _ground()
+    for i in range(70):
+        frame = ground.copy()
+        corners = cv2.boxPoints(((120.0 + 2.1 * i, 80.0 + 2.1 * i), (60.0, 24.0), 45.0))
+        cv2.fillConvexPoly(frame, corners.astype(np.int32), (255, 255, 255))
+        yield i, frame
+
+
+def _run_movers(movers: bool) -> tuple[list[dict[int, tuple]], Pipeline]:
+    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), look_again=LookAgainConfig(enabled=False))
+    cfg.detector.any_heading.movers = movers
+    p = Pipeline(cfg, detector=NeverDiagonal(any_heading=True))
+    p.reset(960, 540, FPS, recorded=True)
+    frames = [
+        {t.track_id: tuple(t.xyxy) for t in p.step(Frame(i, i / FPS, img)).tracks}
+        for i, img in _big_diagonal_car_frames()
+    ]
+    return frames, p
+
+
+def test_a_diagonal_car_the_shipped_detector_never_boxes_is_found_where_it_moves():
+    """``any_heading.movers``: the motion layer sees a car-sized thing move that no box explains and no track follows
+    (too big to be reported as a blob); the any-heading detector's box there starts its track, and the crops around
+    tracks carry it. Its box on empty ground, where nothing moves, starts nothing. Off: the car is never tracked."""
+    frames, p = _run_movers(movers=True)
+    ids = set().union(*frames)
+    reported = [i for i, f in enumerate(frames) if f]
+    assert len(ids) == 1 and len(reported) >= 50 and reported[-1] >= 65
+    assert not any(_near_false_positive(b) for f in frames for b in f.values())
+    assert p.stats()["any_heading"]["at_movers"] >= 1
+    frames, p = _run_movers(movers=False)
+    assert not any(frames) and p.stats()["any_heading"]["at_movers"] == 0
