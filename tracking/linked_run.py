@@ -92,7 +92,7 @@ def _decode_mask(data: bytes) -> np.ndarray | None:
     if data[:1] == _BITS:
         h, w = int.from_bytes(data[1:5], "little"), int.from_bytes(data[5:9], "little")
         bits = np.unpackbits(np.frombuffer(zlib.decompress(data[9:]), np.uint8), count=h * w)
-        return (bits.reshape(h, w) * np.uint8(255)).astype(np.uint8)
+        return bits.reshape(h, w) * np.uint8(255)
     return cv2.imdecode(np.frombuffer(data[1:], np.uint8), cv2.IMREAD_UNCHANGED)
 
 

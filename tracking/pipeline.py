@@ -129,7 +129,7 @@ class Pipeline:
             self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
         self.any_heading_kept = 0  # the any-heading detector's boxes kept at a predicted track
         self.any_heading_movers = 0  # and at moving blobs no box explains (any_heading.movers)
-        self._unboxed_movers = np.zeros((0, 4), np.float32)
+        self._unboxed_movers = _NO_BOXES
         if self.road is not None:
             self.road.reset()
         self._H_cur_to_first = np.eye(3)
@@ -345,7 +345,10 @@ class Pipeline:
                     # match it only at IoU >= 0.8 (overlap x score): a loose one matches nothing, the track is lost
                     tracked = self.tracker.moving_predicted(H, 0, 0.0)
                     if len(tracked):
-                        promote[promote] = _iou(dets.xyxy[promote], tracked).max(1) < cfg.motion.promote_track_iou
+                        from supervision import box_iou_batch  # imported when needed (0.4 s)
+
+                        iou = box_iou_batch(dets.xyxy[promote], tracked).max(1)
+                        promote[promote] = iou < cfg.motion.promote_track_iou
                 dets.score[promote] = trk.new_track_thresh
         dets = self._filter_boxes(dets, road, ground, moving_fraction)
         if field is not None:
@@ -354,9 +357,9 @@ class Pipeline:
                 dets = Detections.concat(
                     [dets, self._missed_movers(field, dets, ground, expected_car_px, previous, H_key, elapsed, detect)]
                 )
-        if detect and self.any_heading_on and cfg.detector.any_heading.movers and len(self._unboxed_movers):
+        if len(self._unboxed_movers):  # only set on detector frames with any_heading.movers (_missed_movers)
             dets = Detections.concat([dets, self._any_heading_movers(img, dets, H)])
-        self._unboxed_movers = np.zeros((0, 4), np.float32)
+            self._unboxed_movers = _NO_BOXES
         if not detect:  # the tracks no blob feeds move on by prediction, as on a coasted frame
             xyxy, score, cls = self.tracker.predicted(H)
             carried = np.minimum(score, self.config.tracker.track_low_thresh + 0.05)  # never starts a track
@@ -868,12 +871,7 @@ def _by_detector(source: np.ndarray) -> np.ndarray:
     return (source == DetectionSource.DETECTOR) | (source == DetectionSource.ANY_HEADING)
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of each box in ``a`` with each in ``b`` (len(a) x len(b), xyxy)."""
-    inter = _overlap_fraction(a, b) * ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
-    area_b = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))[None, :]
-    area_a = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
-    return inter / np.maximum(area_a + area_b - inter, 1e-6)
+_NO_BOXES = np.zeros((0, 4), np.float32)
 
 
 def _overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:
