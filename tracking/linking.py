@@ -23,7 +23,9 @@ Pieces that end at the frame's edge moving left the view and pieces that start t
 linked there. Standing there, they are a queue reaching beyond the view's edge (its boxes cut by the edge), and are
 linked like any standing piece. Over gaps longer than a turn's arc reaches, a start may also lie on a way the
 flight's other vehicles drove on from the end (``linking.flow_paths``, tracking/flow_paths.py): half a roundabout on,
-or turned off after waiting at a stop line.
+or turned off after waiting at a stop line. A slow end (a car setting off from a queue, lost as it left) may also
+reach a start that only a departure explains: on the way it came, one turn, on along the start's heading, in the
+time a car takes from standstill (``linking.departure_max_mps``).
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
 out), and each link is judged in the earlier piece's last frame (``Piece.end_from_first``: the chained ego-motion
@@ -119,6 +121,14 @@ class LinkingConfig(StageConfig):
         "that set off from a stop line and was lost as it turned, found again further on): the widest arc that "
         "fits, the speeds covering arc and run. 0: only turns on one arc tangent to both headings",
     )
+    departure_max_mps: float = Field(
+        3.0,
+        ge=0,
+        description="a piece ending slower than this (setting off from a stop line or a queue) may be joined to a "
+        "start seen driving that only a departure hidden in the gap explains: on the way it came, one turn, on along "
+        "the start's heading, in the time a car takes from standstill (tracking/linking.py ``_departure_cost``). "
+        "0: none",
+    )
     stood_m: float = Field(
         2.0,
         ge=0,
@@ -164,6 +174,8 @@ MIN_TURN_RADIUS_M = 4.0  # the tightest turn a car drives at a junction (its ker
 TURN_RUN_COST = 0.04  # cost per metre of straight run a hidden turn needs beside its arc
 SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector jitter, a turn in an oblique view)
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
+DEPART_ACCEL = 2.0  # m/s^2: a car setting off from a stop line (~0-50 km/h in 7 s)
+DEPART_WAIT_COST = 0.1  # per second a departure link leaves unexplained (the vehicle waited unseen)
 
 
 @dataclass
@@ -264,6 +276,7 @@ def link_cost(
     end_terminal: float | None = None,
     start_terminal: float | None = None,
     paths: list[np.ndarray] | None = None,
+    end_arrival: np.ndarray | None = None,
 ) -> float:
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
@@ -293,7 +306,8 @@ def link_cost(
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
-            return _or_hidden_turn(best, end_p, end_v, start_p, start_v, gap_s, cfg)
+            cost = _or_hidden_turn(best, end_p, end_v, start_p, start_v, gap_s, cfg)
+            return _or_departure(cost, end_p, end_arrival, start_p, start_v, gap_s, cfg)
     heading = end_v / sa if sa >= MOVING_MPS else start_v / sb if sb >= MOVING_MPS else None
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
@@ -310,9 +324,63 @@ def link_cost(
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
-    return _or_hidden_turn(
+    cost = _or_hidden_turn(
         min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)), end_p, end_v, start_p, start_v, gap_s, cfg
     )
+    return _or_departure(cost, end_p, end_arrival, start_p, start_v, gap_s, cfg)
+
+
+def _or_departure(
+    cost: float,
+    end_p: np.ndarray,
+    arrival: np.ndarray | None,
+    start_p: np.ndarray,
+    start_v: np.ndarray,
+    gap_s: float,
+    cfg: LinkingConfig,
+) -> float:
+    """``cost``, or where nothing else explains the link (``inf``) and the end was slow (``arrival``: the way it came,
+    ``linking.departure_max_mps``) the cost of a departure hidden in the gap, if one fits."""
+    if np.isfinite(cost) or arrival is None:
+        return cost
+    turn = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
+    return turn if turn <= cfg.max_cost else cost
+
+
+def _departure_cost(
+    end_p: np.ndarray, arrival: np.ndarray, start_p: np.ndarray, start_v: np.ndarray, gap_s: float, cfg: LinkingConfig
+) -> float:
+    """The cost of a link from a slow end (a vehicle setting off from a stop line or a queue, lost as it left) to a
+    start seen driving: on from the end the way it came (``arrival``), then, after one turn of up to 120 deg, along
+    the start's heading to the start; the two straight runs as long as they need to be (the car may have turned at
+    once or after crossing the junction: its own slow end says neither its speed nor where it turns). The gap must
+    hold the drive from standstill (``DEPART_ACCEL`` up to the start's speed; 30 % slack for the measured speeds);
+    each second it leaves over is a wait the link does not explain (``DEPART_WAIT_COST``), so among a queue's cars
+    the start goes to the one that left in time to get there. ``inf`` where no such drive fits."""
+    sb = float(np.hypot(*start_v))
+    if sb < HEADING_MPS or gap_s > cfg.max_moving_gap_s:
+        return np.inf
+    u0 = arrival / max(float(np.hypot(*arrival)), 1e-9)
+    u1 = start_v / sb
+    theta = float(np.degrees(np.arccos(np.clip(u0 @ u1, -1.0, 1.0))))
+    if theta > TURN_MAX_DEG:
+        return np.inf
+    d = start_p - end_p
+    if theta < TURN_MIN_DEG:  # straight on: the start on the end's lane
+        along, lateral = float(d @ u0), abs(float(d[0] * u0[1] - d[1] * u0[0]))
+        if along < -cfg.back_m or lateral > cfg.lateral_m + 0.05 * abs(along):
+            return np.inf
+        path, unexplained = max(along, 0.0), lateral
+    else:  # end + ahead * u0 = start - behind * u1: where the two ways cross is where it turned
+        ahead, behind = np.linalg.solve(np.column_stack([u0, u1]), d)
+        if ahead < -cfg.back_m or behind < 0:
+            return np.inf
+        path, unexplained = max(float(ahead), 0.0) + float(behind), 0.5 * cfg.lateral_m
+    speed_up = sb * sb / (2 * DEPART_ACCEL)  # metres it takes to reach the start's speed
+    drive_s = sb / DEPART_ACCEL + (path - speed_up) / sb if path > speed_up else float(np.sqrt(2 * path / DEPART_ACCEL))
+    if gap_s < 0.7 * drive_s:
+        return np.inf
+    return unexplained + PATH_PENALTY_M + DEPART_WAIT_COST * max(0.0, gap_s - drive_s) + 0.02 * path
 
 
 def _or_hidden_turn(
@@ -522,6 +590,10 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
         end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
         paths = _flow_paths(samples, a, i, ends[i][1], scale[i], t1[i], cfg) if samples is not None else []
         paths = [np.array([_to_frame(H, q, np.zeros(2))[0] for q in way]) for way in paths]
+        # a slow end may be a vehicle setting off unseen (linking.departure_max_mps): the way it came, for a departure
+        arrival = _arrival(a) if end_mps[i] < cfg.departure_max_mps else None
+        if arrival is not None:
+            arrival = _to_frame(H, ends[i][0], arrival)[1]
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand.tolist():
@@ -551,6 +623,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                     ends[i][3] * m,
                     starts[j][3] * m,
                     [way * m for way in paths],
+                    None if arrival is None else arrival * m,
                 )
                 + size_penalty
             )

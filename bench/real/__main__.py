@@ -64,6 +64,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking without comparing box sizes at a link, and over long gaps only between ends measured standing (the
     # previous default; linking.max_size_ratio, linking.size_cost, linking.stood_m)
     "no-sizes-no-creep": {"linking.max_size_ratio": 100.0, "linking.size_cost": 0.0, "linking.stood_m": 0.0},
+    # linking without departures: a slow end joined only on its line, an arc or a flow path (the previous default;
+    # linking.departure_max_mps)
+    "no-departures": {"linking.departure_max_mps": 0.0},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

@@ -242,6 +242,54 @@ def test_a_car_that_sets_off_and_turns_unseen_with_a_straight_run_after_the_turn
     assert link_results(_results(200, {1: east, 2: tight}), W, H).links == 0
 
 
+def _sets_off_and_turns_left(gap_frames: int) -> tuple[dict, dict]:
+    """A car drives east at 6 m/s, waits 5 s at a stop line, sets off at 2.5 m/s and is lost after 1.5 s; found
+    again ``gap_frames`` later driving north at 6 m/s, 2.5 m on and 14 m to the left of where it was lost (it turned
+    left somewhere between: where, its slow end does not say)."""
+    m = CAR / 4.5  # px per metre
+    arrive = {f: (100 + 6 * m / FPS * f, 400.0) for f in range(0, 30)}
+    x_stop = arrive[29][0] + 6 * m / FPS
+    wait = {f: (x_stop, 400.0) for f in range(30, 80)}
+    off = {f: (x_stop + 2.5 * m / FPS * (f - 79), 400.0) for f in range(80, 95)}
+    ex, ey = off[94]
+    start = 95 + gap_frames
+    north = {f: (ex + 2.5 * m, ey - 14 * m - 6 * m / FPS * (f - start)) for f in range(start, start + 40)}
+    return arrive | wait | off, north
+
+
+def test_a_car_that_sets_off_from_a_stop_line_and_turns_unseen_is_one_track():
+    """Its start lies 14 m beside the end's lane and only 2.5 m on: no line, no arc a car drives (nor one with a
+    straight run up to ``turn_run_m``) explains the link; a departure does: on the way it came, one turn, on north,
+    16.5 m from standstill to 6 m/s in the 6 s it was unseen. Not in 1.5 s, and not with departures off."""
+    for gap_frames, cfg, links in (
+        (60, LinkingConfig(), 1),
+        (60, LinkingConfig(departure_max_mps=0), 0),
+        (15, LinkingConfig(), 0),
+    ):
+        before, after = _sets_off_and_turns_left(gap_frames)
+        results = _results(300, {1: before, 2: after})
+        assert link_results(results, W, H, cfg).links == links, (gap_frames, cfg.departure_max_mps)
+
+
+def test_two_queued_cars_that_set_off_and_turn_unseen_keep_their_own_ways():
+    """Two cars wait nose to tail at a stop line; each track ends as its car sets off (the second 0.5 s after the
+    first has gone), and each is found again driving north after the turn, the second 4.5 s after the first. Each
+    departure joins its own car's way on: the second car's end could reach the first car's start too, but then the
+    first car would be left without one."""
+    m = CAR / 4.5
+    first, north_1 = _sets_off_and_turns_left(60)
+    x_wait = first[30][0] - 7 * m  # behind the first car at the stop line
+    second = {f: (x - 7 * m, y) for f, (x, y) in first.items() if f < 30}  # it arrived right behind
+    second |= {f: (x_wait, 400.0) for f in range(30, 100)}
+    second |= {f: (x_wait + 2.5 * m / FPS * (f - 99), 400.0) for f in range(100, 115)}
+    north_2 = {f + 45: p for f, p in north_1.items()}
+    results = _results(300, {1: first, 2: north_1, 3: second, 4: north_2})
+    report = link_results(results, W, H)
+    assert report.links == 2
+    ids = _ids_by_frame(results)
+    assert ids[160] == {1} and ids[210] == {3}
+
+
 def test_a_piece_of_a_few_boxes_with_a_wrong_heading_does_not_cut_a_vehicle_in_two():
     """A car lost in its turn is seen for three frames whose boxes give a heading 25 degrees off (a turning car's
     box jitters), lost again, then found for good. The first piece cannot reach the three-frame piece as measured;
