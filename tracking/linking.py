@@ -343,8 +343,8 @@ def _or_departure(
     ``linking.departure_max_mps``) the cost of a departure hidden in the gap, if one fits."""
     if np.isfinite(cost) or arrival is None:
         return cost
-    turn = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
-    return turn if turn <= cfg.max_cost else cost
+    departure = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
+    return departure if departure <= cfg.max_cost else cost
 
 
 def _departure_cost(
