@@ -306,8 +306,7 @@ def link_cost(
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
-            cost = _or_hidden_turn(best, end_p, end_v, start_p, start_v, gap_s, cfg)
-            return _or_departure(cost, end_p, end_arrival, start_p, start_v, gap_s, cfg)
+            return _or_unseen(best, end_p, end_v, end_arrival, start_p, start_v, gap_s, cfg)
     heading = end_v / sa if sa >= MOVING_MPS else start_v / sb if sb >= MOVING_MPS else None
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
@@ -324,27 +323,16 @@ def link_cost(
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
-    cost = _or_hidden_turn(
-        min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)), end_p, end_v, start_p, start_v, gap_s, cfg
+    return _or_unseen(
+        min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)),
+        end_p,
+        end_v,
+        end_arrival,
+        start_p,
+        start_v,
+        gap_s,
+        cfg,
     )
-    return _or_departure(cost, end_p, end_arrival, start_p, start_v, gap_s, cfg)
-
-
-def _or_departure(
-    cost: float,
-    end_p: np.ndarray,
-    arrival: np.ndarray | None,
-    start_p: np.ndarray,
-    start_v: np.ndarray,
-    gap_s: float,
-    cfg: LinkingConfig,
-) -> float:
-    """``cost``, or where nothing else explains the link (``inf``) and the end was slow (``arrival``: the way it came,
-    ``linking.departure_max_mps``) the cost of a departure hidden in the gap, if one fits."""
-    if np.isfinite(cost) or arrival is None:
-        return cost
-    departure = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
-    return departure if departure <= cfg.max_cost else cost
 
 
 def _departure_cost(
@@ -383,20 +371,25 @@ def _departure_cost(
     return unexplained + PATH_PENALTY_M + DEPART_WAIT_COST * max(0.0, gap_s - drive_s) + 0.02 * path
 
 
-def _or_hidden_turn(
+def _or_unseen(
     cost: float,
     end_p: np.ndarray,
     end_v: np.ndarray,
+    arrival: np.ndarray | None,
     start_p: np.ndarray,
     start_v: np.ndarray,
     gap_s: float,
     cfg: LinkingConfig,
 ) -> float:
-    """``cost``, or where nothing else explains the link (``inf``) the cost of a turn hidden in the gap, if one fits."""
-    if np.isfinite(cost) or not cfg.hidden_turns:
+    """``cost``, or where nothing else explains the link (``inf``) the cost of what the gap may have hidden, if it
+    fits within ``max_cost``: a turn (``linking.hidden_turns``), else, from a slow end (``arrival``: the way it came,
+    ``linking.departure_max_mps``), a departure."""
+    if np.isfinite(cost):
         return cost
-    turn = _turn_cost(end_p, end_v, start_p, start_v, gap_s, cfg)
-    return turn if turn <= cfg.max_cost else cost
+    unseen = _turn_cost(end_p, end_v, start_p, start_v, gap_s, cfg) if cfg.hidden_turns else np.inf
+    if unseen > cfg.max_cost and arrival is not None:
+        unseen = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
+    return unseen if unseen <= cfg.max_cost else cost
 
 
 def _turn_cost(
