@@ -18,7 +18,9 @@ gap it hardly moved over (``min_gap_speed_share``): that start is the next vehic
 place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones).
 Where either end is slow (a queue), the boxes' sizes at the link must agree (``linking.max_size_ratio``): the
 detector now and then boxes two waiting cars as one, and that box is neither car. Over a gap longer than
-``max_moving_gap_s``, two slow ends at one place are a vehicle that stood there (``linking.stood_m``).
+``max_moving_gap_s``, two slow ends at one place are a vehicle that stood there (``linking.stood_m``), and two
+pieces of a truck or a bus (far longer than the vehicles around them, of one size) may be one that drove on unseen
+(``linking.large_lengths``): the detector loses those for longer, and few vehicles look like them.
 Pieces that end at the frame's edge moving left the view and pieces that start there moving entered it: neither is
 linked there. Standing there, they are a queue reaching beyond the view's edge (its boxes cut by the edge), and are
 linked like any standing piece. Over gaps longer than a turn's arc reaches, a start may also lie on a way the
@@ -71,7 +73,13 @@ class LinkingConfig(StageConfig):
         "that vehicle (it is still linked: its id follows the better match, which costs nothing where it is wrong)",
     )
     overlap_s: float = Field(
-        0.5, ge=0, description="pieces overlapping this long may still be one vehicle (a re-start)"
+        10.0,
+        ge=0,
+        description="pieces overlapping in time up to this long may still be one vehicle: where their boxes coincide "
+        "on the frames both report (centres within half a vehicle length at the median, never a whole one apart), the "
+        "tracker started a second track on a vehicle it still followed (a truck boxed whole and in part, a re-start "
+        "beside a drifting prediction; on the rendered roundabout such pairs overlapped 0.2-7 s). Up to 0.5 s (the "
+        "previous default) also a re-start at the end's place (the end and the start half a length apart)",
     )
     turn_gap_s: float = Field(2.0, ge=0, description="gaps up to this long may hide a turn (heading change <= 120 deg)")
     fill_moving_s: float = Field(
@@ -157,6 +165,15 @@ class LinkingConfig(StageConfig):
         "detector's box of it jitters from frame to frame; positions, speeds and studies are unchanged. Boxes cut "
         "by the frame's edge keep theirs. Part of the whole-flight step: not with enabled false. 0: boxes as detected",
     )
+    large_lengths: float = Field(
+        1.5,
+        ge=0,
+        description="a piece whose box is at least this many times as long as the median of the pieces in its rows "
+        "is a large vehicle (a truck, a bus): two large pieces whose sizes agree (within SIZE_FREE_RATIO) may be "
+        "joined over gaps up to max_gap_s though they move (max_moving_gap_s holds for the rest): few of the flight's "
+        "vehicles look like it, where a car found again 12 s later is more often another car. The detector loses "
+        "trucks and buses for longer than cars (on the rendered roundabout it boxes a fifth of the trucks). 0: none",
+    )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 
@@ -176,6 +193,8 @@ SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector 
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 DEPART_ACCEL = 2.0  # m/s^2: a car setting off from a stop line (~0-50 km/h in 7 s)
 DEPART_WAIT_COST = 0.1  # per second a departure link leaves unexplained (the vehicle waited unseen)
+RESTART_OVERLAP_S = 0.5  # pieces overlapping less than this may be a re-start at the end's place (end to start)
+LARGE_ROWS_LENGTHS = 3.0  # a piece is large against the pieces within this many median box lengths of its rows
 
 
 @dataclass
@@ -469,6 +488,29 @@ def _flow_paths(
     return [w for w in [stream, *ways] if len(w) > 1]
 
 
+def _large(pieces: list[Piece], lengths: float) -> np.ndarray:
+    """Which pieces are large vehicles: at least ``lengths`` times the median box length of the pieces whose rows lie
+    within ``LARGE_ROWS_LENGTHS`` median lengths of theirs (an oblique view's far rows show every vehicle smaller)."""
+    if lengths <= 0 or not pieces:
+        return np.zeros(len(pieces), bool)
+    size = np.array([p.length_px for p in pieces])
+    row = np.array([float(np.median(p.xy[:, 1])) for p in pieces])
+    window = LARGE_ROWS_LENGTHS * float(np.median(size))
+    return np.array([size[k] >= lengths * np.median(size[np.abs(row - row[k]) <= window]) for k in range(len(pieces))])
+
+
+def _coinciding(a: Piece, b: Piece, m: float, length_m: float) -> float | None:
+    """Two pieces that overlap in time, on the frames both report: the median distance of their centres (metres) where
+    they follow one vehicle (within half its length at the median, never a whole length apart: two cars side by side
+    are a lane apart, a queue's cars a length), ``inf`` where they do not; None without a common frame."""
+    common, ia, ib = np.intersect1d(a.frames, b.frames, return_indices=True)
+    if not len(common):
+        return None
+    d = np.hypot(*(a.xy[ia] - b.xy[ib]).T) * m
+    median = float(np.median(d))
+    return median if median <= 0.5 * length_m and float(d.max()) <= length_m else np.inf
+
+
 def _arrival(a: Piece) -> np.ndarray | None:
     """The direction a piece came from to where it ended: from the last place two of its lengths before its end."""
     d = np.hypot(*(a.xy - a.xy[-1]).T)
@@ -557,6 +599,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
     cost = np.full((n, n), np.inf)
+    large = _large(ok, cfg.large_lengths)
 
     def standing(state: tuple, m: float) -> bool:
         return float(np.hypot(*state[1])) * m < MOVING_MPS and state[3] * m < MOVING_MPS
@@ -601,8 +644,26 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                 size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
             m = 0.5 * (scale[i] + scale[j])
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
-            if gaps[j] > cfg.max_moving_gap_s and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m):
-                continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait
+            if (
+                gaps[j] > cfg.max_moving_gap_s
+                and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m)
+                and not (
+                    large[i]
+                    and large[j]
+                    and max(end_size[i], start_size[j]) <= SIZE_FREE_RATIO * min(end_size[i], start_size[j])
+                )
+            ):
+                continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait,
+                # or a truck or a bus that no other vehicle looks like
+            if gaps[j] <= 0:
+                # the frames both report decide (the end and the start may be seconds apart); where they do not
+                # coincide, an overlap of a few frames may still be a re-start at the end's place (link_cost)
+                both = _coinciding(a, b, m, cfg.vehicle_length_m)
+                if both is not None and np.isfinite(both):
+                    cost[i, j] = both + size_penalty
+                    continue
+                if gaps[j] <= -RESTART_OVERLAP_S:
+                    continue
             cost[i, j] = (
                 link_cost(
                     end_p * m,

@@ -67,6 +67,12 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking without departures: a slow end joined only on its line, an arc or a flow path (the previous default;
     # linking.departure_max_mps)
     "no-departures": {"linking.departure_max_mps": 0.0},
+    # linking without long gaps for trucks and buses: max_moving_gap_s for every vehicle (the previous default;
+    # linking.large_lengths)
+    "no-large-gaps": {"linking.large_lengths": 0.0},
+    # linking pieces that overlap in time only up to 0.5 s, judged by the end and the start (the previous default;
+    # linking.overlap_s: up to 10 s, judged on the frames both report)
+    "short-overlaps": {"linking.overlap_s": 0.5},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

@@ -134,6 +134,45 @@ def test_a_vehicle_hidden_while_driving_for_longer_than_max_moving_gap_is_not_jo
     assert link_results(_results(230, waiting), W, H).links == 1
 
 
+def test_a_truck_hidden_while_driving_for_longer_than_max_moving_gap_is_joined_where_a_car_is_not():
+    """A truck or a bus is lost for longer than a car (the detector boxes a fifth of the rendered roundabout's trucks),
+    and no other vehicle of the flight looks like it: two pieces 2.2 cars long, of one size, are joined across 15 s of
+    driving where two car-sized ones are not (``linking.large_lengths``). A later truck of another size is not it."""
+
+    def piece(tid: int, frames: range, x0: float, y: float, length: float) -> Piece:
+        n = len(frames)
+        t = np.array(frames) / FPS
+        xy = np.column_stack([x0 + 40.0 * (t - t[0]), np.full(n, y)])  # 40 px/s: on at that pace through the gap
+        return Piece(tid, np.array(frames), t, xy, length, lengths_px=np.full(n, length))
+
+    cars = [piece(10 + k, range(20 * k, 20 * k + 40), 100.0, 340.0, CAR) for k in range(6)]  # the other lane's cars
+    truck = [piece(1, range(0, 40), 100.0, 300.0, 2.2 * CAR), piece(2, range(190, 230), 860.0, 300.0, 2.2 * CAR)]
+    assert link_pieces(truck + cars)[2] == 1
+    assert link_pieces(truck + cars, LinkingConfig(large_lengths=0.0))[2] == 2
+    car = [piece(1, range(0, 40), 100.0, 300.0, CAR), piece(2, range(190, 230), 860.0, 300.0, CAR)]
+    assert link_pieces(car + cars)[2] == 2
+    other = [truck[0], piece(2, range(190, 230), 860.0, 300.0, 1.6 * 2.2 * CAR)]
+    assert link_pieces(other + cars)[2] == 2
+
+
+def test_a_second_track_on_a_vehicle_still_followed_is_joined_and_a_car_beside_or_behind_it_is_not():
+    """The tracker now and then starts a second track on a vehicle it still follows (a truck boxed whole and in part):
+    the two pieces overlap for seconds, their boxes coinciding on every frame both report, and are one vehicle with
+    one box a frame (``linking.overlap_s``). A car in the next lane (3.5 m beside it) or a length behind, driving
+    with it, is not."""
+    path = _drive(range(0, 200), 100, 300, 4.0)  # 4.5 m/s
+    first = {f: p for f, p in path.items() if f < 120}
+    second = {f: (x + 3.0, y + 2.0) for f, (x, y) in path.items() if f >= 80}  # 4 s of overlap, 0.4 m off
+    results = _results(200, {1: first, 2: second})
+    assert link_results(results, W, H).links == 1
+    assert all(ids == {1} for ids in _ids_by_frame(results).values())
+    assert all(len(r.tracks) == 1 for r in results)  # one box a frame where both reported it
+    assert link_results(_results(200, {1: first, 2: second}), W, H, LinkingConfig(overlap_s=0.5)).links == 0
+    for dx, dy in ((0.0, 3.5 / 0.1125), (-CAR - 5.0, 0.0)):  # the next lane; a length (and a gap) behind
+        other = {f: (x + dx, y + dy) for f, (x, y) in path.items() if f >= 80}
+        assert link_results(_results(200, {1: first, 2: other}), W, H).links == 0
+
+
 def test_a_car_creeping_in_a_queue_is_joined_across_a_long_wait_and_one_found_metres_on_is_not():
     """A piece that ends creeping (1.2 m/s: a queue closing up, or a short piece's jittery boxes) is not measured as
     standing, yet its next piece 20 s later starts where it was: it stood there (``linking.stood_m``). A start 6 m
