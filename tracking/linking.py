@@ -499,13 +499,13 @@ def _large(pieces: list[Piece], lengths: float) -> np.ndarray:
     return np.array([size[k] >= lengths * np.median(size[np.abs(row - row[k]) <= window]) for k in range(len(pieces))])
 
 
-def _coinciding(a: Piece, b: Piece, m: float, length_m: float) -> float | None:
+def _coinciding(a: Piece, b: Piece, m: float, length_m: float) -> float:
     """Two pieces that overlap in time, on the frames both report: the median distance of their centres (metres) where
     they follow one vehicle (within half its length at the median, never a whole length apart: two cars side by side
-    are a lane apart, a queue's cars a length), ``inf`` where they do not; None without a common frame."""
+    are a lane apart, a queue's cars a length), ``inf`` where they do not or share no frame."""
     common, ia, ib = np.intersect1d(a.frames, b.frames, return_indices=True)
     if not len(common):
-        return None
+        return np.inf
     d = np.hypot(*(a.xy[ia] - b.xy[ib]).T) * m
     median = float(np.median(d))
     return median if median <= 0.5 * length_m and float(d.max()) <= length_m else np.inf
@@ -637,8 +637,8 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
             if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
                 continue  # (a piece that starts moving at the frame's edge entered the view)
             size_penalty = 0.0
+            ratio = max(end_size[i], start_size[j]) / max(min(end_size[i], start_size[j]), 1.0)
             if slow_at(i, j) and not (a.touches_border_end or b.touches_border_start):  # an edge cuts a box short
-                ratio = max(end_size[i], start_size[j]) / max(min(end_size[i], start_size[j]), 1.0)
                 if ratio > cfg.max_size_ratio:
                     continue  # two cars boxed as one, a bus: not this vehicle
                 size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
@@ -647,11 +647,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
             if (
                 gaps[j] > cfg.max_moving_gap_s
                 and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m)
-                and not (
-                    large[i]
-                    and large[j]
-                    and max(end_size[i], start_size[j]) <= SIZE_FREE_RATIO * min(end_size[i], start_size[j])
-                )
+                and not (large[i] and large[j] and ratio <= SIZE_FREE_RATIO)
             ):
                 continue  # over a long gap a piece moving at an end is more often another vehicle: only a queue's wait,
                 # or a truck or a bus that no other vehicle looks like
@@ -659,7 +655,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                 # the frames both report decide (the end and the start may be seconds apart); where they do not
                 # coincide, an overlap of a few frames may still be a re-start at the end's place (link_cost)
                 both = _coinciding(a, b, m, cfg.vehicle_length_m)
-                if both is not None and np.isfinite(both):
+                if np.isfinite(both):
                     cost[i, j] = both + size_penalty
                     continue
                 if gaps[j] <= -RESTART_OVERLAP_S:
