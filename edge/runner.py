@@ -210,6 +210,7 @@ def _summary(
         "detector_scales": stats.get("detector_scales"),
         "looked_again": stats.get("looked_again"),  # turned crops of lost movers, boxes found (tracking/pipeline.py)
         "any_heading": stats.get("any_heading"),  # the any-heading detector: new boxes, kept at a predicted track
+        "standing_held": stats.get("standing_held"),  # boxes that carried a standing vehicle (standing_hold)
         "versions": {
             "python": platform.python_version(),
             "torch": torch.__version__,

@@ -168,6 +168,27 @@ class EgoCompensatedByteTrack(BYTETracker):
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         return xyxy, np.array([t.score for t in shadows], np.float32), np.array([t.cls for t in shadows], int)
 
+    def standing_candidates(
+        self, H_prev_to_cur: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The confirmed tracked tracks where the next ``step`` will predict them: boxes (xyxy), speeds (px per
+        frame), ids and classes, without changing any track (tracking/standing_hold.py picks the standing ones)."""
+        shadows = self._predicted_copies([t for t in self.tracked_stracks if t.is_activated], H_prev_to_cur)
+        xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
+        speed = np.array([np.hypot(*np.asarray(t.mean)[4:6]) for t in shadows], np.float32)
+        ids = np.array([t.track_id for t in shadows], int)
+        return xyxy, speed, ids, np.array([t.cls for t in shadows], int)
+
+    def track_motion(self) -> dict[int, tuple[float, float, float]]:
+        """Track id -> (velocity x, y, px per frame, the drone's motion taken out; box long side, px) of every track
+        kept (tracked or lost)."""
+        out = {}
+        for t in self.tracked_stracks + self.lost_stracks:
+            x1, y1, x2, y2 = t.xyxy
+            vx, vy = (float(v) for v in np.asarray(t.mean)[4:6])
+            out[int(t.track_id)] = (vx, vy, float(max(x2 - x1, y2 - y1)))
+        return out
+
     def lost_predicted(
         self, H_prev_to_cur: np.ndarray | None, max_lost_frames: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tracking.linking import LinkingConfig
+from tracking.standing_hold import StandingHoldConfig
 
 # The vision stages' own configs live next to them (vision/config.py); re-exported here, where the pipeline's
 # composed config is, so existing imports keep working.
@@ -28,6 +29,7 @@ __all__ = [
     "PipelineConfig",
     "RoadConfig",
     "SpeedConfig",
+    "StandingHoldConfig",
     "TrackerConfig",
 ]
 
@@ -129,6 +131,7 @@ class PipelineConfig(StageConfig):
     tracker: TrackerConfig = TrackerConfig()
     linking: LinkingConfig = LinkingConfig()
     look_again: LookAgainConfig = LookAgainConfig()
+    standing_hold: StandingHoldConfig = StandingHoldConfig()
     speed: SpeedConfig = SpeedConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     warm_up: bool = Field(

@@ -21,6 +21,7 @@ from tracking.config import PipelineConfig
 from tracking.frame_edge import FrameEdgeRule
 from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
+from tracking.standing_hold import StandingHold
 from tracking.types import FrameResult, ScaleSource, TrackState
 from vision.detection import Detector, VehicleDetector, resolve_device
 from vision.ego_motion import warp_boxes
@@ -163,6 +164,11 @@ class Pipeline:
         self._fed_by: deque[tuple[int, int]] = deque(maxlen=30)
         self.detector_frames = 0
         self.looked_again, self.found_again = 0, 0  # turned crops of lost movers, and boxes found in them
+        hold = cfg.standing_hold
+        # a standing vehicle the detector misses is carried by its appearance, by boxes in ByteTrack's low band
+        self.hold = (
+            StandingHold(hold, fps, cfg.tracker.track_low_thresh + 0.05) if hold.enabled and not cfg.baseline else None
+        )
         self._prev_grey: np.ndarray | None = None  # last frame's flow image: new tracks get their velocity from it
         self.timings: defaultdict[str, float] = defaultdict(float)  # stage -> ms
         self.frames = 0
@@ -360,6 +366,9 @@ class Pipeline:
         if len(self._unboxed_movers):  # only set on detector frames with any_heading.movers (_missed_movers)
             dets = Detections.concat([dets, self._any_heading_movers(img, dets, H)])
             self._unboxed_movers = _NO_BOXES
+        if detect and self.hold is not None:
+            xyxy, speed, ids, cls = self.tracker.standing_candidates(H)
+            dets = Detections.concat([dets, self.hold.boxes(img, self.frames, xyxy, speed, ids, cls, dets)])
         if not detect:  # the tracks no blob feeds move on by prediction, as on a coasted frame
             xyxy, score, cls = self.tracker.predicted(H)
             carried = np.minimum(score, self.config.tracker.track_low_thresh + 0.05)  # never starts a track
@@ -373,6 +382,8 @@ class Pipeline:
         rows = self.tracker.step(dets, H, None if detect else self._detector_step)
         if detect:
             self._detector_step = self.tracker.frame_id
+            if self.hold is not None:
+                self.hold.remember(img, self.frames, rows, dets, self.tracker.track_motion())
         idx = rows[:, 7].astype(int)
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
         self._fed_by.append((int(_by_detector(src).sum()), int((src == DetectionSource.MOTION).sum())))
@@ -853,6 +864,7 @@ class Pipeline:
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
             "looked_again": {"crops": self.looked_again, "found": self.found_again},
+            "standing_held": self.hold.held if self.hold is not None else 0,  # boxes that carried a standing track
             # the any-heading detector's crops, its boxes the shipped one had no box for, those kept at a predicted track
             "any_heading": {
                 "crops": getattr(self.detector, "any_heading_crops", 0),

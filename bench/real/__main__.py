@@ -73,6 +73,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # linking pieces that overlap in time only up to 0.5 s, judged by the end and the start (the previous default;
     # linking.overlap_s: up to 10 s, judged on the frames both report)
     "short-overlaps": {"linking.overlap_s": 0.5},
+    # a standing vehicle the detector misses is not carried by its appearance (the previous default;
+    # tracking/standing_hold.py)
+    "no-standing-hold": {"standing_hold.enabled": False},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

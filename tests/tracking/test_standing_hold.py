@@ -1,0 +1,103 @@
+"""A vehicle that drove up and stands (a car at a red light) is carried by its appearance while the detector misses
+it (tracking/standing_hold.py): one track, reported on every frame, from arrival to departure. It ends where the
+vehicle is gone, and a vehicle never seen moving (parked, or clutter) is not carried."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from tests.tracking.test_pipeline_lost_gaps import MissingDetector
+from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
+from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig, StandingHoldConfig
+from tracking.pipeline import Pipeline
+from tracking.standing_hold import StandingHold
+from tracking.track_starts import from_first_frame
+from vision.config import DetectorConfig, MotionConfig
+from vision.types import Detections, DetectionSource, Frame
+
+ARRIVES, DEPARTS, FRAMES = 25, 125, 150  # drives up to frame 25, stands until 125, drives on
+MISSED = set(range(50, DEPARTS))  # the detector boxes it while it drives and its first second standing, then not
+
+
+def _vehicle_x(i: int, parked: bool = False) -> float:
+    if parked:
+        return 200.0
+    return 100 + 4.0 * min(i, ARRIVES) + 4.0 * max(0, i - DEPARTS)
+
+
+def _image(ground: np.ndarray, i: int, parked: bool = False, gone_from: int | None = None) -> np.ndarray:
+    img = ground.copy()
+    if gone_from is not None and i >= gone_from:
+        return img
+    x = int(round(_vehicle_x(i, parked)))
+    cv2.rectangle(img, (x, 250), (x + 29, 263), (255, 255, 255), -1)  # a white car, 30 x 14 px ...
+    cv2.rectangle(img, (x + 8, 253), (x + 13, 260), (40, 40, 40), -1)  # ... with a dark windscreen
+    cv2.rectangle(img, (x + 20, 253), (x + 23, 260), (90, 90, 90), -1)  # ... and rear window
+    return img
+
+
+def _run(hold: bool, parked: bool = False, gone_from: int | None = None) -> list[list]:
+    config = PipelineConfig(
+        device="cpu",
+        road=RoadConfig(enabled=False),
+        motion=MotionConfig(enabled=False),  # nothing but the detector (and the hold) finds the vehicle
+        detector=DetectorConfig(every_n_frames=1),
+        standing_hold=StandingHoldConfig(enabled=hold),
+        calibration=CalibrationConfig(metres_per_pixel=0.2),
+    )
+    p = Pipeline(config, detector=MissingDetector(MISSED))
+    p.reset(W, H, FPS, recorded=True)
+    ground = _ground()
+    results = (p.step(Frame(i, i / FPS, _image(ground, i, parked, gone_from))) for i in range(FRAMES))
+    return [r.tracks for r in from_first_frame(results, p.report_lookback_frames())]
+
+
+def test_a_vehicle_waiting_unboxed_is_one_track_on_every_frame_from_arrival_to_departure():
+    tracks = _run(hold=True)
+    assert len({tr.track_id for frame in tracks for tr in frame}) == 1
+    for i in range(3, FRAMES):
+        assert len(tracks[i]) == 1, i
+        assert abs(tracks[i][0].center[0] - (_vehicle_x(i) + 15)) < 3, (i, tracks[i][0].center)
+
+
+def test_without_the_hold_it_is_lost_while_it_waits_and_comes_back_as_another_track():
+    tracks = _run(hold=False)
+    assert not any(tracks[i] for i in range(60, DEPARTS))
+    assert len({tr.track_id for frame in tracks for tr in frame}) == 2
+
+
+def test_the_hold_ends_where_the_vehicle_is_gone():
+    tracks = _run(hold=True, gone_from=90)
+    assert all(len(tracks[i]) == 1 for i in range(60, 90))
+    assert not any(tracks[i] for i in range(91, DEPARTS))
+
+
+def test_a_vehicle_never_seen_moving_is_not_carried():
+    tracks = _run(hold=True, parked=True)
+    assert all(len(tracks[i]) == 1 for i in range(3, 50))
+    assert not any(tracks[i] for i in range(60, DEPARTS))
+
+
+def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
+    """Two queued cars the detector once boxed as one: where it now boxes one of them inside that box, the box is not
+    one vehicle, and its track is not carried."""
+    img = _image(_ground(), ARRIVES)
+    hold = StandingHold(StandingHoldConfig(), FPS, 0.15)
+    box = np.array([[195, 245, 235, 268]], np.float32)  # the car and some road around it
+    mine = Detections(box.copy(), np.array([0.9], np.float32), np.zeros(1, np.int32))
+    rows = np.array([[*box[0], 7, 0.9, 0, 0]], np.float32)
+    for frame in range(0, 18, 3):  # seen driving: 3 px a frame (48 px in all), 40 px long
+        hold.remember(img, frame, rows, mine, {7: (3.0, 0.0, 40.0)})
+    standing: dict[str, np.ndarray] = dict(xyxy=box, speed_px=np.zeros(1), ids=np.array([7]), cls=np.zeros(1, int))
+    held = hold.boxes(img, 20, dets=Detections(), **standing)
+    assert len(held) == 1 and held.source[0] == DetectionSource.PREDICTED and held.score[0] == np.float32(0.15)
+    assert np.allclose(held.xyxy, box, atol=1)
+    inner = Detections(np.array([[200, 250, 215, 264]], np.float32), np.array([0.5], np.float32), np.zeros(1, np.int32))
+    assert len(hold.boxes(img, 20, dets=inner, **standing)) == 0
+    weak = Detections(np.array([[197, 246, 236, 266]], np.float32), np.array([0.25], np.float32), np.zeros(1, np.int32))
+    assert len(hold.boxes(img, 20, dets=weak, **standing)) == 1  # ByteTrack would not match it: held too
+    sure = Detections(weak.xyxy.copy(), np.array([0.8], np.float32), np.zeros(1, np.int32))
+    assert len(hold.boxes(img, 20, dets=sure, **standing)) == 0  # ByteTrack matches it
+    moving = dict(standing, speed_px=np.array([3.0]))
+    assert len(hold.boxes(img, 20, dets=Detections(), **moving)) == 0  # a moving track: ByteTrack predicts it

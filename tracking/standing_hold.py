@@ -1,0 +1,205 @@
+"""Standing vehicles held by their appearance while the detector misses them.
+
+A car waiting at a red light is where a junction study's queues are, and the detector does not always box it: on the
+rendered oblique intersection, cars it boxed while they drove up went unboxed for 30-60 s while they waited (a dark
+car on dark asphalt at the stop line, scored 0.03), so ByteTrack lost them after its two-second buffer and the
+vehicle came back as a second track when it drove off, often too far on for the linking to join (docs/study.md).
+A vehicle that stands looks the same from frame to frame, whatever the detector makes of it: where a confirmed track
+that drove there now stands and no detector box covers it, the patch its last detector box showed is looked for
+around where the track stands (normalised cross-correlation, OpenCV ``matchTemplate``); where it is still there, a
+low-score box there carries the track (ByteTrack's second association, which never starts a track). When the vehicle
+drives off, or another takes its place, the patch no longer matches and the track is lost as before.
+
+Only tracks seen moving hold (a vehicle that arrived and stopped): a parked car the detector flickers on, or clutter
+it took for a vehicle, is never carried by this. Templates come from detector boxes only, never from a held box, so
+a hold cannot drift off its vehicle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from pydantic import Field
+
+from vision.config_base import StageConfig
+from vision.types import Detections, DetectionSource
+
+
+class StandingHoldConfig(StageConfig):
+    enabled: bool = Field(
+        True,
+        description="carry a standing vehicle's track by its appearance where the detector misses it (a car waiting "
+        "at a red light; tracking/standing_hold.py); tracks that never moved are not carried",
+    )
+    min_similarity: float = Field(
+        0.8,
+        ge=-1,
+        le=1,
+        description="normalised cross-correlation of the patch now against the vehicle's last detector box from "
+        "which it still stands there",
+    )
+    standing_lengths_s: float = Field(
+        0.5,
+        ge=0,
+        description="a track slower than this (its box lengths a second) stands or creeps (a queue moving up): the "
+        "patch is looked for around it",
+    )
+    moved_lengths: float = Field(
+        0.5,
+        ge=0,
+        description="a track that has travelled at least this many of its box lengths since it started (its "
+        "velocity summed over the frames, the drone's motion taken out) drove there: a parked car's or clutter's box "
+        "jitters in place",
+    )
+    search_lengths: float = Field(
+        0.25, ge=0, description="the patch is looked for this share of the box's long side around the track"
+    )
+    max_hold_s: float = Field(
+        120.0, gt=0, description="longest a track is carried without a detector box (a long red light)"
+    )
+
+
+INSIDE_SHARE = 0.7  # a box this much inside a track's ...
+SMALLER_SHARE = 0.6  # ... and at most this share of its area is another vehicle within it
+SURE_MATCH = 0.3  # a box whose IoU x score with a track reaches this, ByteTrack matches to it (it needs 0.2)
+TEMPLATE_PX = 24  # patches are compared at most this long (a car's shape shows; ~1 ms for a hundred tracks)
+
+
+@dataclass
+class _Template:
+    patch: np.ndarray  # grey, the last detector box's pixels, at most TEMPLATE_PX long
+    size: tuple[int, int]  # that box's width and height, frame pixels
+    frame: int  # the pipeline frame it was taken on
+
+    @property
+    def factor(self) -> float:
+        """Patch pixels per frame pixel."""
+        return self.patch.shape[1] / self.size[0]
+
+
+def _grey(img: np.ndarray, x0: int, y0: int, x1: int, y1: int, factor: float = 1.0) -> np.ndarray:
+    crop = img[y0:y1, x0:x1]
+    grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY) if crop.ndim == 3 else crop
+    if factor >= 1.0:
+        return grey
+    size = (max(1, round(grey.shape[1] * factor)), max(1, round(grey.shape[0] * factor)))
+    return cv2.resize(grey, size, interpolation=cv2.INTER_AREA)
+
+
+def _areas(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intersections (len(a) x len(b)) and the two sets' areas."""
+    ix = (np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])).clip(0)
+    iy = (np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])).clip(0)
+    area_a = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
+    area_b = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))[None, :]
+    return ix * iy, area_a, area_b
+
+
+class StandingHold:
+    """Per stream: each track's last detector patch, and the held boxes of a detector frame."""
+
+    def __init__(self, config: StandingHoldConfig, fps: float, score: float):
+        self.config = config
+        self.fps = max(fps, 1e-6)
+        self.score = score  # the held boxes' score: in ByteTrack's low band, never starting a track
+        self._templates: dict[int, _Template] = {}
+        self._travel: dict[int, np.ndarray] = {}  # track id -> its displacement since it started (px)
+        self._moved: set[int] = set()  # tracks that have travelled moved_lengths
+        self._last_frame: int | None = None
+        self.held = 0  # boxes given, for the run's stats
+
+    def boxes(
+        self,
+        img: np.ndarray,
+        frame: int,
+        xyxy: np.ndarray,
+        speed_px: np.ndarray,
+        ids: np.ndarray,
+        cls: np.ndarray,
+        dets: Detections,
+    ) -> Detections:
+        """Held boxes for this frame: of the confirmed tracks predicted at ``xyxy`` (``speed_px`` px per frame), those
+        standing, that drove there, that no box of ``dets`` surely feeds or shows to be two vehicles, where their
+        last detector patch is still there."""
+        cfg = self.config
+        if not len(ids):
+            return Detections()
+        length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]).clip(1.0)
+        candidates = speed_px * self.fps < cfg.standing_lengths_s * length
+        if len(dets):
+            inter, area_d, area_t = _areas(dets.xyxy, xyxy)
+            # a confident box on the track: ByteTrack matches it first. A weak one (0.25 at IoU 0.6 on a waiting
+            # truck) fails its score-weighted match, and would start a second track as the first is lost: held too
+            iou = inter / np.maximum(area_d + area_t - inter, 1e-6)
+            sure = (iou * dets.score[:, None] >= SURE_MATCH).any(0)
+            # a box (mostly) inside the track's and much smaller: another vehicle in it, so the track's box is not one
+            # vehicle (two queued cars the detector once boxed as one)
+            merged = ((inter >= INSIDE_SHARE * area_d) & (area_d <= SMALLER_SHARE * area_t)).any(0)
+            candidates &= ~sure & ~merged
+        h, w = img.shape[:2]
+        out, out_cls = [], []
+        for k in np.flatnonzero(candidates):
+            tpl = self._templates.get(int(ids[k]))
+            if tpl is None or int(ids[k]) not in self._moved or (frame - tpl.frame) / self.fps > cfg.max_hold_s:
+                continue
+            tw, th = tpl.size
+            pad = int(np.ceil(cfg.search_lengths * length[k]))
+            cx, cy = 0.5 * (xyxy[k, 0] + xyxy[k, 2]), 0.5 * (xyxy[k, 1] + xyxy[k, 3])
+            x0, y0 = int(round(cx - tw / 2)) - pad, int(round(cy - th / 2)) - pad
+            x1, y1 = x0 + tw + 2 * pad, y0 + th + 2 * pad
+            if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+                continue  # at the frame's edge the vehicle may be leaving the view
+            window = _grey(img, x0, y0, x1, y1, tpl.factor)
+            if window.shape[0] < tpl.patch.shape[0] or window.shape[1] < tpl.patch.shape[1]:
+                continue
+            _, best, _, (dx, dy) = cv2.minMaxLoc(cv2.matchTemplate(window, tpl.patch, cv2.TM_CCOEFF_NORMED))
+            if best >= cfg.min_similarity:
+                bx, by = x0 + dx / tpl.factor, y0 + dy / tpl.factor
+                out.append([bx, by, bx + tw, by + th])
+                out_cls.append(int(cls[k]))
+        self.held += len(out)
+        n = len(out)
+        return Detections(
+            np.array(out, np.float32).reshape(-1, 4),
+            np.full(n, self.score, np.float32),
+            np.array(out_cls, np.int32),
+            np.full(n, DetectionSource.PREDICTED, np.int8),
+            np.zeros(n, bool),
+        )
+
+    def remember(
+        self,
+        img: np.ndarray,
+        frame: int,
+        rows: np.ndarray,
+        dets: Detections,
+        motion: dict[int, tuple[float, float, float]],
+    ) -> None:
+        """Take each track's patch where a detector box fed it this frame (``rows`` as the tracker returns them;
+        ``motion``: track id -> (velocity x, y, px per frame; box long side, px) of every track the tracker keeps);
+        add up each track's travel; forget tracks the tracker no longer keeps."""
+        cfg = self.config
+        gap = 1 if self._last_frame is None else frame - self._last_frame
+        self._last_frame = frame
+        for tid, (vx, vy, length) in motion.items():
+            travel = self._travel.get(tid, np.zeros(2)) + gap * np.array([vx, vy])
+            self._travel[tid] = travel
+            if float(np.hypot(*travel)) >= cfg.moved_lengths * max(length, 1.0):
+                self._moved.add(tid)
+        h, w = img.shape[:2]
+        for row in rows:
+            tid, i = int(row[4]), int(row[7])
+            if not 0 <= i < len(dets) or dets.source[i] not in (DetectionSource.DETECTOR, DetectionSource.ANY_HEADING):
+                continue
+            x0, y0, x1, y1 = (int(round(float(v))) for v in dets.xyxy[i])
+            if x0 < 0 or y0 < 0 or x1 > w or y1 > h or x1 - x0 < 4 or y1 - y0 < 4:
+                self._templates.pop(tid, None)  # cut by the frame's edge: not the whole vehicle
+                continue
+            factor = min(1.0, TEMPLATE_PX / max(x1 - x0, y1 - y0))
+            self._templates[tid] = _Template(_grey(img, x0, y0, x1, y1, factor), (x1 - x0, y1 - y0), frame)
+        for store in (self._templates, self._travel):
+            for tid in [t for t in store if t not in motion]:
+                del store[tid]
+        self._moved &= set(motion)
