@@ -112,15 +112,15 @@ def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
 
 def pieces(results: list[FrameResult], width: int, height: int, border_frac: float) -> list[Piece]:
     """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path)."""
-    by_id: dict[int, list[tuple[int, float, np.ndarray, float, bool]]] = {}
+    by_id: dict[int, list[tuple[int, float, np.ndarray, float, tuple[float, float]]]] = {}
     last_to_first: dict[int, np.ndarray | None] = {}
     mx, my = border_frac * width, border_frac * height
     for r in results:
         for tr in r.tracks:
             x1, y1, x2, y2 = (float(v) for v in tr.xyxy)
-            border = x1 <= mx or y1 <= my or x2 >= width - mx or y2 >= height - my
+            edge = (float(x2 >= width - mx) - float(x1 <= mx), float(y2 >= height - my) - float(y1 <= my))
             by_id.setdefault(tr.track_id, []).append(
-                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), border)
+                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), edge)
             )
             last_to_first[tr.track_id] = r.to_first
     out = []
@@ -133,8 +133,8 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
                 np.array([p[1] for p in pts], np.float64),
                 np.array([p[2] for p in pts], np.float64).reshape(-1, 2),
                 float(np.median([p[3] for p in pts])),
-                touches_border_start=pts[0][4],
-                touches_border_end=pts[-1][4],
+                edge_start=pts[0][4],
+                edge_end=pts[-1][4],
                 end_from_first=None if to_first is None else np.linalg.inv(to_first),
                 lengths_px=np.array([p[3] for p in pts], np.float64),
             )

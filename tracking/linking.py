@@ -206,8 +206,10 @@ class Piece:
     t: np.ndarray  # (n,) seconds
     xy: np.ndarray  # (n, 2) first-frame pixels
     length_px: float  # median box long side
-    touches_border_start: bool = False
-    touches_border_end: bool = False
+    # the frame edges the first (last) box touches, as their outward direction in that frame's pixels (x: -1 left,
+    # +1 right; y: -1 top, +1 bottom; both at a corner); (0, 0): it touches none
+    edge_start: tuple[float, float] = (0.0, 0.0)
+    edge_end: tuple[float, float] = (0.0, 0.0)
     # first-frame pixels -> this piece's last frame's pixels (the inverse of its ``to_first`` there); None: the two
     # are the same (no ego-motion). Links are judged in the earlier piece's last frame: the chained ego-motion of a
     # long flight drifts (hundreds of pixels over five minutes of hovering), and only its part over the gap matters
@@ -221,6 +223,14 @@ class Piece:
             return self.length_px
         sel = self.t >= self.t[-1] - STATE_S if at_end else self.t <= self.t[0] + STATE_S
         return float(np.median(self.lengths_px[sel]))
+
+    @property
+    def touches_border_start(self) -> bool:
+        return self.edge_start != (0.0, 0.0)
+
+    @property
+    def touches_border_end(self) -> bool:
+        return self.edge_end != (0.0, 0.0)
 
 
 def _state(t: np.ndarray, xy: np.ndarray, at_end: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -511,6 +521,16 @@ def _coinciding(a: Piece, b: Piece, m: float, length_m: float) -> float:
     return median if median <= 0.5 * length_m and float(d.max()) <= length_m else np.inf
 
 
+def _crosses(edge: tuple[float, float], v: np.ndarray) -> int:
+    """Whether a box at the frame's ``edge`` (:attr:`Piece.edge_end`) moving at ``v`` (px/s, that frame) is leaving
+    the view through it (1), entering it (-1) or neither (0: no edge, or moving along it). A vehicle is often lost
+    at an edge it is not crossing: in an oblique view the near row's long boxes touch the bottom edge while cars
+    drive up into the view, and the detector loses them there as anywhere (on the oblique renders 3 of a vehicle's
+    pieces ended at the bottom edge 1-2 s before the next began a few metres on)."""
+    toward = float(np.asarray(edge, np.float64) @ v)
+    return 1 if toward > 0 else -1 if toward < 0 else 0
+
+
 def _arrival(a: Piece) -> np.ndarray | None:
     """The direction a piece came from to where it ended: from the last place two of its lengths before its end."""
     d = np.hypot(*(a.xy - a.xy[-1]).T)
@@ -570,8 +590,8 @@ def _joined(pieces: list[Piece], step: dict[int, int]) -> tuple[list[Piece], np.
                 t[order],
                 np.concatenate([p.xy for p in parts])[order],
                 float(np.median(np.concatenate([np.full(len(p.t), p.length_px) for p in parts]))),
-                touches_border_start=parts[0].touches_border_start,
-                touches_border_end=last.touches_border_end,
+                edge_start=parts[0].edge_start,
+                edge_end=last.edge_end,
                 end_from_first=last.end_from_first,
                 lengths_px=np.concatenate([_lengths(p) for p in parts])[order],
             )
@@ -620,10 +640,10 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
         return max(end_mps[i], start_mps[j]) < HEADING_MPS and d_m <= cfg.stood_m
 
     for i, a in enumerate(ok):
-        if a.touches_border_end and not standing(ends[i], scale[i]):  # it left the view
-            continue
         H = a.end_from_first  # every link from a is judged in a's last frame: only the ego-motion over the gap counts
         end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
+        if not standing(ends[i], scale[i]) and _crosses(a.edge_end, end_v) > 0:
+            continue  # it left the view (one at the edge moving into the view was lost there, as anywhere)
         paths = _flow_paths(samples, a, i, ends[i][1], scale[i], t1[i], cfg) if samples is not None else []
         paths = [np.array([_to_frame(H, q, np.zeros(2))[0] for q in way]) for way in paths]
         # a slow end may be a vehicle setting off unseen (linking.departure_max_mps): the way it came, for a departure
@@ -634,8 +654,11 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand.tolist():
             b = ok[j]
-            if j == i or b.t[0] <= a.t[0] or (b.touches_border_start and not standing(starts[j], scale[j])):
-                continue  # (a piece that starts moving at the frame's edge entered the view)
+            if j == i or b.t[0] <= a.t[0]:
+                continue
+            start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
+            if not standing(starts[j], scale[j]) and _crosses(b.edge_start, start_v) < 0:
+                continue  # it entered the view
             size_penalty = 0.0
             ratio = max(end_size[i], start_size[j]) / max(min(end_size[i], start_size[j]), 1.0)
             if slow_at(i, j) and not (a.touches_border_end or b.touches_border_start):  # an edge cuts a box short
@@ -643,7 +666,6 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                     continue  # two cars boxed as one, a bus: not this vehicle
                 size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
             m = 0.5 * (scale[i] + scale[j])
-            start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             if (
                 gaps[j] > cfg.max_moving_gap_s
                 and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m)

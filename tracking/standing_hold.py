@@ -7,8 +7,14 @@ vehicle came back as a second track when it drove off, often too far on for the 
 A vehicle that stands looks the same from frame to frame, whatever the detector makes of it: where a confirmed track
 that drove there now stands and no detector box covers it, the patch its last detector box showed is looked for
 around where the track stands (normalised cross-correlation, OpenCV ``matchTemplate``); where it is still there, a
-low-score box there carries the track (ByteTrack's second association, which never starts a track). When the vehicle
-drives off, or another takes its place, the patch no longer matches and the track is lost as before.
+low-score box there carries the track (ByteTrack's second association, which never starts a track). Where another
+vehicle takes its place, the patch no longer matches and the track is lost as before.
+
+A car the detector missed while it waited is often missed as it drives off too, and came back, if at all, as a
+second track metres on. With ``standing_hold.follow_moving`` (the default) a moving track is looked for the same way
+around where the tracker predicts it, a quarter of its length either side: the held car that sets off, and a moving
+one the detector boxes only now and then, are carried until the patch no longer matches (it turned, or has changed
+too much since its last detector box; in an oblique view it shrinks or grows as it drives).
 
 Only tracks seen moving hold (a vehicle that arrived and stopped): a parked car the detector flickers on, or clutter
 it took for a vehicle, is never carried by this. Templates come from detector boxes only, never from a held box, so
@@ -58,6 +64,12 @@ class StandingHoldConfig(StageConfig):
     )
     max_hold_s: float = Field(
         120.0, gt=0, description="longest a track is carried without a detector box (a long red light)"
+    )
+    follow_moving: bool = Field(
+        True,
+        description="carry a moving vehicle the same way: its last detector patch looked for around where the track "
+        "predicts it (a car that waited unboxed is often missed as it drives off too); let go where the patch no "
+        "longer matches (it turned, or looks too different from its last detector box)",
     )
 
 
@@ -127,7 +139,7 @@ class StandingHold:
         if not len(ids):
             return Detections()
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]).clip(1.0)
-        candidates = speed_px * self.fps < cfg.standing_lengths_s * length
+        candidates = (speed_px * self.fps < cfg.standing_lengths_s * length) | cfg.follow_moving
         if len(dets):
             inter, area_d, area_t = _areas(dets.xyxy, xyxy)
             # a confident box on the track: ByteTrack matches it first. A weak one (0.25 at IoU 0.6 on a waiting

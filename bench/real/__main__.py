@@ -76,6 +76,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a standing vehicle the detector misses is not carried by its appearance (the previous default;
     # tracking/standing_hold.py)
     "no-standing-hold": {"standing_hold.enabled": False},
+    # the hold carries standing vehicles only, not moving ones (the previous default; standing_hold.follow_moving)
+    "no-follow-moving": {"standing_hold.follow_moving": False},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

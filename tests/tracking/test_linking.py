@@ -372,6 +372,25 @@ def test_a_queue_reaching_beyond_the_frame_edge_stays_one_track_per_car():
     assert link_results(_results(200, {1: leaving, 2: entering}), W, H).links == 0
 
 
+def test_a_car_lost_at_a_frame_edge_it_is_not_crossing_is_joined():
+    """A box at the frame's edge means the vehicle left (or entered) the view only where it moves out through (in
+    from) that edge: a car driving up into the view from the bottom edge, lost while its box still touches the edge,
+    and one driving along the edge are joined to their next pieces like any other car lost for 1.5 s."""
+    into_view = {f: (200.0 + 5 * f, H - 2.0 - 1.0 * f) for f in range(0, 60)}  # up and right, 5.6 m/s
+    along_edge = {f: (100.0 + 6 * f, H - 4.0) for f in range(100, 160)}  # its box cut by the bottom edge throughout
+    results = _results(
+        200,
+        {
+            1: {f: p for f, p in into_view.items() if f < 8},  # ends at y=592: its box reaches 602 (the edge)
+            2: {f: p for f, p in into_view.items() if f >= 23},
+            3: {f: p for f, p in along_edge.items() if f < 120},
+            4: {f: p for f, p in along_edge.items() if f >= 135},
+        },
+    )
+    report = link_results(results, W, H)
+    assert report.links == 2 and _ids_by_frame(results)[40] == {1} and _ids_by_frame(results)[150] == {3}
+
+
 def test_links_are_judged_in_the_frames_not_in_a_drifted_first_frame():
     """Over a long flight the chained ego-motion (``to_first``) drifts: here it has come to double distances (and
     shift them 300 px) while the drone hovered. A car waits at one place, lost for 10 s; its box on the restart lies

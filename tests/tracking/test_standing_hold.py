@@ -37,16 +37,22 @@ def _image(ground: np.ndarray, i: int, parked: bool = False, gone_from: int | No
     return img
 
 
-def _run(hold: bool, parked: bool = False, gone_from: int | None = None) -> list[list]:
+def _run(
+    hold: bool,
+    parked: bool = False,
+    gone_from: int | None = None,
+    missed: set[int] = MISSED,
+    follow_moving: bool = True,
+) -> list[list]:
     config = PipelineConfig(
         device="cpu",
         road=RoadConfig(enabled=False),
         motion=MotionConfig(enabled=False),  # nothing but the detector (and the hold) finds the vehicle
         detector=DetectorConfig(every_n_frames=1),
-        standing_hold=StandingHoldConfig(enabled=hold),
+        standing_hold=StandingHoldConfig(enabled=hold, follow_moving=follow_moving),
         calibration=CalibrationConfig(metres_per_pixel=0.2),
     )
-    p = Pipeline(config, detector=MissingDetector(MISSED))
+    p = Pipeline(config, detector=MissingDetector(missed))
     p.reset(W, H, FPS, recorded=True)
     ground = _ground()
     results = (p.step(Frame(i, i / FPS, _image(ground, i, parked, gone_from))) for i in range(FRAMES))
@@ -65,6 +71,19 @@ def test_without_the_hold_it_is_lost_while_it_waits_and_comes_back_as_another_tr
     tracks = _run(hold=False)
     assert not any(tracks[i] for i in range(60, DEPARTS))
     assert len({tr.track_id for frame in tracks for tr in frame}) == 2
+
+
+def test_a_held_vehicle_that_drives_off_unboxed_is_followed_by_its_appearance():
+    """A car the detector misses while it waits and as it drives off (a dark car at the stop line) stays one track,
+    on the car, to the end of the clip; without following moving vehicles it is let go as it sets off."""
+    unboxed = set(range(50, FRAMES))
+    tracks = _run(hold=True, missed=unboxed)
+    assert len({tr.track_id for frame in tracks for tr in frame}) == 1
+    for i in range(3, FRAMES):
+        assert len(tracks[i]) == 1, i
+        assert abs(tracks[i][0].center[0] - (_vehicle_x(i) + 15)) < 3, (i, tracks[i][0].center)
+    standing_only = _run(hold=True, missed=unboxed, follow_moving=False)
+    assert not any(standing_only[i] for i in range(DEPARTS + 10, FRAMES))
 
 
 def test_the_hold_ends_where_the_vehicle_is_gone():
@@ -100,4 +119,8 @@ def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     sure = Detections(weak.xyxy.copy(), np.array([0.8], np.float32), np.zeros(1, np.int32))
     assert len(hold.boxes(img, 20, dets=sure, **standing)) == 0  # ByteTrack matches it
     moving = dict(standing, speed_px=np.array([3.0]))
-    assert len(hold.boxes(img, 20, dets=Detections(), **moving)) == 0  # a moving track: ByteTrack predicts it
+    assert len(hold.boxes(img, 20, dets=Detections(), **moving)) == 1  # a moving vehicle is followed too ...
+    standing_only = StandingHold(StandingHoldConfig(follow_moving=False), FPS, 0.15)
+    for frame in range(0, 18, 3):
+        standing_only.remember(img, frame, rows, mine, {7: (3.0, 0.0, 40.0)})
+    assert len(standing_only.boxes(img, 20, dets=Detections(), **moving)) == 0  # ... unless asked not to
