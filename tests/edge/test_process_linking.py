@@ -12,7 +12,7 @@ import cv2
 from edge.runner import process_video
 from tests.tracking.test_pipeline_lost_gaps import MissingDetector
 from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
-from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig
+from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig, StandingHoldConfig
 from tracking.linking import LinkingConfig
 from tracking.pipeline import Pipeline
 from vision.config import DetectorConfig, MotionConfig
@@ -36,6 +36,9 @@ def _config(link: bool) -> PipelineConfig:
         detector=DetectorConfig(every_n_frames=1),
         calibration=CalibrationConfig(metres_per_pixel=0.2),
         linking=LinkingConfig(enabled=link),
+        # what is tested is the whole-flight linking's fill: the hold would carry the car by its appearance instead
+        # (tests/tracking/test_standing_hold.py)
+        standing_hold=StandingHoldConfig(enabled=False),
     )
 
 
