@@ -50,7 +50,7 @@ class StandingHoldConfig(StageConfig):
         0.5,
         ge=0,
         description="a track slower than this (its box lengths a second) stands or creeps (a queue moving up): the "
-        "patch is looked for around it",
+        "patch is looked for around it (with follow_moving, faster tracks too)",
     )
     moved_lengths: float = Field(
         0.5,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.tracking.test_pipeline_look_again import W, _cars, _diagonal_car_frames
 from tests.tracking.test_pipeline_motion_frames import _ground
-from tracking.config import LookAgainConfig, PipelineConfig, RoadConfig
+from tracking.config import LookAgainConfig, PipelineConfig, RoadConfig, StandingHoldConfig
 from tracking.pipeline import Pipeline
 from vision.detection import VehicleDetector
 from vision.types import Detections, DetectionSource, Frame
@@ -53,7 +53,14 @@ class ShippedAndAnyHeading:
 def _run(
     any_heading: bool, min_track_updates: int = 0, heading_speed: float = 0.5
 ) -> tuple[list[dict[int, tuple]], Pipeline]:
-    cfg = PipelineConfig(device="cpu", road=RoadConfig(enabled=False), look_again=LookAgainConfig(enabled=False))
+    # the other stages that carry a lost car on are off: the hold would follow this one by its appearance (seen on
+    # frame 69 without the any-heading detector; tests/tracking/test_standing_hold.py)
+    cfg = PipelineConfig(
+        device="cpu",
+        road=RoadConfig(enabled=False),
+        look_again=LookAgainConfig(enabled=False),
+        standing_hold=StandingHoldConfig(enabled=False),
+    )
     cfg.detector.any_heading.enabled = any_heading
     cfg.detector.any_heading.min_track_updates = min_track_updates
     cfg.detector.any_heading.heading_speed_lengths_s = heading_speed
