@@ -172,7 +172,7 @@ class EgoCompensatedByteTrack(BYTETracker):
         self, H_prev_to_cur: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The confirmed tracked tracks where the next ``step`` will predict them: boxes (xyxy), speeds (px per
-        frame), ids and classes, without changing any track (tracking/standing_hold.py picks the standing ones)."""
+        frame), ids and classes, without changing any track (tracking/standing_hold.py picks those it carries)."""
         shadows = self._predicted_copies([t for t in self.tracked_stracks if t.is_activated], H_prev_to_cur)
         xyxy = np.array([t.xyxy for t in shadows], np.float32).reshape(-1, 4)
         speed = np.array([np.hypot(*np.asarray(t.mean)[4:6]) for t in shadows], np.float32)

@@ -23,7 +23,7 @@ from tracking.scale import GroundScale
 from tracking.speed import SpeedEstimator
 from tracking.standing_hold import StandingHold
 from tracking.types import FrameResult, ScaleSource, TrackState
-from vision.detection import Detector, VehicleDetector, resolve_device
+from vision.detection import Detector, VehicleDetector, overlap_fraction, resolve_device
 from vision.ego_motion import warp_boxes
 from vision.gpu.backend import build_motion_stages
 from vision.motion import MotionField
@@ -467,14 +467,14 @@ class Pipeline:
                 H, max(1, round(cfg.max_lost_s * self.fps)), 0.0, cfg.mover_established_updates
             )
             if len(est) and len(blobs):
-                blobs = blobs[_overlap_fraction(blobs, est).max(1) <= 0.3]
+                blobs = blobs[overlap_fraction(blobs, est).max(1) <= 0.3]
         blobs = blobs[: cfg.max_crops]
         if not len(blobs):
             return Detections()
         found = detect_any_heading(img, blobs, dets)
         if not len(found):
             return found
-        found = found[_overlap_fraction(found.xyxy, blobs).max(1) >= cfg.mover_overlap]
+        found = found[overlap_fraction(found.xyxy, blobs).max(1) >= cfg.mover_overlap]
         found.moving[:] = True
         self.any_heading_movers += len(found)
         return found
@@ -494,7 +494,7 @@ class Pipeline:
         ok &= (boxes[:, 0] + boxes[:, 2] > 0) & (boxes[:, 0] + boxes[:, 2] < 2 * w)
         ok &= (boxes[:, 1] + boxes[:, 3] > 0) & (boxes[:, 1] + boxes[:, 3] < 2 * h)
         if len(dets):  # a detection already there: the track is matched as usual
-            ok &= _overlap_fraction(boxes, dets.xyxy).max(1) < 0.3
+            ok &= overlap_fraction(boxes, dets.xyxy).max(1) < 0.3
         take = np.flatnonzero(ok)[::-1][: cfg.max_crops]  # lost_stracks keeps the order they were lost in
         if not len(take):
             return Detections()
@@ -504,7 +504,7 @@ class Pipeline:
             lambda crops: detect_crops(crops, CROP_PX), img, centers, headings, length[take], cfg.min_score
         )
         if len(found) and len(dets):
-            found = found[_overlap_fraction(found.xyxy, dets.xyxy).max(1) < 0.5]
+            found = found[overlap_fraction(found.xyxy, dets.xyxy).max(1) < 0.5]
         self.looked_again += len(take)
         self.found_again += len(found)
         return found
@@ -645,7 +645,7 @@ class Pipeline:
         if not len(blobs):
             return Detections()
         if len(dets):
-            inside = _overlap_fraction(blobs, dets.xyxy).max(1) > 0.2
+            inside = overlap_fraction(blobs, dets.xyxy).max(1) > 0.2
             blobs = blobs[~inside]
         if not len(blobs):
             return Detections()
@@ -681,7 +681,7 @@ class Pipeline:
         in_detector_px = np.maximum(blobs[:, 2] - blobs[:, 0], blobs[:, 3] - blobs[:, 1]) * det_scale
         near_track = np.zeros(n, bool)
         if n and len(previous_tracks):
-            near_track = _overlap_fraction(blobs, previous_tracks).max(1) > 0.3
+            near_track = overlap_fraction(blobs, previous_tracks).max(1) > 0.3
         # On a motion frame (the detector skipped it) a blob is the only measurement of its vehicle: it feeds the track.
         extend_only = near_track & (in_detector_px >= mc.detector_blind_px) & detector_ran
         score = np.where(extend_only, mc.visible_blob_score, mc.blob_score).astype(np.float32)
@@ -864,7 +864,7 @@ class Pipeline:
             "detector_tiles": getattr(self.detector, "tiles_run", 0),
             "detector_frames": self.detector_frames if not self.config.baseline else self.frames,
             "looked_again": {"crops": self.looked_again, "found": self.found_again},
-            "standing_held": self.hold.held if self.hold is not None else 0,  # boxes that carried a standing track
+            "standing_held": self.hold.held if self.hold is not None else 0,  # boxes that carried a track (the hold)
             # the any-heading detector's crops, its boxes the shipped one had no box for, those kept at a predicted track
             "any_heading": {
                 "crops": getattr(self.detector, "any_heading_crops", 0),
@@ -884,14 +884,3 @@ def _by_detector(source: np.ndarray) -> np.ndarray:
 
 
 _NO_BOXES = np.zeros((0, 4), np.float32)
-
-
-def _overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Intersection area over the area of each box in ``a`` (len(a) x len(b))."""
-    ix1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    iy1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    ix2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    iy2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = (ix2 - ix1).clip(0) * (iy2 - iy1).clip(0)
-    area = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
-    return inter / np.maximum(area, 1e-6)

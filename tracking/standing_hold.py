@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from vision.config_base import StageConfig
+from vision.detection import overlap_fraction
 from vision.types import Detections, DetectionSource
 
 
@@ -37,7 +38,8 @@ class StandingHoldConfig(StageConfig):
     enabled: bool = Field(
         True,
         description="carry a standing vehicle's track by its appearance where the detector misses it (a car waiting "
-        "at a red light; tracking/standing_hold.py); tracks that never moved are not carried",
+        "at a red light; tracking/standing_hold.py; moving ones too with follow_moving); tracks that never moved are "
+        "not carried",
     )
     min_similarity: float = Field(
         0.8,
@@ -100,15 +102,6 @@ def _grey(img: np.ndarray, x0: int, y0: int, x1: int, y1: int, factor: float = 1
     return cv2.resize(grey, size, interpolation=cv2.INTER_AREA)
 
 
-def _areas(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Intersections (len(a) x len(b)) and the two sets' areas."""
-    ix = (np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])).clip(0)
-    iy = (np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])).clip(0)
-    area_a = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
-    area_b = ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))[None, :]
-    return ix * iy, area_a, area_b
-
-
 class StandingHold:
     """Per stream: each track's last detector patch, and the held boxes of a detector frame."""
 
@@ -133,15 +126,17 @@ class StandingHold:
         dets: Detections,
     ) -> Detections:
         """Held boxes for this frame: of the confirmed tracks predicted at ``xyxy`` (``speed_px`` px per frame), those
-        standing, that drove there, that no box of ``dets`` surely feeds or shows to be two vehicles, where their
-        last detector patch is still there."""
+        standing (any, with ``follow_moving``), that drove there, that no box of ``dets`` surely feeds or shows to be
+        two vehicles, where their last detector patch is still there."""
         cfg = self.config
         if not len(ids):
             return Detections()
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]).clip(1.0)
         candidates = (speed_px * self.fps < cfg.standing_lengths_s * length) | cfg.follow_moving
         if len(dets):
-            inter, area_d, area_t = _areas(dets.xyxy, xyxy)
+            area_d = ((dets.xyxy[:, 2] - dets.xyxy[:, 0]) * (dets.xyxy[:, 3] - dets.xyxy[:, 1]))[:, None]
+            area_t = ((xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1]))[None, :]
+            inter = overlap_fraction(dets.xyxy, xyxy) * np.maximum(area_d, 1e-6)
             # a confident box on the track: ByteTrack matches it first. A weak one (0.25 at IoU 0.6 on a waiting
             # truck) fails its score-weighted match, and would start a second track as the first is lost: held too
             iou = inter / np.maximum(area_d + area_t - inter, 1e-6)

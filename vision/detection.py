@@ -139,7 +139,7 @@ class VehicleDetector:
             self._sizes.append(np.zeros((0, 2), np.float32))
             return
         wh = d.wh
-        inside = _overlap_fraction_xyxy(d.xyxy, d.xyxy)
+        inside = overlap_fraction(d.xyxy, d.xyxy)
         np.fill_diagonal(inside, 0)
         area = wh[:, 0] * wh[:, 1]
         part = ((inside > 0.6) & (area[:, None] < area[None, :])).any(1)
@@ -591,8 +591,8 @@ def road_bounding_box(road_mask: np.ndarray, margin: int) -> tuple[int, int, int
     )
 
 
-def _overlap_fraction_xyxy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Intersection area over the area of each box in ``a`` (len(a) x len(b))."""
+def overlap_fraction(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection area over the area of each box in ``a`` (xyxy; len(a) x len(b))."""
     ix = (np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])).clip(0)
     iy = (np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])).clip(0)
     area = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None]
