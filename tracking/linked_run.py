@@ -41,6 +41,7 @@ class LinkReport:
     links: int = 0
     filled_boxes: int = 0
     held_boxes: int = 0
+    dropped_boxes: int = 0  # a tail that followed another vehicle before the vehicle was found again (tail_s)
     steadied_boxes: int = 0  # boxes given their track's median size (tracking/box_sizes.py)
     # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
     # last frame]; what a link audit against truth needs (tracking/evaluation/link_audit.py)
@@ -147,7 +148,8 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
     ps = pieces(results, width, height, cfg.border_frac)
-    mapping = link_pieces(ps, cfg)
+    tails: dict[int, tuple[float, float]] = {}
+    mapping = link_pieces(ps, cfg, tails)
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
     report.pieces = [
         [p.track_id, mapping.get(p.track_id, p.track_id), int(p.frames[0]), int(p.frames[-1])]
@@ -157,7 +159,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     report.links = report.tracks_before - report.tracks_after
     report.held_boxes = sum(len(r.tracks) for r in results)
     if report.links or cfg.fill_standing_lost:
-        _relabel_and_fill(results, mapping, ps, width, height, cfg, report)
+        _relabel_and_fill(results, mapping, ps, width, height, cfg, report, tails)
     report.steadied_boxes = steady_box_sizes(results, cfg.steady_box_s, width, height, cfg.border_frac)
     return report
 
@@ -170,14 +172,22 @@ def _relabel_and_fill(
     height: int,
     cfg: LinkingConfig,
     report: LinkReport,
+    tails: dict[int, tuple[float, float]] | None = None,
 ) -> None:
     span = {p.track_id: float(p.t[-1] - p.t[0]) for p in ps}  # each piece's duration (s)
+    # a tail that followed another vehicle (tracking/linking.py _tail_restart): the vehicle's boxes there are dropped
+    cuts: dict[int, list[tuple[float, float]]] = {}
+    for tid, span_s in (tails or {}).items():
+        cuts.setdefault(mapping.get(tid, tid), []).append(span_s)
     last_seen: dict[int, tuple[int, TrackState, int]] = {}  # linked id -> (position, box, piece id) so far
     for k, r in enumerate(results):
         # one box per vehicle and frame: where two overlapping pieces both report it, the later piece's box stays
         unique: dict[int, tuple[TrackState, int]] = {}
         for tr in r.tracks:
             new = mapping.get(tr.track_id, tr.track_id)
+            if any(a < r.frame.t < b for a, b in cuts.get(new, ())):
+                report.dropped_boxes += 1
+                continue
             unique[new] = (tr if new == tr.track_id else dataclasses.replace(tr, track_id=new), tr.track_id)
         r.tracks = [tr for tr, _ in unique.values()]
         for tr, piece in unique.values():

@@ -27,7 +27,11 @@ linked like any standing piece. Over gaps longer than a turn's arc reaches, a st
 flight's other vehicles drove on from the end (``linking.flow_paths``, tracking/flow_paths.py): half a roundabout on,
 or turned off after waiting at a stop line. A slow end (a car setting off from a queue, lost as it left) may also
 reach a start that only a departure explains: on the way it came, one turn, on along the start's heading, in the
-time a car takes from standstill (``linking.departure_max_mps``).
+time a car takes from standstill (``linking.departure_max_mps``). A piece's last seconds may not be its vehicle: a
+waiting car's track now and then takes the car driving off ahead of it (or a box of both) for it, follows that for a
+second and is lost, and the waiting car is found again where it stood. So a start standing where the previous piece
+stood within its last ``linking.tail_s`` seconds, and left from, is that vehicle, and the piece's boxes after it
+stood there are dropped (``_tail_restart``).
 
 Positions are the box centres in the first frame's pixels (``FrameResult.to_first``: the drone's own motion taken
 out), and each link is judged in the earlier piece's last frame (``Piece.end_from_first``: the chained ego-motion
@@ -144,6 +148,15 @@ class LinkingConfig(StageConfig):
         "are a vehicle that stood there (a creeping queue, a short piece's jittery boxes that measure 1-1.7 m/s), "
         "like two ends measured standing; one that kept moving would be metres on. 0: only ends measured standing",
     )
+    tail_s: float = Field(
+        2.0,
+        ge=0,
+        description="a piece's last seconds may follow another vehicle: where a car stands, the tracker now and then "
+        "takes the car driving off ahead of it, or a box of it and its neighbour, for it, follows that for a second "
+        "and loses it, and the car is found again where it stood. A piece starting standing where the previous "
+        "piece stood within its last tail_s seconds (and left from) is that vehicle; the previous piece's boxes after "
+        "that are dropped. 0: ends only",
+    )
     max_size_ratio: float = Field(
         1.6,
         ge=1,
@@ -193,6 +206,7 @@ SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector 
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 DEPART_ACCEL = 2.0  # m/s^2: a car setting off from a stop line (~0-50 km/h in 7 s)
 DEPART_WAIT_COST = 0.1  # per second a departure link leaves unexplained (the vehicle waited unseen)
+TAIL_GAP_S = 1.0  # a piece starting up to this long after the previous one's end may be found where its tail left
 RESTART_OVERLAP_S = 0.5  # pieces overlapping less than this may be a re-start at the end's place (end to start)
 LARGE_ROWS_LENGTHS = 3.0  # a piece is large against the pieces within this many median box lengths of its rows
 
@@ -521,6 +535,45 @@ def _coinciding(a: Piece, b: Piece, m: float, length_m: float) -> float:
     return median if median <= 0.5 * length_m and float(d.max()) <= length_m else np.inf
 
 
+def _cheaper(cost: np.ndarray, cut: np.ndarray, i: int, j: int, c: float) -> None:
+    """Link i -> j at cost ``c`` where that is cheaper than its tail link (which then cuts nothing)."""
+    if c < cost[i, j]:
+        cost[i, j], cut[i, j] = c, np.nan
+
+
+def _tail_restart(a: Piece, b: Piece, m: float, cfg: LinkingConfig) -> tuple[float, float]:
+    """Piece ``b`` starting standing where ``a`` stood within its last ``linking.tail_s`` (and left from: its tail
+    followed another vehicle): the distance (metres) and the time from which ``a``'s boxes are not its vehicle;
+    ``(inf, nan)`` where not."""
+    t0 = float(b.t[0])
+    if not len(a.t) or t0 < a.t[-1] - cfg.tail_s or t0 > a.t[-1] + TAIL_GAP_S:
+        return np.inf, np.nan
+    start = _state(b.t, b.xy, False)
+    if float(np.hypot(*start[1])) * m >= MOVING_MPS:
+        return np.inf, np.nan
+    near = cfg.stood_m / m  # px
+    tail = np.flatnonzero((a.t >= a.t[-1] - cfg.tail_s) & (a.t <= t0))
+    if not len(tail):
+        return np.inf, np.nan
+    d = np.hypot(*(a.xy[tail] - start[0]).T)
+    at = np.flatnonzero(d <= 0.5 * near)  # the tail's last box on the place (not one already leaving it)
+    if not len(at):
+        return np.inf, np.nan
+    k = int(tail[at[-1]])  # the last box of a where b starts
+    after = np.hypot(*(a.xy[k:] - a.xy[k]).T)
+    if float(after.max()) <= near:
+        return np.inf, np.nan  # a never left that place: its end is where b starts, for the other rules
+    # a stood there: its boxes over the second before hardly moved
+    before = (a.t >= a.t[k] - STATE_S) & (a.t <= a.t[k])
+    if float(np.hypot(*(a.xy[before] - a.xy[k]).T).max()) > near:
+        return np.inf, np.nan
+    sizes = _lengths(a)[before]
+    ratio = max(float(np.median(sizes)), b.size_at(False)) / max(min(float(np.median(sizes)), b.size_at(False)), 1.0)
+    if ratio > cfg.max_size_ratio:
+        return np.inf, np.nan
+    return float(d[at[-1]]) * m, float(a.t[k])
+
+
 def _crosses(edge: tuple[float, float], v: np.ndarray) -> int:
     """Whether a box at the frame's ``edge`` (:attr:`Piece.edge_end`) moving at ``v`` (px/s, that frame) is leaving
     the view through it (1), entering it (-1) or neither (0: no edge, or moving along it). A vehicle is often lost
@@ -538,7 +591,9 @@ def _arrival(a: Piece) -> np.ndarray | None:
     return None if not len(far) else a.xy[-1] - a.xy[far[-1]]
 
 
-def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[int, int]:
+def link_pieces(
+    pieces: list[Piece], cfg: LinkingConfig | None = None, tails: dict[int, tuple[float, float]] | None = None
+) -> dict[int, int]:
     """Track id -> the id of the first piece of its vehicle (every id, linked or not).
 
     In rounds (``linking.rounds``): the pieces a round joined are one piece in the next, whose ends are measured over
@@ -555,7 +610,7 @@ def link_pieces(pieces: list[Piece], cfg: LinkingConfig | None = None) -> dict[i
     owner = np.arange(len(current))  # the current piece each original piece (sample owner) is part of
     for _ in range(cfg.rounds):
         round_samples = None if samples is None else dataclasses.replace(samples, vehicle=owner[samples.owner])
-        step = _link_once(current, cfg, round_samples)
+        step = _link_once(current, cfg, round_samples, tails)
         if all(step[p.track_id] == p.track_id for p in current):
             break
         for tid in mapping:
@@ -603,8 +658,15 @@ def _lengths(p: Piece) -> np.ndarray:
     return p.lengths_px if p.lengths_px is not None else np.full(len(p.t), p.length_px)
 
 
-def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None) -> dict[int, int]:
-    """One round of :func:`link_pieces`: track id -> the id of the first piece of its chain."""
+def _link_once(
+    ok: list[Piece],
+    cfg: LinkingConfig,
+    samples: FlowSamples | None,
+    tails: dict[int, tuple[float, float]] | None = None,
+) -> dict[int, int]:
+    """One round of :func:`link_pieces`: track id -> the id of the first piece of its chain; ``tails`` gets, for
+    each piece linked by its tail (:func:`_tail_restart`), the times between which its boxes are not its vehicle (from
+    where the next piece found it standing to that piece's start)."""
     mapping = {p.track_id: p.track_id for p in ok}
     if len(ok) < 2:
         return mapping
@@ -619,6 +681,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
     t1 = np.array([p.t[-1] for p in ok])
     n = len(ok)
     cost = np.full((n, n), np.inf)
+    cut = np.full((n, n), np.nan)  # where a tail link is the cheaper: the time from which i's boxes are dropped
     large = _large(ok, cfg.large_lengths)
 
     def standing(state: tuple, m: float) -> bool:
@@ -656,6 +719,10 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
             b = ok[j]
             if j == i or b.t[0] <= a.t[0]:
                 continue
+            if cfg.tail_s > 0:
+                d_tail, t_cut = _tail_restart(a, b, 0.5 * (scale[i] + scale[j]), cfg)
+                if np.isfinite(d_tail):
+                    cost[i, j], cut[i, j] = d_tail, t_cut
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             if not standing(starts[j], scale[j]) and _crosses(b.edge_start, start_v) < 0:
                 continue  # it entered the view
@@ -678,11 +745,15 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                 # coincide, an overlap of a few frames may still be a re-start at the end's place (link_cost)
                 both = _coinciding(a, b, m, cfg.vehicle_length_m)
                 if np.isfinite(both):
-                    cost[i, j] = both + size_penalty
+                    _cheaper(cost, cut, i, j, both + size_penalty)
                     continue
                 if gaps[j] <= -RESTART_OVERLAP_S:
                     continue
-            cost[i, j] = (
+            _cheaper(
+                cost,
+                cut,
+                i,
+                j,
                 link_cost(
                     end_p * m,
                     end_v * m,
@@ -697,7 +768,7 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
                     [way * m for way in paths],
                     None if arrival is None else arrival * m,
                 )
-                + size_penalty
+                + size_penalty,
             )
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():
@@ -706,6 +777,10 @@ def _link_once(ok: list[Piece], cfg: LinkingConfig, samples: FlowSamples | None)
     sub = np.where(feasible[np.ix_(rows, cols)], cost[np.ix_(rows, cols)], 1e6)
     ri, ci = linear_sum_assignment(sub)
     successor = {int(rows[r]): int(cols[c]) for r, c in zip(ri, ci) if sub[r, c] < 1e6}
+    if tails is not None:
+        for i, j in successor.items():
+            if np.isfinite(cut[i, j]):
+                tails[ok[i].track_id] = (float(cut[i, j]), float(ok[j].t[0]))
     has_predecessor = set(successor.values())
     for head in range(n):
         if head in has_predecessor:

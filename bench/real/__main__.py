@@ -78,6 +78,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-standing-hold": {"standing_hold.enabled": False},
     # the hold carries standing vehicles only, not moving ones (the previous default; standing_hold.follow_moving)
     "no-follow-moving": {"standing_hold.follow_moving": False},
+    # linking judges a piece by its end only, not also where it stood within its last seconds (the previous default;
+    # linking.tail_s)
+    "no-tails": {"linking.tail_s": 0.0},
     # recorded runs do not look again for lost movers in turned crops (the previous default; look_again.*)
     "no-look-again": {"look_again.enabled": False},
     # recorded runs without the any-heading detector beside the shipped one (the previous default), and with it for

@@ -209,6 +209,30 @@ def test_a_box_of_two_queued_cars_is_not_taken_for_the_car_that_waits_there():
     assert len(set(unsized.values())) == 1  # sizes not compared: the box of two cars joins the chain
 
 
+def test_a_track_that_followed_the_car_ahead_off_for_a_second_is_cut_back_and_joined_where_the_car_waits():
+    """A car waiting behind another: as the one ahead drives off, the waiting car's track takes it for its car and
+    follows it 1.5 s before it is lost; the waiting car is found again where it stood. Its next piece is joined where
+    the track stood (``linking.tail_s``), and the boxes on the car ahead are dropped from it (the frames between
+    filled where it stood); the car ahead keeps its own track. Judged by its end alone, the piece was a car driving
+    away, and the waiting one's restart behind it was never joined."""
+    ahead = {f: (545.0, 300.0) for f in range(0, 80)} | {f: (545.0 + 8 * (f - 80), 300.0) for f in range(80, 130)}
+    waiting = {f: (500.0, 300.0) for f in range(0, 86)}
+    hijacked = {f: ahead[f] for f in range(86, 101)}  # on the car ahead, driving off, then lost
+    found_again = {f: (500.0, 300.3) for f in range(104, 160)} | {
+        f: (500 + 8 * (f - 160), 300.0) for f in range(160, 200)
+    }
+    paths = {1: waiting | hijacked, 3: found_again, 5: ahead}
+    results = _results(200, paths)
+    report = link_results(results, W, H)
+    boxes = {(r.frame.index, tr.track_id): tr.center[0] for r in results for tr in r.tracks}
+    assert report.dropped_boxes == 15
+    assert all(abs(boxes[(f, 1)] - 500.0) < 1 for f in range(0, 160)), "car 1 where it waits, on every frame"
+    assert all(abs(boxes[(f, 5)] - ahead[f][0]) < 1 for f in range(0, 130)), "the car ahead keeps its own track"
+    unlinked = _results(200, paths)
+    link_results(unlinked, W, H, LinkingConfig(tail_s=0.0))
+    assert any(tr.track_id == 3 for r in unlinked for tr in r.tracks)
+
+
 def test_a_moving_car_whose_box_grows_as_it_comes_out_from_under_a_tree_is_still_joined():
     """Sizes are compared only where an end is slow (a queue): a car driving out from under a tree is first boxed
     in part, and its box nearly doubles across the gap (the real nadir sequence M0703 has such a car)."""

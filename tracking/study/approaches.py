@@ -58,9 +58,47 @@ def end_direction(xy: np.ndarray, from_start: bool) -> np.ndarray | None:
 
 
 FLIGHT_EDGE_S = 0.5  # a track starting (ending) this close to the flight's start (end) did not enter (leave) there
+# A track starting later may not have entered either: the tracker confirms a car that waits, or one the detector
+# boxes now and then, seconds into the flight. It entered only where it could have driven from the edge of the view
+# to where it was first seen since the flight began: at its first speed, having slowed down at most this hard (a car
+# braking for a queue); the same backwards for a track's end
+BRAKING_MPS2 = 3.0
+FIRST_SPAN_S = 1.0  # a track's first (last) speed: its mean over this long
 
 
-def track_ends(tracks: list[tuple[int, np.ndarray, np.ndarray]]) -> list[TrackEnd]:
+def _mean_speed(t: np.ndarray, xy: np.ndarray, from_start: bool) -> float:
+    """Mean ground speed over the track's first (last) ``FIRST_SPAN_S``, m/s."""
+    if from_start:
+        i, j = 0, min(max(int(np.searchsorted(t, t[0] + FIRST_SPAN_S)), 1), len(t) - 1)
+    else:
+        i, j = min(int(np.searchsorted(t, t[-1] - FIRST_SPAN_S)), len(t) - 2), len(t) - 1
+    dt = float(t[j] - t[i])
+    return float(np.linalg.norm(xy[j] - xy[i])) / dt if dt > 0 else 0.0
+
+
+def _reach_m(speed: float, dt: float) -> float:
+    """How far a vehicle seen at ``speed`` can have come in ``dt`` (it slowed down at most ``BRAKING_MPS2``)."""
+    return speed * dt + 0.5 * BRAKING_MPS2 * dt * dt
+
+
+def at_flight_start(t: np.ndarray, xy: np.ndarray, t0: float, area: ObservedArea) -> bool:
+    """The track was there when the flight began: it starts within ``FLIGHT_EDGE_S`` of ``t0``, or where it could not
+    have driven to from the edge of the observed area since ``t0``."""
+    dt = float(t[0]) - t0
+    if dt <= FLIGHT_EDGE_S:
+        return True
+    return float(area.edge_distance(xy[0])[0]) > _reach_m(_mean_speed(t, xy, True), dt)
+
+
+def at_flight_end(t: np.ndarray, xy: np.ndarray, t1: float, area: ObservedArea) -> bool:
+    """The track was still there when the flight ended (as :func:`at_flight_start`, towards ``t1``)."""
+    dt = t1 - float(t[-1])
+    if dt <= FLIGHT_EDGE_S:
+        return True
+    return float(area.edge_distance(xy[-1])[0]) > _reach_m(_mean_speed(t, xy, False), dt)
+
+
+def track_ends(tracks: list[tuple[int, np.ndarray, np.ndarray]], area: ObservedArea) -> list[TrackEnd]:
     """Entry and exit events of ``(track_id, t, xy)`` tracks that moved at least ``END_RUN_M``; a track already
     there when the flight began (still there when it ended) has no entry (exit) event: it did not cross the edge
     of the view there, the flight just started (stopped) filming it."""
@@ -74,9 +112,9 @@ def track_ends(tracks: list[tuple[int, np.ndarray, np.ndarray]]) -> list[TrackEn
         if d_in is None:
             continue
         d_out = end_direction(xy, False)
-        if float(t[0]) > t0 + FLIGHT_EDGE_S:
+        if not at_flight_start(t, xy, t0, area):
             out.append(TrackEnd(tid, True, xy[0].copy(), d_in, float(t[0])))
-        if d_out is not None and float(t[-1]) < t1 - FLIGHT_EDGE_S:
+        if d_out is not None and not at_flight_end(t, xy, t1, area):
             out.append(TrackEnd(tid, False, xy[-1].copy(), -d_out, float(t[-1])))
     return out
 
@@ -213,7 +251,7 @@ def find_approaches(trajs: list[Trajectory], config: StudyConfig | None = None) 
     if not tracks:
         return []
     area = ObservedArea(np.vstack([xy for _, _, xy in tracks]))
-    return cluster_approaches(track_ends(tracks), area, cfg)
+    return cluster_approaches(track_ends(tracks, area), area, cfg)
 
 
 def approaches_from_smoothed(
@@ -221,4 +259,4 @@ def approaches_from_smoothed(
 ) -> tuple[list[Approach], ObservedArea]:
     tracks = [(tid, s.t, s.xy) for tid, s in smoothed.items()]
     area = ObservedArea(np.vstack([xy for _, _, xy in tracks]) if tracks else np.zeros((0, 2)))
-    return cluster_approaches(track_ends(tracks), area, cfg), area
+    return cluster_approaches(track_ends(tracks, area), area, cfg), area

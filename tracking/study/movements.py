@@ -15,11 +15,17 @@ import math
 
 import numpy as np
 
-from tracking.study.approaches import FLIGHT_EDGE_S, ObservedArea, angle_between, end_direction, heading_deg
+from tracking.study.approaches import (
+    ObservedArea,
+    angle_between,
+    at_flight_end,
+    at_flight_start,
+    end_direction,
+    heading_deg,
+)
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
 
 PARALLEL_EIGEN = 0.1  # per approach: below it the approach axes are too parallel to cross at a junction centre
-EDGE_OF_FLIGHT_S = FLIGHT_EDGE_S  # a track starting (ending) this close to the flight's start (end) was there
 
 
 def signed_turn(from_deg: float, to_deg: float) -> float:
@@ -121,8 +127,8 @@ def assign_movements(
     for tid, s in smoothed.items():
         speed = s.speed
         mean_kmh = float(np.mean(speed) * 3.6) if len(speed) else 0.0
-        start_edge = float(s.t[0]) <= t0 + EDGE_OF_FLIGHT_S
-        end_edge = float(s.t[-1]) >= t1 - EDGE_OF_FLIGHT_S
+        start_edge = at_flight_start(s.t, s.xy, t0, area)
+        end_edge = at_flight_end(s.t, s.xy, t1, area)
         origin = destination = None
         d_in = end_direction(s.xy, True)
         d_out = end_direction(s.xy, False)

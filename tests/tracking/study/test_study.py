@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.tracking.study.conftest import drive
+from tests.tracking.study.conftest import drive, template
 from tracking.study import (
     Approach,
     StudyConfig,
@@ -259,3 +259,40 @@ def test_vehicles_cut_by_the_flights_start_or_end_in_the_junction_get_an_inferre
 
 
 ARMS_W = 270.0
+
+
+def test_a_car_waiting_when_the_flight_began_is_present_at_its_start_though_its_track_starts_later(junction):
+    """The tracker confirms a car waiting at a stop line seconds into the flight (the detector boxes a queue's cars
+    now and then): its track starts 2 s in, 20 m inside the view, standing - it cannot have driven in and stopped
+    there in 2 s, so it was there when the flight began, and is left out of the counts of vehicles that crossed
+    (``present_at_start``) like one seen from the first frame. A car first seen as late at the view's edge, driving
+    in, entered; and one first seen 40 m in after 15 s may have entered unseen (it is counted)."""
+    trajs, _ = junction
+    t_first = min(float(tr.t[0]) for tr in trajs)
+    rng = np.random.default_rng(3)
+    # south arm, lane 1: standing 20 m before the centre from t_first + 2 s for 10 s, then through at 10 m/s
+    t_wait = t_first + 2.0 + np.arange(0.0, 10.0, 0.1)
+    xy_wait = np.tile([1.75, -20.0], (len(t_wait), 1))
+    t_go, xy_go = drive(np.array([[1.75, -20.0], [1.75, 90.0]]), 10.0, float(t_wait[-1]) + 0.1)
+    waiting = Trajectory(
+        901,
+        "car",
+        np.concatenate([t_wait, t_go]),
+        np.vstack([xy_wait, xy_go]) + rng.normal(0, 0.1, (len(t_wait) + len(t_go), 2)),
+    )
+    # south arm, lane 2: driving in from the view's edge, first seen 2 s into the flight
+    t, xy = drive(template("through", 2), 10.0, t_first + 2.0 - 3.0)
+    keep = t >= t_first + 2.0
+    entering = Trajectory(902, "car", t[keep], xy[keep])
+    # south arm, lane 1: first seen 20 m before the centre 15 s in, driving: it may have come in unseen
+    t, xy = drive(np.array([[1.75, -20.0], [1.75, 90.0]]), 10.0, t_first + 15.0)
+    late = Trajectory(903, "car", t, xy)
+    study = compute_study([*trajs, waiting, entering, late], None, StudyConfig())
+    v = {v.track_id: v for v in study.vehicles}
+    names = {a.id: a.name for a in study.approaches}
+    assert sorted(names.values()) == ["E", "N", "S", "W"]
+    assert v[901].present_at_start and names[v[901].origin] == "S"
+    assert not v[902].present_at_start and names[v[902].origin] == "S"
+    assert not v[903].present_at_start
+    # the junction's vehicles all drive in at the view's edge: only the one there from the first frame was there
+    assert [x.track_id for x in study.vehicles if x.track_id < 900 and x.present_at_start] == [1]
