@@ -541,35 +541,28 @@ def _cheaper(cost: np.ndarray, cut: np.ndarray, i: int, j: int, c: float) -> Non
         cost[i, j], cut[i, j] = c, np.nan
 
 
-def _tail_restart(a: Piece, b: Piece, m: float, cfg: LinkingConfig) -> tuple[float, float]:
-    """Piece ``b`` starting standing where ``a`` stood within its last ``linking.tail_s`` (and left from: its tail
-    followed another vehicle): the distance (metres) and the time from which ``a``'s boxes are not its vehicle;
-    ``(inf, nan)`` where not."""
+def _tail_restart(a: Piece, b: Piece, start_xy: np.ndarray, m: float, cfg: LinkingConfig) -> tuple[float, float]:
+    """Piece ``b``, standing at ``start_xy`` where it starts, found where ``a`` stood within its last
+    ``linking.tail_s`` (and left from: its tail followed another vehicle): the distance (metres) and the time from
+    which ``a``'s boxes are not its vehicle; ``(inf, nan)`` where not."""
     t0 = float(b.t[0])
-    if not len(a.t) or t0 < a.t[-1] - cfg.tail_s or t0 > a.t[-1] + TAIL_GAP_S:
-        return np.inf, np.nan
-    start = _state(b.t, b.xy, False)
-    if float(np.hypot(*start[1])) * m >= MOVING_MPS:
+    if t0 < a.t[-1] - cfg.tail_s or t0 > a.t[-1] + TAIL_GAP_S:
         return np.inf, np.nan
     near = cfg.stood_m / m  # px
     tail = np.flatnonzero((a.t >= a.t[-1] - cfg.tail_s) & (a.t <= t0))
-    if not len(tail):
-        return np.inf, np.nan
-    d = np.hypot(*(a.xy[tail] - start[0]).T)
+    d = np.hypot(*(a.xy[tail] - start_xy).T)
     at = np.flatnonzero(d <= 0.5 * near)  # the tail's last box on the place (not one already leaving it)
     if not len(at):
         return np.inf, np.nan
     k = int(tail[at[-1]])  # the last box of a where b starts
-    after = np.hypot(*(a.xy[k:] - a.xy[k]).T)
-    if float(after.max()) <= near:
+    if float(np.hypot(*(a.xy[k:] - a.xy[k]).T).max()) <= near:
         return np.inf, np.nan  # a never left that place: its end is where b starts, for the other rules
     # a stood there: its boxes over the second before hardly moved
     before = (a.t >= a.t[k] - STATE_S) & (a.t <= a.t[k])
     if float(np.hypot(*(a.xy[before] - a.xy[k]).T).max()) > near:
         return np.inf, np.nan
-    sizes = _lengths(a)[before]
-    ratio = max(float(np.median(sizes)), b.size_at(False)) / max(min(float(np.median(sizes)), b.size_at(False)), 1.0)
-    if ratio > cfg.max_size_ratio:
+    sizes = sorted((float(np.median(_lengths(a)[before])), b.size_at(False)))
+    if sizes[1] / max(sizes[0], 1.0) > cfg.max_size_ratio:
         return np.inf, np.nan
     return float(d[at[-1]]) * m, float(a.t[k])
 
@@ -719,8 +712,8 @@ def _link_once(
             b = ok[j]
             if j == i or b.t[0] <= a.t[0]:
                 continue
-            if cfg.tail_s > 0:
-                d_tail, t_cut = _tail_restart(a, b, 0.5 * (scale[i] + scale[j]), cfg)
+            if cfg.tail_s > 0 and start_mps[j] < MOVING_MPS:  # b starts standing (its terminal speed aside)
+                d_tail, t_cut = _tail_restart(a, b, starts[j][0], 0.5 * (scale[i] + scale[j]), cfg)
                 if np.isfinite(d_tail):
                     cost[i, j], cut[i, j] = d_tail, t_cut
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
