@@ -41,7 +41,20 @@ class FlowSamples:
     vehicle: np.ndarray | None = None
 
     def _others(self, near: np.ndarray, owner: int) -> np.ndarray:
-        return (self.owner if self.vehicle is None else self.vehicle)[near] != owner
+        return self._vehicles[near] != owner
+
+    @property
+    def _vehicles(self) -> np.ndarray:
+        return self.owner if self.vehicle is None else self.vehicle
+
+    def _onward(self, k: int) -> np.ndarray:
+        """Sample ``k`` and its vehicle's later samples in time order: its piece's, or where linking has joined
+        pieces into vehicles, every piece's of its vehicle, across the gaps between them."""
+        if self.vehicle is None:
+            hi = k + int(np.searchsorted(self.owner[k:] != self.owner[k], True))  # the end of this piece's samples
+            return np.arange(k, hi)
+        later = np.flatnonzero((self.vehicle == self.vehicle[k]) & (self.t >= self.t[k]))
+        return later[np.argsort(self.t[later], kind="stable")]
 
     @classmethod
     def of(cls, pieces: list, metres_per_px: list[float], moving_mps: float) -> FlowSamples:
@@ -105,10 +118,12 @@ class FlowSamples:
         t1: float,
         most: int = 12,
     ) -> list[np.ndarray]:
-        """The ways other vehicles went on from ``start``: each piece seen between ``t0`` and ``t1`` that passed within
-        ``NEIGHBOUR_LENGTHS`` of it heading about ``heading``, followed from there as it drove (its turn too, where
-        a streamline keeps to the mean of the traffic), up to ``max_px``; the nearest ``most`` pieces, each a polyline
-        from ``start``."""
+        """The ways other vehicles went on from ``start``: each vehicle seen between ``t0`` and ``t1`` that passed
+        within ``NEIGHBOUR_LENGTHS`` of it heading about ``heading``, followed from there as it drove (its turn too,
+        where a streamline keeps to the mean of the traffic), up to ``max_px``; the nearest ``most`` vehicles, each a
+        polyline from ``start``. Where linking has joined pieces into vehicles (``vehicle``), a way goes on across the
+        gaps between a vehicle's pieces: where the detector loses every vehicle (a stretch it sees them badly on),
+        no single piece's way crosses the stretch, a joined vehicle's does."""
         n = float(np.hypot(*heading))
         if self.tree is None or n < 1e-9:
             return []
@@ -123,14 +138,12 @@ class FlowSamples:
         dist = np.hypot(*(self.xy[near] - start).T)
         closest: dict[int, tuple[float, int]] = {}
         for k, d in zip(near.tolist(), dist.tolist()):
-            o = int(self.owner[k])
+            o = int(self._vehicles[k])
             if o not in closest or d < closest[o][0]:
                 closest[o] = (d, k)
         out = []
         for _, k in sorted(closest.values())[:most]:
-            o = self.owner[k]
-            hi = k + int(np.searchsorted(self.owner[k:] != o, True))  # the end of this piece's samples
-            way = np.vstack([start[None].astype(np.float64), self.xy[k:hi]])
+            way = np.vstack([start[None].astype(np.float64), self.xy[self._onward(k)]])
             steps = np.hypot(*np.diff(way, axis=0).T)
             keep = int(np.searchsorted(np.cumsum(steps), max_px)) + 1
             if keep >= 2:

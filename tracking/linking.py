@@ -114,6 +114,14 @@ class LinkingConfig(StageConfig):
         "ended (tracking/flow_paths.py): a vehicle hidden for seconds on a roundabout or in a turn comes back where "
         "neither a straight line nor its arc reaches",
     )
+    vehicle_ways: bool = Field(
+        True,
+        description="a moving piece's end is also followed along each other vehicle's own way from there (the "
+        "nearest 12 that passed it heading its way), not only along the traffic's mean way: where the flows part (a "
+        "roundabout's exit, a junction's turns) the mean way keeps to one branch, and a vehicle lost as it turned off "
+        "comes back on the other (rendered roundabout, docs/study.md: 92 right / 5 wrong links -> 95 / 3). False: "
+        "each vehicle's way only from ends where the vehicle stood (a car that waited at a light and turned off)",
+    )
     hidden_turns: bool = Field(
         True,
         description="a piece moving at both ends may also be joined across a turn hidden in the gap (heading turned "
@@ -140,6 +148,14 @@ class LinkingConfig(StageConfig):
         "start seen driving that only a departure hidden in the gap explains: on the way it came, one turn, on along "
         "the start's heading, in the time a car takes from standstill (tracking/linking.py ``_departure_cost``). "
         "0: none",
+    )
+    queue_step_m: float = Field(
+        10.0,
+        ge=0,
+        description="a piece ending slow (< 2 m/s) may be joined to one starting slow up to this far ahead on the "
+        "way it came and within lateral_m of it, any time later within max_gap_s: a queued vehicle that moved up a "
+        "place (a car length and the gap, ~7 m, with slack) while the detector missed it, and was found standing "
+        "again. Not at the frame's edge (a cut box's centre moves). 0: only ends that stood within stood_m",
     )
     stood_m: float = Field(
         2.0,
@@ -414,6 +430,17 @@ def _departure_cost(
     return unexplained + PATH_PENALTY_M + DEPART_WAIT_COST * max(0.0, gap_s - drive_s) + 0.02 * path
 
 
+def _moved_up(end_p: np.ndarray, came: np.ndarray, start_p: np.ndarray, cfg: LinkingConfig) -> float:
+    """The cost of a link from a slow end to a slow start ahead on the way it came (``came``, metres): a queued
+    vehicle that moved up unseen (``linking.queue_step_m``); ``inf`` where the start is not there."""
+    u = came / max(float(np.hypot(*came)), 1e-9)
+    d = start_p - end_p
+    along, lateral = float(d @ u), abs(float(d[0] * u[1] - d[1] * u[0]))
+    if along < -cfg.back_m or along > cfg.queue_step_m or lateral > cfg.lateral_m:
+        return np.inf
+    return lateral + PATH_PENALTY_M + 0.05 * max(along, 0.0)
+
+
 def _or_unseen(
     cost: float,
     end_p: np.ndarray,
@@ -505,10 +532,9 @@ def _flow_paths(
     window = (t_end - WINDOW_S, t_end + cfg.max_gap_s + WINDOW_S)
     p = a.xy[-3:].mean(0)
     stream = samples.path(p, heading, a.length_px, reach_px, i, *window)
-    # A vehicle that drove on keeps to the traffic's mean way; one that waited there may have turned off it (each
-    # other vehicle's own way from there). On the rendered roundabout (bench/study.py --e2e --quick) each vehicle's
-    # own way for moving ends too gave 26 right / 4 wrong links against 28 / 3 with the mean way alone.
-    ways = [] if moving else samples.witnesses(p, heading, a.length_px, reach_px, i, *window)
+    # The mean way follows one branch where the flows part; each other vehicle's own way from there follows its own
+    # (linking.vehicle_ways; for an end where the vehicle stood, always: it may have turned off the mean way)
+    ways = samples.witnesses(p, heading, a.length_px, reach_px, i, *window) if cfg.vehicle_ways or not moving else []
     return [w for w in [stream, *ways] if len(w) > 1]
 
 
@@ -577,10 +603,11 @@ def _crosses(edge: tuple[float, float], v: np.ndarray) -> int:
     return 1 if toward > 0 else -1 if toward < 0 else 0
 
 
-def _arrival(a: Piece) -> np.ndarray | None:
-    """The direction a piece came from to where it ended: from the last place two of its lengths before its end."""
+def _arrival(a: Piece, lengths: float = 2.0) -> np.ndarray | None:
+    """The direction a piece came from to where it ended: from the last place ``lengths`` of its lengths before its
+    end."""
     d = np.hypot(*(a.xy - a.xy[-1]).T)
-    far = np.flatnonzero(d >= 2 * a.length_px)
+    far = np.flatnonzero(d >= lengths * a.length_px)
     return None if not len(far) else a.xy[-1] - a.xy[far[-1]]
 
 
@@ -706,6 +733,10 @@ def _link_once(
         arrival = _arrival(a) if end_mps[i] < cfg.departure_max_mps else None
         if arrival is not None:
             arrival = _to_frame(H, ends[i][0], arrival)[1]
+        # a queue's car moves up a place in a few seconds: the way it came over its last length is its lane
+        came = _arrival(a, 1.0) if cfg.queue_step_m > 0 and end_mps[i] < HEADING_MPS else None
+        if came is not None:
+            came = _to_frame(H, ends[i][0], came)[1]
         gaps = t0 - t1[i]
         cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
         for j in cand.tolist():
@@ -726,6 +757,13 @@ def _link_once(
                     continue  # two cars boxed as one, a bus: not this vehicle
                 size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
             m = 0.5 * (scale[i] + scale[j])
+            if (
+                came is not None
+                and start_mps[j] < HEADING_MPS
+                and gaps[j] > 0
+                and not (a.touches_border_end or b.touches_border_start)
+            ):
+                _cheaper(cost, cut, i, j, _moved_up(end_p * m, came * m, start_p * m, cfg) + size_penalty)
             if (
                 gaps[j] > cfg.max_moving_gap_s
                 and not stood(i, j, float(np.hypot(*(start_p - end_p))) * m)

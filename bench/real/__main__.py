@@ -52,6 +52,12 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},
     # linking without the flow paths: a later piece only on the line or arc of the earlier one (the previous default)
     "no-flow-paths": {"linking.flow_paths": False},
+    # moving ends followed along the traffic's mean way only, each vehicle's own way only from ends where it stood
+    # (the previous default; linking.vehicle_ways)
+    "mean-way-only": {"linking.vehicle_ways": False},
+    # a slow end joined to a slow start ahead of it only within linking.stood_m (the previous default; a queued
+    # vehicle that moved up a place unseen stays two pieces; linking.queue_step_m)
+    "no-queue-steps": {"linking.queue_step_m": 0.0},
     # linking without hidden turns: a piece moving at both ends joined only on its line, its arc or a flow path (the
     # previous default; with the default one circular arc tangent to both ends may explain a turn hidden in the gap)
     "no-hidden-turns": {"linking.hidden_turns": False},

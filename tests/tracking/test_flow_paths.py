@@ -116,3 +116,52 @@ def test_a_car_that_waited_and_turned_off_unseen_is_joined_along_a_turning_vehic
     )
     assert link_pieces([arrive, off, *through, *turners], no_departures)[2] == 1
     assert link_pieces([arrive, off, *through], LinkingConfig())[2] == 1, "set off and turned: a departure"
+
+
+def _round_then_out(tid: int, t0: float, phase: float, exit_at: float | None, t1: float) -> Piece:
+    """A vehicle on the circle from angle ``phase`` at ``t0``, leaving it along its tangent at angle ``exit_at``
+    (None: it goes round), seen to ``t1``."""
+    t = np.arange(round(t0 * FPS), round(t1 * FPS) + 1) / FPS
+    a = phase + OMEGA * (t - t0)
+    xy = CENTRE + R * np.column_stack([np.cos(a), np.sin(a)])
+    if exit_at is not None:
+        out = a > exit_at
+        tangent = np.array([-np.sin(exit_at), np.cos(exit_at)])
+        xy[out] = CENTRE + R * np.array([np.cos(exit_at), np.sin(exit_at)]) + np.outer((a[out] - exit_at) * R, tangent)
+    return Piece(tid, np.round(t * FPS).astype(int), t, xy, CAR_PX)
+
+
+def test_a_vehicle_lost_as_it_left_the_circle_is_joined_along_the_way_of_those_that_left_there():
+    # most of the traffic goes round; two vehicles left the circle at angle 3.0 on its tangent. A vehicle seen on the
+    # circle up to angle 2.6, hidden 6 s (it left at 3.0), is found driving out: the traffic's mean way there keeps to
+    # the circle, the way of the vehicles that left reaches the start
+    exit_at = 3.0
+    car = _round_then_out(1, 0.0, 2.0, exit_at, 14.0)
+    a, b = _cut(car, 1, 0.0, 4.0), _cut(car, 2, 10.0, 14.0)
+    leavers = [_round_then_out(100 + k, 20.0 + 8 * k, 2.0, exit_at, 34.0 + 8 * k) for k in range(2)]
+    rounders = [_circle_piece(110 + k, 0.0, 45.0, phase=0.5 + 2.1 * k) for k in range(3)]
+    pieces = [a, b, *leavers, *rounders]
+    only = LinkingConfig(hidden_turns=False, departure_max_mps=0)  # nothing but the ways others drove
+    mean_only = only.model_copy(update={"vehicle_ways": False})
+    assert link_pieces([a, b, *rounders], only)[2] == 2, "no one left there: not joined"
+    assert link_pieces(pieces, mean_only)[2] == 2, "the mean way keeps to the circle"
+    assert link_pieces(pieces, only)[2] == 1
+
+
+def test_where_the_detector_loses_every_vehicle_the_ways_of_vehicles_joined_across_that_stretch_lead_on():
+    # every vehicle leaving the circle is lost on the stretch from angle 2.75 to 2.975: no piece crosses it. Two that
+    # left were lost only 1.5 s there (joined in the first round); the car, lost 6 s, is found 17 m out on the exit
+    exit_at = 3.0
+    car = _round_then_out(1, 0.0, 2.0, exit_at, 14.0)
+    a, b = _cut(car, 1, 0.0, 4.0), _cut(car, 2, 10.0, 14.0)
+    leavers = []
+    for k in range(2):
+        t0 = 20.0 + 8 * k
+        whole = _round_then_out(100 + 2 * k, t0, 2.0, exit_at, t0 + 14.0)
+        leavers += [_cut(whole, 100 + 2 * k, t0, t0 + 5.0), _cut(whole, 101 + 2 * k, t0 + 6.5, t0 + 14.0)]
+    rounders = [_circle_piece(110 + k, 0.0, 45.0, phase=0.5 + 2.1 * k) for k in range(3)]
+    only = LinkingConfig(hidden_turns=False, departure_max_mps=0)
+    one_round = link_pieces([a, b, *leavers, *rounders], only.model_copy(update={"rounds": 1}))
+    assert one_round[101] == 100 and one_round[103] == 102, "the leavers' short gaps are joined at once"
+    assert one_round[2] == 2, "no piece's way crosses the stretch"
+    assert link_pieces([a, b, *leavers, *rounders], only)[2] == 1, "the joined leavers' ways do"

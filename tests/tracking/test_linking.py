@@ -176,17 +176,42 @@ def test_a_second_track_on_a_vehicle_still_followed_is_joined_and_a_car_beside_o
 def test_a_car_creeping_in_a_queue_is_joined_across_a_long_wait_and_one_found_metres_on_is_not():
     """A piece that ends creeping (1.2 m/s: a queue closing up, or a short piece's jittery boxes) is not measured as
     standing, yet its next piece 20 s later starts where it was: it stood there (``linking.stood_m``). A start 6 m
-    on is not that: a vehicle still moving would be 24 m on, one that stood would be where it was."""
+    on is not that: a vehicle still moving would be 24 m on, one that stood would be where it was (unless it moved
+    up a place in the queue: ``linking.queue_step_m``, off here and tested below)."""
     creep = 1.07  # px per frame: 1.2 m/s
     arrive = {f: (100.0 + 8 * f, 300.0) for f in range(0, 40)}  # 9 m/s, then creeps for 1.5 s
     arrive |= {f: (420.0 + creep * (f - 40), 300.0) for f in range(40, 55)}
     end_x = 420.0 + creep * 14
+    no_steps = LinkingConfig(queue_step_m=0.0)
     for start_x, joined in ((end_x + 4.0, True), (end_x + 53.0, False)):  # 0.45 m and 6 m on
         leave = {f: (start_x + creep * (f - 255), 300.0) for f in range(255, 270)}
         leave |= {f: (start_x + creep * 15 + 8 * (f - 270), 300.0) for f in range(270, 300)}
         pieces = {1: arrive, 2: leave}
-        assert link_results(_results(300, pieces), W, H).links == int(joined)
-        assert link_results(_results(300, pieces), W, H, LinkingConfig(stood_m=0.0)).links == 0
+        assert link_results(_results(300, pieces), W, H, no_steps).links == int(joined)
+        assert link_results(_results(300, pieces), W, H, no_steps.model_copy(update={"stood_m": 0.0})).links == 0
+
+
+def test_a_queued_car_that_moved_up_a_place_unseen_is_joined_and_one_in_the_next_lane_is_not():
+    """Car 2 waits behind car 1 at a light, its track lost; car 1 drives off, car 2 moves up its place (60 px: 6.75
+    m) unseen and is found standing there: one vehicle (``linking.queue_step_m``). Car 3 behind it, followed all
+    along, keeps its own track; a car standing a lane beside that place is not car 2."""
+    front = {f: (600.0, 300.0) for f in range(0, 100)} | {f: (600.0 + 8 * (f - 100), 300.0) for f in range(100, 150)}
+    second = {f: (100.0 + 8 * f, 300.0) for f in range(0, 55)} | {f: (540.0, 300.0) for f in range(55, 90)}
+    third = {f: (100.0 + 8 * (f - 10), 300.0) for f in range(10, 58)} | {f: (480.0, 300.0) for f in range(58, 115)}
+    third |= {f: (480.0 + 6 * (f - 114), 300.0) for f in range(115, 125)} | {f: (540.0, 300.0) for f in range(125, 250)}
+    for y, joined in ((300.0, True), (330.0, False)):  # on its lane; 3.4 m beside it
+        found = {f: (600.0, y) for f in range(150, 250)}
+        results = _results(250, {1: front, 2: second, 3: third, 12: found})
+        report = link_results(results, W, H)
+        assert report.links == int(joined)
+        ids = _ids_by_frame(results)
+        assert ids[200] == ({2, 3} if joined else {12, 3})
+        assert (
+            link_results(
+                _results(250, {1: front, 2: second, 3: third, 12: found}), W, H, LinkingConfig(queue_step_m=0.0)
+            ).links
+            == 0
+        )
 
 
 def test_a_box_of_two_queued_cars_is_not_taken_for_the_car_that_waits_there():
