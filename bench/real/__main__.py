@@ -44,9 +44,10 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-gap-fill": {"tracker.fill_lost_gaps": False},
     # pieces of one vehicle's path not linked over the flight (the previous default; tracking/linking.py)
     "no-linking": {"linking.enabled": False},
-    # linking without filling a standing track's lost frames, or filling moving gaps up to 2 s
+    # linking without filling a standing track's lost frames, or filling moving gaps up to 1 s only (the previous
+    # default; linking.fill_moving_s)
     "no-standing-fill": {"linking.fill_standing_lost": False},
-    "fill-moving-2s": {"linking.fill_moving_s": 2.0},
+    "fill-moving-1s": {"linking.fill_moving_s": 1.0},
     # linking without the follower rule: a piece moving at both ends may be joined to one that starts, at speed, where
     # it ended seconds later (the next vehicle on its path; the previous default)
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},

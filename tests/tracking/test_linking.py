@@ -106,6 +106,12 @@ def test_a_vehicle_hidden_for_three_seconds_keeps_its_id_and_the_long_gap_is_not
     for r in short[40:46]:
         (tr,) = r.tracks
         assert abs(tr.center[0] - hidden[r.frame.index][0]) < 1e-3
+    # by default gaps up to 2 s are filled: 1.5 s here (frames 40-54)
+    medium = _results(
+        100, {1: {f: p for f, p in hidden.items() if f < 40}, 2: {f: p for f, p in hidden.items() if f >= 55}}
+    )
+    assert link_results(medium, W, H).filled_boxes == 15
+    assert link_results(medium, W, H, LinkingConfig(fill_moving_s=1.0)).filled_boxes == 0
 
 
 def test_the_next_vehicle_on_the_path_is_not_joined_to_the_one_that_drove_out_of_sight():
