@@ -124,6 +124,14 @@ class LinkingConfig(StageConfig):
         "comes back on the other (rendered roundabout, docs/study.md: 92 right / 5 wrong links -> 95 / 3). False: "
         "each vehicle's way only from ends where the vehicle stood (a car that waited at a light and turned off)",
     )
+    steady_turns: bool = Field(
+        True,
+        description="across a gap up to turn_gap_s, a piece moving at both ends is also judged turning at the steady "
+        "rate its two headings imply (the end driven on half the gap on that arc, the start driven back half, and how "
+        "far apart they land): the rate measured over a piece's last second is noisy on a short piece (and clipped "
+        "at 1 rad/s), and a hidden turn needs 30 deg or more, while a car leaving a roundabout turns 15-30 deg in a "
+        "second or two. False: the measured rates only",
+    )
     hidden_turns: bool = Field(
         True,
         description="a piece moving at both ends may also be joined across a turn hidden in the gap (heading turned "
@@ -379,11 +387,21 @@ def link_cost(
         # both pieces were turning on (a roundabout, a bend): the end driven on for half the gap, the start driven back
         # for half, and how far apart they land
         lateral = min(lateral, float(np.hypot(*(start_p - (end_p + end_v * gap_s)))))
-        if end_w or start_w:
-            half = 0.5 * gap_s
+        half = 0.5 * gap_s
+        if end_w or start_w:  # the rates both pieces were measured turning at
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
+        if cfg.steady_turns and sa >= HEADING_MPS and sb >= HEADING_MPS:
+            # the steady turn the two headings imply (linking.steady_turns); judged across the way only, as the line
+            # is: how far along it the vehicle got is the speeds' question (``_judged``), and a piece's end position
+            # is its last boxes' mean, a frame or so before its end
+            w = float(np.arctan2(end_v[0] * start_v[1] - end_v[1] * start_v[0], float(end_v @ start_v))) / gap_s
+            ahead = end_p + _arc(end_v, w, half)
+            back = start_p - _arc(_rotate(start_v, -w * half), w, half)
+            u = _rotate(end_v, w * half) / sa  # the heading halfway
+            d = ahead - back
+            lateral = min(lateral, abs(float(d[0] * u[1] - d[1] * u[0])))
     return _or_unseen(
         min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)),
         end_p,

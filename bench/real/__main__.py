@@ -59,6 +59,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a slow end joined to a slow start ahead of it only within linking.stood_m (the previous default; a queued
     # vehicle that moved up a place unseen stays two pieces; linking.queue_step_m)
     "no-queue-steps": {"linking.queue_step_m": 0.0},
+    # a short gap's turn judged only on the rates the pieces were measured turning at (the previous default;
+    # linking.steady_turns)
+    "no-steady-turns": {"linking.steady_turns": False},
     # linking without hidden turns: a piece moving at both ends joined only on its line, its arc or a flow path (the
     # previous default; with the default one circular arc tangent to both ends may explain a turn hidden in the gap)
     "no-hidden-turns": {"linking.hidden_turns": False},

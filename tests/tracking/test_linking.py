@@ -291,6 +291,26 @@ def test_a_car_lost_on_a_roundabout_is_joined_along_its_arc():
     assert _ids_by_frame(results)[100] == {1}
 
 
+def test_a_car_lost_while_it_turned_steadily_off_a_roundabout_is_joined():
+    """A car at 11 m/s drives straight, turns 28 degrees on a steady arc over 1.8 s unseen (leaving a roundabout), and
+    drives on straight: both pieces were measured turning at no rate, the start lies ~5 m off the end's line and its
+    heading is under a hidden turn's 30 degrees; the steady turn the two headings imply joins them."""
+    speed = 11.0 / 4.5 * CAR / FPS  # px a frame (9.8)
+    theta, hidden = np.radians(28.0), 18  # the arc over frames 40-58, no box on 40-57
+    radius = speed * hidden / theta
+    path = {f: (100.0 + speed * f, 300.0) for f in range(0, 40)}
+    x0 = 100.0 + speed * 40
+    corner = (x0 + radius * np.sin(theta), 300.0 + radius * (1 - np.cos(theta)))
+    path |= {
+        f: (corner[0] + speed * (f - 58) * np.cos(theta), corner[1] + speed * (f - 58) * np.sin(theta))
+        for f in range(58, 100)
+    }
+    before = {f: p for f, p in path.items() if f < 40}
+    after = {f: p for f, p in path.items() if f >= 58}
+    assert link_results(_results(100, {1: before, 2: after}), W, H).links == 1
+    assert link_results(_results(100, {1: before, 2: after}), W, H, LinkingConfig(steady_turns=False)).links == 0
+
+
 def _turning_left(hidden: range) -> tuple[dict, dict]:
     """A car at 6 m/s drives east, turns left (north) on a quarter circle of 12 m radius and drives on north; the
     frames ``hidden`` (the turn) have no box. Its two pieces: before and after."""
