@@ -128,9 +128,10 @@ class LinkingConfig(StageConfig):
         True,
         description="across a gap up to turn_gap_s, a piece moving at both ends is also judged turning at the steady "
         "rate its two headings imply (the end driven on half the gap on that arc, the start driven back half, and how "
-        "far apart they land): the rate measured over a piece's last second is noisy on a short piece (and clipped "
-        "at 1 rad/s), and a hidden turn needs 30 deg or more, while a car leaving a roundabout turns 15-30 deg in a "
-        "second or two. False: the measured rates only",
+        "far apart they land, across the way): the rate measured over a piece's last second is noisy on a short "
+        "piece (and clipped at 1 rad/s), and a hidden turn needs 30 deg or more, while a car leaving a roundabout "
+        "turns 15-40 deg in a second or two. Only between pieces followed a second or more (a glimpse's heading is "
+        "noise). False: the measured rates only",
     )
     hidden_turns: bool = Field(
         True,
@@ -346,6 +347,7 @@ def link_cost(
     start_terminal: float | None = None,
     paths: list[np.ndarray] | None = None,
     end_arrival: np.ndarray | None = None,
+    steady: bool = False,
 ) -> float:
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
@@ -392,7 +394,7 @@ def link_cost(
             ahead = end_p + _arc(end_v, end_w, half)
             back = start_p - _arc(_rotate(start_v, -start_w * half), start_w, half)
             lateral = min(lateral, float(np.hypot(*(ahead - back))))
-        if cfg.steady_turns and sa >= HEADING_MPS and sb >= HEADING_MPS:
+        if steady and sa >= HEADING_MPS and sb >= HEADING_MPS:
             # the steady turn the two headings imply (linking.steady_turns); judged across the way only, as the line
             # is: how far along it the vehicle got is the speeds' question (``_judged``), and a piece's end position
             # is its last boxes' mean, a frame or so before its end
@@ -818,6 +820,7 @@ def _link_once(
                     starts[j][3] * m,
                     [way * m for way in paths],
                     None if arrival is None else arrival * m,
+                    cfg.steady_turns and min(a.t[-1] - a.t[0], b.t[-1] - b.t[0]) >= STATE_S,
                 )
                 + size_penalty,
             )
