@@ -382,8 +382,7 @@ def link_cost(
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
     else:
-        along = float(d @ heading)
-        lateral = abs(float(d[0] * heading[1] - d[1] * heading[0]))
+        along, lateral = _along_across(d, heading)
     if gap_s <= cfg.turn_gap_s and heading is not None:
         # a short gap may hide a turn: judge it by where it would have gone at constant velocity too, and on the arcs
         # both pieces were turning on (a roundabout, a bend): the end driven on for half the gap, the start driven back
@@ -403,7 +402,7 @@ def link_cost(
             back = start_p - _arc(_rotate(start_v, -w * half), w, half)
             u = _rotate(end_v, w * half) / sa  # the heading halfway
             d = ahead - back
-            lateral = min(lateral, abs(float(d[0] * u[1] - d[1] * u[0])))
+            lateral = min(lateral, _along_across(d, u)[1])
     return _or_unseen(
         min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)),
         end_p,
@@ -436,7 +435,7 @@ def _departure_cost(
         return np.inf
     d = start_p - end_p
     if theta < TURN_MIN_DEG:  # straight on: the start on the end's lane
-        along, lateral = float(d @ u0), abs(float(d[0] * u0[1] - d[1] * u0[0]))
+        along, lateral = _along_across(d, u0)
         if along < -cfg.back_m or lateral > cfg.lateral_m + 0.05 * abs(along):
             return np.inf
         path, unexplained = max(along, 0.0), lateral
@@ -452,12 +451,17 @@ def _departure_cost(
     return unexplained + PATH_PENALTY_M + DEPART_WAIT_COST * max(0.0, gap_s - drive_s) + 0.02 * path
 
 
+def _along_across(d: np.ndarray, u: np.ndarray) -> tuple[float, float]:
+    """A displacement ``d`` along the unit direction ``u`` and how far across it (unsigned)."""
+    return float(d @ u), abs(float(d[0] * u[1] - d[1] * u[0]))
+
+
 def _moved_up(end_p: np.ndarray, came: np.ndarray, start_p: np.ndarray, cfg: LinkingConfig) -> float:
     """The cost of a link from a slow end to a slow start ahead on the way it came (``came``, metres): a queued
     vehicle that moved up unseen (``linking.queue_step_m``); ``inf`` where the start is not there."""
     u = came / max(float(np.hypot(*came)), 1e-9)
     d = start_p - end_p
-    along, lateral = float(d @ u), abs(float(d[0] * u[1] - d[1] * u[0]))
+    along, lateral = _along_across(d, u)
     if along < -cfg.back_m or along > cfg.queue_step_m or lateral > cfg.lateral_m:
         return np.inf
     return lateral + PATH_PENALTY_M + 0.05 * max(along, 0.0)
