@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 from ultralytics.trackers.basetrack import TrackState
 from ultralytics.trackers.byte_tracker import BYTETracker, joint_stracks
+from ultralytics.trackers.utils import matching
+from ultralytics.utils.metrics import bbox_ioa
 
 from tracking.config import TrackerConfig
 from vision.types import Detections
@@ -75,6 +77,11 @@ def warp_xyah_states(stracks: list, H: np.ndarray) -> None:
         st.mean, st.covariance = m, c
 
 
+WEAK_REACH = 0.3  # Ultralytics confirms a new track at IoU x score >= 0.3: out of reach below this score
+WEAK_CONFIRM_IOU = 0.5  # tracker.weak_tracks: a box overlapping a new track this much confirms it, whatever its score
+WEAK_OVERLAP_IOU = 0.3  # ... and a weak box overlapping a track this much starts none
+
+
 class EgoCompensatedByteTrack(BYTETracker):
     def __init__(self, config: TrackerConfig | None = None, predict_new_tracks: bool = False):
         """``predict_new_tracks``: move tracks started last time by their (flow-measured) velocity before associating,
@@ -83,7 +90,9 @@ class EgoCompensatedByteTrack(BYTETracker):
         super().__init__(SimpleNamespace(tracker_type="bytetrack", **cfg.model_dump()))
         self._H: np.ndarray | None = None
         self.predict_new_tracks = predict_new_tracks
+        self.weak_tracks = cfg.weak_tracks and predict_new_tracks
         self._hold_started: int | None = None
+        self._confirming = False
         # moving at least this (its box's long side a frame), a track's image heading is noted (``heading_seen``); 0
         # notes none. Set by the pipeline from ``detector.any_heading.heading_speed_lengths_s``
         self.heading_min_speed = 0.0
@@ -123,15 +132,44 @@ class EgoCompensatedByteTrack(BYTETracker):
             if float(np.hypot(*v)) >= self.heading_min_speed * max(float(max(x2 - x1, y2 - y1)), 1.0):
                 t.heading_seen = v.copy()  # type: ignore[attr-defined]  # our note on Ultralytics' STrack
 
+    def get_dists(self, tracks: list, detections: list) -> np.ndarray:
+        dists = super().get_dists(tracks, detections)
+        if self._confirming and len(detections) and dists.size:
+            # a weak box (below 0.3, which IoU x score >= 0.3 never reaches) confirms at IoU 0.5 (tracker.weak_tracks);
+            # it started a track only where no other track was (_init_new_tracks). Others as Ultralytics
+            score = np.array([d.score for d in detections])
+            iou = 1.0 - matching.iou_distance(tracks, detections)
+            weak = (score < WEAK_REACH)[None, :]
+            dists = np.where(weak, 1.0 - iou * (WEAK_REACH / WEAK_CONFIRM_IOU), dists)
+        return dists
+
     def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
         dropped: list = []
-        out = super()._unconfirmed_association(unconfirmed, u_detection, detections, activated, dropped)
+        self._confirming = self.weak_tracks
+        try:
+            out = super()._unconfirmed_association(unconfirmed, u_detection, detections, activated, dropped)
+        finally:
+            self._confirming = False
         for t in dropped:
             if t.start_frame == self._hold_started:
                 t.state = TrackState.Tracked  # not matched now: waits, unconfirmed, for the detector's next look
             else:
                 removed.append(t)
         return out
+
+    def _init_new_tracks(self, u_detection, detections, activated, refind=None) -> None:
+        if self.weak_tracks and len(u_detection):
+            # a weak box overlapping a track, or a stronger box starting one now, is that vehicle boxed weakly, or a
+            # neighbour: no second track from it
+            weak = [i for i in u_detection if detections[i].score < WEAK_REACH]
+            stronger = [detections[i] for i in u_detection if detections[i].score >= WEAK_REACH]
+            known = [t.xyxy for t in self.tracked_stracks + self.lost_stracks + activated + stronger]
+            if weak and known:
+                boxes = np.array([detections[i].xyxy for i in weak], np.float32)
+                overlap = bbox_ioa(boxes, np.array(known, np.float32), iou=True).max(1) >= WEAK_OVERLAP_IOU
+                skip = {i for i, o in zip(weak, overlap) if o}
+                u_detection = [i for i in u_detection if i not in skip]
+        super()._init_new_tracks(u_detection, detections, activated, refind)
 
     def end_all(self) -> None:
         """End every track, tracked or lost, without resetting the ids: after a source outage longer than the lost-track

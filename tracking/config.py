@@ -50,6 +50,16 @@ class TrackerConfig(StageConfig):
         "rule made (the frame's edge, a standing vehicle's blob) and a standing track's gap (as likely clutter as a "
         "parked car) are never filled; the live feed cannot wait and fills nothing. False: lost frames stay empty",
     )
+    weak_tracks: bool = Field(
+        False,
+        description="opt-in (dual layer): a vehicle the detector boxes only weakly (new_track_thresh to 0.3) frame "
+        "after frame gets a track: a track started last frame is confirmed by a weak box overlapping it at IoU 0.5. "
+        "Ultralytics' ByteTrack (the default, and the baseline) asks IoU x score >= 0.3 there, out of reach below "
+        "0.3: a diagonal car the detector scores 0.1-0.25, its box promoted as it moves "
+        "(motion.promote_moving_fraction), or one creeping in a queue, starts a track on every frame and never keeps "
+        "one. A weak box overlapping a track (IoU >= 0.3) starts none: it would be a second one on that vehicle. On "
+        "the oblique study renders more crossings get a right O-D, and twice the ID switches (docs/study.md)",
+    )
     min_visible_at_border: float | None = Field(
         0.5,
         ge=0,

@@ -77,8 +77,21 @@ class StandingHoldConfig(StageConfig):
 
 INSIDE_SHARE = 0.7  # a box this much inside a track's ...
 SMALLER_SHARE = 0.6  # ... and at most this share of its area is another vehicle within it
+SAME_LONG_SHARE = 0.7  # a box within a track's spanning this share of its long side ...
+SAME_OFFSET_SHARE = 0.15  # ... its centre at most this share of it off the track's: the same vehicle boxed tighter
+OWN_IOU = 0.5  # a weak box overlapping a held track this much is its vehicle
 SURE_MATCH = 0.3  # a box whose IoU x score with a track reaches this, ByteTrack matches to it (it needs 0.2)
 TEMPLATE_PX = 24  # patches are compared at most this long (a car's shape shows; ~1 ms for a hundred tracks)
+
+
+def _same_vehicle_tighter(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:
+    """(N, M): box n, within box m, is m's vehicle boxed tighter: it spans most of m's long side and sits near its
+    middle. Another vehicle inside a box of two is about half its length, at one end."""
+    long_in = np.maximum(inner[:, 2] - inner[:, 0], inner[:, 3] - inner[:, 1])[:, None]
+    long_out = np.maximum(outer[:, 2] - outer[:, 0], outer[:, 3] - outer[:, 1]).clip(1.0)[None, :]
+    c_in, c_out = (inner[:, :2] + inner[:, 2:]) / 2, (outer[:, :2] + outer[:, 2:]) / 2
+    off = np.hypot(*(c_in[:, None, :] - c_out[None, :, :]).transpose(2, 0, 1))
+    return (long_in >= SAME_LONG_SHARE * long_out) & (off <= SAME_OFFSET_SHARE * long_out)
 
 
 @dataclass
@@ -127,7 +140,8 @@ class StandingHold:
     ) -> Detections:
         """Held boxes for this frame: of the confirmed tracks predicted at ``xyxy`` (``speed_px`` px per frame), those
         standing (any, with ``follow_moving``), that drove there, that no box of ``dets`` surely feeds or shows to be
-        two vehicles, where their last detector patch is still there."""
+        two vehicles, where their last detector patch is still there. A weak box of ``dets`` that is a held vehicle
+        (boxed tighter, or at IoU >= 0.5) gets the held boxes' score (in place): it cannot start a second track on it."""
         cfg = self.config
         if not len(ids):
             return Detections()
@@ -142,9 +156,16 @@ class StandingHold:
             iou = inter / np.maximum(area_d + area_t - inter, 1e-6)
             sure = (iou * dets.score[:, None] >= SURE_MATCH).any(0)
             # a box (mostly) inside the track's and much smaller: another vehicle in it, so the track's box is not one
-            # vehicle (two queued cars the detector once boxed as one)
-            merged = ((inter >= INSIDE_SHARE * area_d) & (area_d <= SMALLER_SHARE * area_t)).any(0)
+            # vehicle (two queued cars the detector once boxed as one). Not the same vehicle boxed tighter: the
+            # any-heading detector's boxes are looser than the shipped one's (59 x 49 px against 46 x 34 on a car
+            # waiting at a roundabout's entry), and a weak tight box in the middle of the track's is that car
+            inside = (inter >= INSIDE_SHARE * area_d) & (area_d <= SMALLER_SHARE * area_t)
+            tighter = inside & _same_vehicle_tighter(dets.xyxy, xyxy)
+            merged = (inside & ~tighter).any(0)
             candidates &= ~sure & ~merged
+            own = tighter | (iou >= OWN_IOU)  # a box that is the track's vehicle, should it be held
+        else:
+            own = np.zeros((0, len(ids)), bool)
         h, w = img.shape[:2]
         out, out_cls = [], []
         for k in np.flatnonzero(candidates):
@@ -166,6 +187,11 @@ class StandingHold:
                 bx, by = x0 + dx / tpl.factor, y0 + dy / tpl.factor
                 out.append([bx, by, bx + tw, by + th])
                 out_cls.append(int(cls[k]))
+                # the held vehicle's own weak box (tighter or looser than the track's: the two detectors' boxes
+                # differ) fails ByteTrack's score-weighted match and would start a second track on it, which the
+                # detector's next weak box confirms: it joins the held box in the band that never starts one
+                mine = own[:, k]
+                dets.score[mine] = np.minimum(dets.score[mine], self.score)
         self.held += len(out)
         n = len(out)
         return Detections(

@@ -115,6 +115,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a weak detector box (ByteTrack's low band) whose pixels move starts nothing (the previous default; promoted, it
     # may start a track: a car the detector scores low while it turns or pulls away, motion.promote_moving_fraction)
     "no-promote-movers": {"motion.promote_moving_fraction": None},
+    # a track a weak box (0.25-0.3) started is confirmed by another weak box at IoU 0.5 (the default, Ultralytics'
+    # rule, asks IoU x score >= 0.3, which such boxes never reach; opt-in, tracker.weak_tracks)
+    "weak-tracks": {"tracker.weak_tracks": True},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

@@ -120,3 +120,40 @@ def test_no_heading_is_noted_unless_asked():
         tr.step(_det([[100 + 3 * k, 100 + 3 * k, 120 + 3 * k, 120 + 3 * k]]))
     assert not any(hasattr(t, "heading_seen") for t in tr.tracked_stracks)
     assert len(tr.moving_predicted(None, 5, 0.0, min_axis_angle_deg=20)) == 0
+
+
+def _weak(boxes, score=0.27):
+    return Detections(np.array(boxes, np.float32), np.full(len(boxes), score), np.zeros(len(boxes)))
+
+
+def _ids(tr, frames) -> set[int]:
+    """The ids reported over ``frames``, after one empty frame (ByteTrack confirms every track born on its first)."""
+    seen: set[int] = set()
+    for dets in [Detections(), *frames]:
+        seen.update(tr.step(dets)[:, 4].astype(int).tolist())
+    return seen
+
+
+def test_a_vehicle_the_detector_boxes_only_weakly_gets_one_track():
+    """A car scored 0.27 on every frame (above new_track_thresh, below the 0.3 that IoU x score needs to confirm a
+    track in Ultralytics' ByteTrack) is tracked by the dual layer's tracker with ``weak_tracks``, under one id;
+    Ultralytics' rule (the default, and the baseline whatever the setting) never confirms it."""
+    frames = [_weak([[100 + 2 * k, 100, 130 + 2 * k, 115]]) for k in range(12)]
+    weak = TrackerConfig(weak_tracks=True)
+    assert len(_ids(EgoCompensatedByteTrack(weak, predict_new_tracks=True), frames)) == 1
+    assert not _ids(EgoCompensatedByteTrack(TrackerConfig(), predict_new_tracks=True), frames)
+    assert not _ids(EgoCompensatedByteTrack(weak), frames)  # the baseline: Ultralytics exactly
+
+
+def test_a_weak_box_on_a_tracked_vehicle_starts_no_second_track():
+    """The detector boxes a tracked car surely and, beside that box, weakly and a little looser (the any-heading
+    detector's kind, IoU 0.6): with ``weak_tracks`` the weak box is that car, not a second vehicle."""
+    frames = [
+        Detections(
+            np.array([[100 + 2 * k, 100, 130 + 2 * k, 115], [97 + 2 * k, 98, 133 + 2 * k, 117]], np.float32),
+            np.array([0.9, 0.27]),
+            np.zeros(2),
+        )
+        for k in range(12)
+    ]
+    assert len(_ids(EgoCompensatedByteTrack(TrackerConfig(weak_tracks=True), predict_new_tracks=True), frames)) == 1

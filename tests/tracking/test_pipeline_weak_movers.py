@@ -11,7 +11,7 @@ import numpy as np
 
 from tests.edge.service.service_fakes import BrightBoxDetector
 from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
-from tracking.config import PipelineConfig, RoadConfig
+from tracking.config import PipelineConfig, RoadConfig, StandingHoldConfig
 from tracking.pipeline import Pipeline
 from vision.config import DetectorConfig, MotionConfig
 from vision.types import Frame
@@ -89,12 +89,13 @@ class LooseWeakBoxes(WeakBoxes):
         return dets
 
 
-def _mover_ids(track_iou: float | None) -> list[set[int]]:
+def _mover_ids(track_iou: float | None, hold: bool = False) -> list[set[int]]:
     cfg = PipelineConfig(
         device="cpu",
         road=RoadConfig(enabled=False),
         detector=DetectorConfig(every_n_frames=1),
         motion=MotionConfig(promote_track_iou=track_iou, add_missed=False),
+        standing_hold=StandingHoldConfig(enabled=hold),
     )
     p = Pipeline(cfg, detector=LooseWeakBoxes())
     p.reset(W, H, FPS)
@@ -113,8 +114,12 @@ def test_a_weak_box_on_a_vehicle_already_tracked_extends_its_track():
     """Promoted to the new-track score, a weak box enters ByteTrack's first association, where a box of that score
     matches a track only at IoU >= 0.8 (overlap x score): a loose one (IoU ~0.7) matches nothing there, and the
     vehicle's track is lost between the detector's sure frames. Not promoted where a tracked vehicle is
-    (``motion.promote_track_iou``), it extends that track from the low band (IoU >= 0.5)."""
+    (``motion.promote_track_iou``), it extends that track from the low band (IoU >= 0.5). The hold (on by default)
+    does the same where it follows the vehicle by its appearance: the weak box on it goes down to the held box's band
+    (``tracking/standing_hold.py``)."""
     kept = _mover_ids(0.3)
     assert len(set().union(*kept)) == 1 and sum(bool(s) for s in kept) >= FRAMES - 5
     promoted = _mover_ids(None)
     assert sum(bool(s) for s in promoted) <= FRAMES // 2  # reported on the sure frames and a few after
+    held = _mover_ids(None, hold=True)
+    assert len(set().union(*held)) == 1 and sum(bool(s) for s in held) >= FRAMES - 8

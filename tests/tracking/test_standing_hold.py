@@ -7,6 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from tests.edge.service.service_fakes import BrightBoxDetector
 from tests.tracking.test_pipeline_lost_gaps import MissingDetector
 from tests.tracking.test_pipeline_motion_frames import FPS, H, W, _ground
 from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig, StandingHoldConfig
@@ -37,12 +38,27 @@ def _image(ground: np.ndarray, i: int, parked: bool = False, gone_from: int | No
     return img
 
 
+class WeakLooseBoxes(MissingDetector):
+    """On the missed frames, a weak box a little looser than the car (the any-heading detector's kind) instead of
+    none: 0.33 at IoU 0.58 with the car's own box, below ByteTrack's score-weighted match (0.2) and enough, frame
+    after frame on a standing car, to confirm a track of its own (0.3)."""
+
+    def detect(self, image, road_mask=None, tiling=None):
+        dets = BrightBoxDetector.detect(self, image, road_mask, tiling)
+        self.frame += 1
+        if self.frame - 1 in self.missed:
+            dets.xyxy += np.array([-3, -3, 3, 3], np.float32)
+            dets.score[:] = 0.33
+        return dets
+
+
 def _run(
     hold: bool,
     parked: bool = False,
     gone_from: int | None = None,
     missed: set[int] = MISSED,
     follow_moving: bool = True,
+    detector: MissingDetector | None = None,
 ) -> list[list]:
     config = PipelineConfig(
         device="cpu",
@@ -52,7 +68,7 @@ def _run(
         standing_hold=StandingHoldConfig(enabled=hold, follow_moving=follow_moving),
         calibration=CalibrationConfig(metres_per_pixel=0.2),
     )
-    p = Pipeline(config, detector=MissingDetector(missed))
+    p = Pipeline(config, detector=detector or MissingDetector(missed))
     p.reset(W, H, FPS, recorded=True)
     ground = _ground()
     results = (p.step(Frame(i, i / FPS, _image(ground, i, parked, gone_from))) for i in range(FRAMES))
@@ -71,6 +87,14 @@ def test_without_the_hold_it_is_lost_while_it_waits_and_comes_back_as_another_tr
     tracks = _run(hold=False)
     assert not any(tracks[i] for i in range(60, DEPARTS))
     assert len({tr.track_id for frame in tracks for tr in frame}) == 2
+
+
+def test_a_held_vehicle_the_detector_boxes_weakly_and_loosely_keeps_one_track():
+    """A weak box on a held car that ByteTrack does not match to its track (the two detectors' boxes differ in size)
+    is that car: it does not start a second track on it."""
+    tracks = _run(hold=True, detector=WeakLooseBoxes(MISSED))
+    assert len({tr.track_id for frame in tracks for tr in frame}) == 1
+    assert all(len(tracks[i]) == 1 for i in range(3, FRAMES))
 
 
 def test_a_held_vehicle_that_drives_off_unboxed_is_followed_by_its_appearance():
@@ -100,7 +124,8 @@ def test_a_vehicle_never_seen_moving_is_not_carried():
 
 def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     """Two queued cars the detector once boxed as one: where it now boxes one of them inside that box, the box is not
-    one vehicle, and its track is not carried."""
+    one vehicle, and its track is not carried. A tighter box of the same vehicle, spanning most of it and centred on
+    it, is not another vehicle."""
     img = _image(_ground(), ARRIVES)
     hold = StandingHold(StandingHoldConfig(), FPS, 0.15)
     box = np.array([[195, 245, 235, 268]], np.float32)  # the car and some road around it
@@ -114,8 +139,17 @@ def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     assert np.allclose(held.xyxy, box, atol=1)
     inner = Detections(np.array([[200, 250, 215, 264]], np.float32), np.array([0.5], np.float32), np.zeros(1, np.int32))
     assert len(hold.boxes(img, 20, dets=inner, **standing)) == 0
+    # the same car boxed tighter, weakly (the shipped detector's box inside the any-heading detector's looser one,
+    # which fed the track): ByteTrack would not match it (IoU 0.46 x 0.25), and it is not another vehicle: held,
+    # and the weak box goes down to the held box's band
+    tight = Detections(
+        np.array([[200, 250, 230, 264]], np.float32), np.array([0.25], np.float32), np.zeros(1, np.int32)
+    )
+    assert len(hold.boxes(img, 20, dets=tight, **standing)) == 1
+    assert tight.score[0] == np.float32(0.15)  # and it cannot start a second track on the car
     weak = Detections(np.array([[197, 246, 236, 266]], np.float32), np.array([0.25], np.float32), np.zeros(1, np.int32))
-    assert len(hold.boxes(img, 20, dets=weak, **standing)) == 1  # ByteTrack would not match it: held too
+    assert len(hold.boxes(img, 20, dets=weak, **standing)) == 1  # ByteTrack would not match it: held too ...
+    assert weak.score[0] == np.float32(0.15)  # ... and the weak box cannot start a second track on the car
     sure = Detections(weak.xyxy.copy(), np.array([0.8], np.float32), np.zeros(1, np.int32))
     assert len(hold.boxes(img, 20, dets=sure, **standing)) == 0  # ByteTrack matches it
     moving = dict(standing, speed_px=np.array([3.0]))
