@@ -18,7 +18,9 @@ too much since its last detector box; in an oblique view it shrinks or grows as 
 
 Only tracks seen moving hold (a vehicle that arrived and stopped): a parked car the detector flickers on, or clutter
 it took for a vehicle, is never carried by this. Templates come from detector boxes only, never from a held box, so
-a hold cannot drift off its vehicle.
+a hold cannot drift off its vehicle. A weak detector box on a held vehicle that ByteTrack does not match to its track
+(the two detectors' boxes differ in size: the any-heading one's are looser) is that vehicle: it goes down to the held
+box's score instead of starting a second track on it.
 """
 
 from __future__ import annotations
