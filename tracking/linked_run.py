@@ -24,6 +24,7 @@ import numpy as np
 
 from tracking.box_sizes import steady_box_sizes
 from tracking.linking import LinkingConfig, Piece, link_pieces
+from tracking.nested_tracks import NestedReport, resolve_nested
 from tracking.track_starts import _through, interpolated
 from tracking.types import FrameResult, TrackState
 from vision.types import Frame
@@ -43,6 +44,11 @@ class LinkReport:
     held_boxes: int = 0
     dropped_boxes: int = 0  # a tail that followed another vehicle before the vehicle was found again (tail_s)
     steadied_boxes: int = 0  # boxes given their track's median size (tracking/box_sizes.py)
+    # tracks inside another's box (tracking/nested_tracks.py): [id kept, id merged into it] per vehicle boxed twice,
+    # the tracks that boxed several vehicles at once, and the boxes dropped for either
+    nested_merged: list[list[int]] = field(default_factory=list)
+    group_tracks: list[int] = field(default_factory=list)
+    nested_dropped_boxes: int = 0
     # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
     # last frame]; what a link audit against truth needs (tracking/evaluation/link_audit.py)
     pieces: list[list[int]] = field(default_factory=list)
@@ -147,10 +153,13 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     """Relabel ``results`` in place so each vehicle's pieces carry its first piece's id, fill the frames between
     linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
+    nested = resolve_nested(results, cfg.nested_min_s) if cfg.nested_tracks else NestedReport()
     ps = pieces(results, width, height, cfg.border_frac)
     tails: dict[int, tuple[float, float]] = {}
     mapping = link_pieces(ps, cfg, tails)
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
+    report.nested_merged, report.group_tracks = nested.merged, nested.group_tracks
+    report.nested_dropped_boxes = nested.dropped_boxes
     report.pieces = [
         [p.track_id, mapping.get(p.track_id, p.track_id), int(p.frames[0]), int(p.frames[-1])]
         for p in ps

@@ -214,6 +214,14 @@ class LinkingConfig(StageConfig):
         "vehicles look like it, where a car found again 12 s later is more often another car. The detector loses "
         "trucks and buses for longer than cars (on the rendered roundabout it boxes a fifth of the trucks). 0: none",
     )
+    nested_tracks: bool = Field(
+        True,
+        description="before linking, a track whose boxes lie inside another track's box is resolved "
+        "(tracking/nested_tracks.py): one that holds two tracks at once side by side is a box of several queued "
+        "vehicles and its boxes there are dropped; one that holds exactly one, for most of the shorter one's life, is "
+        "one vehicle with it (a truck and its cab boxed as a car) and the two become one track with the outer box",
+    )
+    nested_min_s: float = Field(1.0, ge=0, description="a track lies inside another's box for at least this long")
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 

@@ -118,6 +118,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a track a weak box (0.25-0.3) started is confirmed by another weak box at IoU 0.5 (the default, Ultralytics'
     # rule, asks IoU x score >= 0.3, which such boxes never reach; opt-in, tracker.weak_tracks)
     "weak-tracks": {"tracker.weak_tracks": True},
+    # tracks inside another's box left as they are: neither a truck's cab merged into the truck nor a box of two
+    # queued cars dropped (the previous default; linking.nested_tracks, tracking/nested_tracks.py)
+    "no-nested": {"linking.nested_tracks": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

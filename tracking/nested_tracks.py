@@ -1,0 +1,170 @@
+"""Tracks whose boxes lie inside another track's box: part of that vehicle, or the parts of a box of several.
+
+Seen from above, vehicles do not overlap: a box that stays inside another's box, moving with it, is either a part of
+that vehicle or the other box is a group of vehicles. The detector boxes both: a truck's cab looks like a car from
+above (on the rendered 4K ramp minute, seven trucks and buses had a second track on their cab or trailer, and the
+study counted each twice), and two or three cars waiting side by side or nose to tail are now and then boxed as one
+(on the three rendered five-minute junction flights 12, 10 and 6 such group tracks, over 9 to 300 frames, none of
+them a vehicle). A recorded run sees every pair over the whole flight, so before its pieces are linked:
+
+- a track that holds two others at once side by side (each nested for most of the frames they share, neither inside
+  the other) is a group box: its boxes on the frames it holds any of them are dropped (all of them where that is most
+  of its frames), the vehicles' own tracks stay. Two inner tracks one inside the other are parts of one vehicle (a
+  car's roof and windscreen boxed besides it), not a group;
+- a track that holds exactly one other, for most of the shorter one's life, and keeps its size outside those
+  frames, is one vehicle with it: the two become one track (the earlier one's id) with the outer box on the frames
+  both report (a part's box matches no vehicle).
+
+A pair counts as nested where the inner box lies at least ``INSIDE_SHARE`` inside the outer one, the outer one at
+least ``AREA_RATIO`` times its area, on ``NESTED_SHARE`` of the frames both report, over ``linking.nested_min_s``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracking.types import FrameResult
+
+INSIDE_SHARE = 0.85  # of the inner box's area inside the outer box
+AREA_RATIO = 1.3  # the outer box at least this many times the inner's area (a looser box of one car is about 1.1-1.25x)
+NESTED_SHARE = 0.8  # of the frames both tracks report, the inner one lies inside on at least this share
+ONE_VEHICLE_SHARE = 0.5  # one inner: the frames both report cover at least this share of the shorter track
+APART_SHARE = 0.3  # two inner boxes overlapping less than this share of the smaller one are two vehicles
+GROUP_MIN_FRAMES = 3  # a group box holds two vehicles side by side on at least this many frames
+GROUP_WHOLE_SHARE = 0.5  # a group box on at least this share of its track's frames: the whole track is dropped
+STEADY_SIZE_RATIO = 1.5  # one inner: the outer box's median area outside those frames within this factor of inside
+
+
+@dataclass
+class NestedReport:
+    """What :func:`resolve_nested` changed, for ``summary.json`` → ``linking``."""
+
+    merged: list[list[int]] = field(default_factory=list)  # [id kept, id merged into it]
+    group_tracks: list[int] = field(default_factory=list)  # tracks found to box several vehicles at once
+    dropped_boxes: int = 0  # group boxes dropped, plus the inner boxes of a vehicle boxed twice
+
+
+@dataclass
+class _Pair:
+    contained: list[int] = field(default_factory=list)  # result positions where the inner lies inside the outer
+
+
+def _boxes(results: list[FrameResult]) -> dict[int, dict[int, tuple[np.ndarray, float]]]:
+    out: dict[int, dict[int, tuple[np.ndarray, float]]] = defaultdict(dict)
+    for k, r in enumerate(results):
+        for tr in r.tracks:
+            out[tr.track_id][k] = (np.asarray(tr.xyxy, np.float64), float(tr.score))
+    return out
+
+
+def _contained_pairs(results: list[FrameResult]) -> dict[tuple[int, int], _Pair]:
+    pairs: dict[tuple[int, int], _Pair] = defaultdict(_Pair)
+    for k, r in enumerate(results):
+        if len(r.tracks) < 2:
+            continue
+        ids = [tr.track_id for tr in r.tracks]
+        b = np.array([np.asarray(tr.xyxy, np.float64) for tr in r.tracks]).reshape(-1, 4)
+        area = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
+        w = np.clip(np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0]), 0, None)
+        h = np.clip(np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1]), 0, None)
+        inside = (w * h >= INSIDE_SHARE * area[:, None]) & (area[None, :] >= AREA_RATIO * area[:, None])
+        np.fill_diagonal(inside, False)
+        for i, j in zip(*np.nonzero(inside & (area[:, None] > 0))):
+            pairs[(ids[i], ids[j])].contained.append(k)
+    return pairs
+
+
+def find_nested(
+    results: list[FrameResult], min_s: float
+) -> tuple[dict[int, list[int]], dict[tuple[int, int], list[int]], dict]:
+    """Nested pairs: outer id -> its inner ids, (inner, outer) -> the positions it lies inside, and each track's
+    boxes by position."""
+    boxes = _boxes(results)
+    t = np.array([r.frame.t for r in results], np.float64)
+    inners: dict[int, list[int]] = defaultdict(list)
+    where: dict[tuple[int, int], list[int]] = {}
+    for (a, b), pair in _contained_pairs(results).items():
+        shared = sorted(set(boxes[a]) & set(boxes[b]))
+        if len(pair.contained) < NESTED_SHARE * len(shared):
+            continue
+        if t[pair.contained[-1]] - t[pair.contained[0]] < min_s:
+            continue
+        inners[b].append(a)
+        where[(a, b)] = pair.contained
+    return inners, where, boxes
+
+
+def resolve_nested(results: list[FrameResult], min_s: float) -> NestedReport:
+    """Drop group boxes and merge a vehicle's part into it, in ``results`` (in place): see the module's docstring."""
+    report = NestedReport()
+    inners, where, boxes = find_nested(results, min_s)
+    outer_of: dict[int, list[int]] = defaultdict(list)
+    for b, ins in inners.items():
+        for a in ins:
+            outer_of[a].append(b)
+    drop: set[tuple[int, int]] = set()  # (position, track id)
+    rename: dict[int, int] = {}
+    for b, ins in sorted(inners.items()):
+        held = [set(where[(a, b)]) for a in ins]
+        if _holds_two_vehicles(ins, held, boxes):
+            report.group_tracks.append(b)
+            grouped = set().union(*held)
+            # mostly a group box: its few other boxes are no vehicle of their own either (left, they were linked on)
+            drop.update((k, b) for k in (boxes[b] if len(grouped) >= GROUP_WHOLE_SHARE * len(boxes[b]) else grouped))
+            continue
+        if len(ins) != 1 or outer_of.get(b) or inners.get(ins[0]) or len(outer_of[ins[0]]) != 1:
+            continue  # a chain or a part of several: left alone
+        a = ins[0]
+        shared = sorted(set(boxes[a]) & set(boxes[b]))
+        if len(shared) < ONE_VEHICLE_SHARE * min(len(boxes[a]), len(boxes[b])) or not _steady(boxes[b], set(shared)):
+            continue
+        drop.update((k, a) for k in shared)  # the whole vehicle's box stays (a part's box matches no vehicle)
+        first, second = sorted((a, b), key=lambda i: min(boxes[i]))
+        rename[second] = first
+        report.merged.append([first, second])
+    if not drop and not rename:
+        return report
+    for k, r in enumerate(results):
+        kept = []
+        for tr in r.tracks:
+            if (k, tr.track_id) in drop:
+                report.dropped_boxes += 1
+                continue
+            kept.append(dataclasses.replace(tr, track_id=rename[tr.track_id]) if tr.track_id in rename else tr)
+        r.tracks = kept
+        if r.lost_ids & rename.keys():
+            r.lost_ids = frozenset(rename.get(i, i) for i in r.lost_ids)
+    return report
+
+
+def _holds_two_vehicles(ins: list[int], held: list[set[int]], boxes: dict) -> bool:
+    """Two of the inner tracks lie inside the outer box at once, side by side (not one inside the other: a car's
+    windscreen and roof boxed besides the car are parts of one vehicle), on at least ``GROUP_MIN_FRAMES`` frames."""
+    for x in range(len(ins)):
+        for y in range(x + 1, len(ins)):
+            both = held[x] & held[y]
+            apart = sum(_overlap_of_smaller(boxes[ins[x]][k][0], boxes[ins[y]][k][0]) <= APART_SHARE for k in both)
+            if apart >= GROUP_MIN_FRAMES:
+                return True
+    return False
+
+
+def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    smaller = min(float(np.prod(a[2:] - a[:2])), float(np.prod(b[2:] - b[:2])))
+    return max(w, 0.0) * max(h, 0.0) / max(smaller, 1e-9)
+
+
+def _steady(outer: dict[int, tuple[np.ndarray, float]], shared: set[int]) -> bool:
+    """The outer box keeps its size outside the shared frames (a group box that became one of its vehicles does not)."""
+    area = {k: float(np.prod(np.clip(v[0][2:] - v[0][:2], 0, None))) for k, v in outer.items()}
+    outside = [a for k, a in area.items() if k not in shared]
+    if len(outside) < 3:
+        return True
+    ratio = np.median([area[k] for k in shared]) / max(float(np.median(outside)), 1e-9)
+    return 1 / STEADY_SIZE_RATIO <= ratio <= STEADY_SIZE_RATIO
