@@ -7,6 +7,10 @@ size (``tracking.box_sizes``), and then feeds its sinks with the
 images decoded again (``edge.runner``). Memory grows with the tracks reported, not with the frames' pixels: a few
 hundred bytes per reported box.
 
+Before the pieces are linked, tracks inside another track's box are resolved (``tracking.nested_tracks``); a piece
+whose last boxes were not measured (predictions, the standing hold's matches) and fell behind its moving vehicle is
+linked from its last measured box, and loses those boxes where it is linked (``linking.unmeasured_tail_s``).
+
 A filled box is interpolated between the two ends in the first frame's pixels (the drone's own motion taken out),
 like the short gaps ``tracking.track_starts`` fills, and carries no speed (speed flag ``interpolated``); a filled
 box whose centre would lie outside the frame is left out.
@@ -23,7 +27,7 @@ import cv2
 import numpy as np
 
 from tracking.box_sizes import steady_box_sizes
-from tracking.linking import LinkingConfig, Piece, link_pieces
+from tracking.linking import HEADING_MPS, STATE_S, LinkingConfig, Piece, link_pieces
 from tracking.nested_tracks import NestedReport, resolve_nested
 from tracking.track_starts import _through, interpolated
 from tracking.types import FrameResult, TrackState
@@ -31,6 +35,7 @@ from vision.types import Frame
 
 _NO_IMAGE = np.zeros((0, 0, 3), np.uint8)
 STOOD_LENGTHS = 0.5  # two ends of a gap closer than this share of the vehicle's length: it stood in between
+STALLED_SHARE = 0.5  # an unmeasured tail that covered less than this share of the way its speed would: fell behind
 
 
 @dataclass
@@ -49,6 +54,8 @@ class LinkReport:
     nested_merged: list[list[int]] = field(default_factory=list)
     group_tracks: list[int] = field(default_factory=list)
     nested_dropped_boxes: int = 0
+    # pieces linked from their last measured box, their unmeasured last boxes dropped (linking.unmeasured_tail_s)
+    unmeasured_tails_cut: int = 0
     # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
     # last frame]; what a link audit against truth needs (tracking/evaluation/link_audit.py)
     pieces: list[list[int]] = field(default_factory=list)
@@ -117,22 +124,28 @@ def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
     return _through(result.to_first, c) if result.to_first is not None else c
 
 
-def pieces(results: list[FrameResult], width: int, height: int, border_frac: float) -> list[Piece]:
-    """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path)."""
-    by_id: dict[int, list[tuple[int, float, np.ndarray, float, tuple[float, float]]]] = {}
-    last_to_first: dict[int, np.ndarray | None] = {}
+def pieces(
+    results: list[FrameResult], width: int, height: int, border_frac: float, cfg: LinkingConfig | None = None
+) -> tuple[list[Piece], dict[int, float]]:
+    """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path), and the
+    tracks whose piece leaves out its last boxes (``linking.unmeasured_tail_s``): track id -> the time of its last
+    measured box."""
+    by_id: dict[int, list[tuple[int, float, np.ndarray, float, tuple[float, float], bool, np.ndarray | None]]] = {}
     mx, my = border_frac * width, border_frac * height
     for r in results:
         for tr in r.tracks:
             x1, y1, x2, y2 = (float(v) for v in tr.xyxy)
             edge = (float(x2 >= width - mx) - float(x1 <= mx), float(y2 >= height - my) - float(y1 <= my))
             by_id.setdefault(tr.track_id, []).append(
-                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), edge)
+                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), edge, tr.measured, r.to_first)
             )
-            last_to_first[tr.track_id] = r.to_first
-    out = []
+    out, trimmed = [], {}
     for tid, pts in by_id.items():
-        to_first = last_to_first[tid]
+        keep = _without_unmeasured_tail(pts, cfg) if cfg is not None else len(pts)
+        if keep < len(pts):
+            trimmed[tid] = pts[keep - 1][1]
+            pts = pts[:keep]
+        to_first = pts[-1][6]
         out.append(
             Piece(
                 tid,
@@ -146,7 +159,29 @@ def pieces(results: list[FrameResult], width: int, height: int, border_frac: flo
                 lengths_px=np.array([p[3] for p in pts], np.float64),
             )
         )
-    return out
+    return out, trimmed
+
+
+def _without_unmeasured_tail(pts: list, cfg: LinkingConfig) -> int:
+    """How many of a track's boxes its piece keeps: all but a last run of unmeasured ones (predictions, the standing
+    hold's matches) up to ``unmeasured_tail_s`` long that fell behind the vehicle, moving at its last measured box
+    (the run covered less than half the way its speed would). Where the hold loses a moving vehicle, its last matches
+    are often where the vehicle was, not where it went on to (the patch's background holds it as the vehicle turns):
+    a piece judged from there looks like a vehicle that stopped, and the next piece metres on is out of its reach."""
+    n = len(pts)
+    last = next((k for k in range(n - 1, -1, -1) if pts[k][5]), -1)
+    if last < 0 or last == n - 1 or pts[-1][1] - pts[last][1] > cfg.unmeasured_tail_s:
+        return n
+    window = [p for p in pts[: last + 1] if p[1] >= pts[last][1] - STATE_S and p[5]]
+    if len(window) < 2 or window[-1][1] <= window[0][1]:
+        return n
+    metres_per_px = cfg.vehicle_length_m / max(float(np.median([p[3] for p in pts])), 1.0)
+    speed_px = float(np.hypot(*(window[-1][2] - window[0][2]))) / (window[-1][1] - window[0][1])
+    if speed_px * metres_per_px < HEADING_MPS:
+        return n
+    # only a tail that falls behind: one that kept pace (the hold following the vehicle to the frame's edge) is its way
+    behind = float(np.hypot(*(pts[-1][2] - pts[last][2]))) < STALLED_SHARE * speed_px * (pts[-1][1] - pts[last][1])
+    return last + 1 if behind else n
 
 
 def link_results(results: list[FrameResult], width: int, height: int, cfg: LinkingConfig | None = None) -> LinkReport:
@@ -154,12 +189,14 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
     nested = resolve_nested(results, cfg.nested_min_s) if cfg.nested_tracks else NestedReport()
-    ps = pieces(results, width, height, cfg.border_frac)
+    ps, trimmed = pieces(results, width, height, cfg.border_frac, cfg)
     tails: dict[int, tuple[float, float]] = {}
     mapping = link_pieces(ps, cfg, tails)
+    cut_tails = _cut_linked_tails(ps, mapping, trimmed, tails)
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
     report.nested_merged, report.group_tracks = nested.merged, nested.group_tracks
     report.nested_dropped_boxes = nested.dropped_boxes
+    report.unmeasured_tails_cut = cut_tails
     report.pieces = [
         [p.track_id, mapping.get(p.track_id, p.track_id), int(p.frames[0]), int(p.frames[-1])]
         for p in ps
@@ -171,6 +208,23 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
         _relabel_and_fill(results, mapping, ps, width, height, cfg, report, tails)
     report.steadied_boxes = steady_box_sizes(results, cfg.steady_box_s, width, height, cfg.border_frac)
     return report
+
+
+def _cut_linked_tails(
+    ps: list[Piece], mapping: dict[int, int], trimmed: dict[int, float], tails: dict[int, tuple[float, float]]
+) -> int:
+    """A piece linked without its unmeasured last boxes loses them up to its successor's start (the frames between
+    are filled as any gap between linked pieces); unlinked, it keeps them."""
+    starts: dict[int, list[float]] = {}
+    for p in ps:
+        starts.setdefault(mapping.get(p.track_id, p.track_id), []).append(float(p.t[0]))
+    n = 0
+    for tid, t_end in trimmed.items():
+        later = [t for t in starts.get(mapping.get(tid, tid), []) if t > t_end]
+        if later and tid not in tails:
+            tails[tid] = (t_end, min(later))
+            n += 1
+    return n
 
 
 def _relabel_and_fill(

@@ -738,6 +738,7 @@ class Pipeline:
                     float(score),
                     int(cls),
                     moving=bool(dets.moving[i]) if 0 <= i < len(dets) and not cfg.baseline else True,
+                    measured=bool(0 <= i < len(dets) and dets.source[i] != DetectionSource.PREDICTED),
                 )
             )
         speeds = self.speed.update(frame.t, {tr.track_id: tr.center for tr in tracks}, ground, H)

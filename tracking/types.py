@@ -58,6 +58,10 @@ class TrackState:
     ground_xy: tuple[float, float] | None = None  # metres in the run's ground frame
     lat: float | None = None
     lon: float | None = None
+    # False: the box is the track's prediction (a frame the detector skipped, no motion blob on it) or the standing
+    # hold's match of its last detector patch (tracking/standing_hold.py), not a box the detector or the motion layer
+    # found this frame
+    measured: bool = True
 
     @property
     def center(self) -> tuple[float, float]:

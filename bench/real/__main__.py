@@ -121,6 +121,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # tracks inside another's box left as they are: neither a truck's cab merged into the truck nor a box of two
     # queued cars dropped (the previous default; linking.nested_tracks, tracking/nested_tracks.py)
     "no-nested": {"linking.nested_tracks": False},
+    # every piece linked from its last box, whatever the standing hold's last matches were (the previous default;
+    # linking.unmeasured_tail_s)
+    "no-unmeasured-tails": {"linking.unmeasured_tail_s": 0.0},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

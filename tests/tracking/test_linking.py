@@ -3,6 +3,8 @@ those; the frames between filled where the vehicle stood or the gap was short.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tracking.linked_run import hold, link_results, with_images
@@ -512,3 +514,52 @@ def test_held_results_give_back_their_images_and_masks():
         for r in with_images(held, frames)
     ]  # each image is let go once the sinks have had it
     assert seen == [(f, True) for f in range(5)]
+
+
+def _with_unmeasured(results: list[FrameResult], tid: int, frames: range) -> list[FrameResult]:
+    for r in results:
+        if r.frame.index in frames:
+            r.tracks = [dataclasses.replace(tr, measured=False) if tr.track_id == tid else tr for tr in r.tracks]
+    return results
+
+
+def test_a_moving_piece_whose_last_boxes_lag_behind_is_linked_from_its_last_measured_box():
+    # a car at 6 px/frame (6.75 m/s); from frame 40 the standing hold's matches stay where it was (the patch's
+    # background holds them back) until the track is lost at frame 47; the car's next track starts at frame 50,
+    # where it has driven on to: 60 px (6.75 m) beyond the lagging end, 3 px/frame from it
+    first = {f: (100.0 + 6 * min(f, 40), 300.0) for f in range(0, 48)}
+    second = _drive(range(50, 100), 100 + 6 * 50, 300, 6.0)
+    results = _with_unmeasured(_results(100, {1: first, 2: second}), 1, range(41, 48))
+    report = link_results(results, W, H)
+    assert report.links == 1
+    ids = _ids_by_frame(results)
+    assert all(ids[f] == {1} for f in range(0, 100))  # one vehicle on every frame
+    for f in (44, 47, 49):  # the lagging boxes gave way to the vehicle's way between its measured boxes
+        (box,) = results[f].tracks
+        assert abs(box.center[0] - (100 + 6 * f)) <= 1.0
+    # unmeasured boxes are only left out of a moving piece's end: without the option the end stands still there
+    plain = _with_unmeasured(_results(100, {1: first, 2: second}), 1, range(41, 48))
+    assert link_results(plain, W, H, LinkingConfig(unmeasured_tail_s=0.0)).links == 0
+
+
+def test_a_car_held_while_it_waits_keeps_its_held_boxes_for_linking():
+    # arrives, stops at x=500 (frame 50); the detector misses it as it waits: the hold carries it for 20 s, and it is
+    # found again where it stood 5 s later: one vehicle, the held boxes are where it stood
+    arrive = {f: (100 + 8 * f, 300.0) for f in range(0, 50)}
+    held = {f: (500.0, 300.0) for f in range(50, 250)}
+    found = {f: (500.0, 300.0) for f in range(300, 330)}
+    leave = {f: (500 + 8 * (f - 330), 300.0) for f in range(330, 360)}
+    results = _with_unmeasured(_results(360, {1: {**arrive, **held}, 2: {**found, **leave}}), 1, range(50, 250))
+    report = link_results(results, W, H)
+    assert report.links == 1 and sum(len(r.tracks) for r in results[50:250]) == 200
+
+
+def test_an_unmeasured_tail_that_keeps_pace_with_the_vehicle_is_its_way():
+    # the hold follows a car at 6 px/frame from frame 41 to the frame's edge... (its matches keep pace): the piece
+    # ends there, beyond a car that starts standing at x=355 at frame 50, and is not linked to it. Judged from its
+    # last measured box (x=340 at frame 40) instead, that car would look like where it stopped
+    first = _drive(range(0, 48), 100, 300, 6.0)
+    waiting = {f: (355.0, 300.0) for f in range(50, 150)}
+    results = _with_unmeasured(_results(150, {1: first, 2: waiting}), 1, range(41, 48))
+    assert link_results(results, W, H).links == 0
+    assert sum(len(r.tracks) for r in results[41:48]) == 7  # its boxes stay

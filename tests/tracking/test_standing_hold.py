@@ -81,6 +81,9 @@ def test_a_vehicle_waiting_unboxed_is_one_track_on_every_frame_from_arrival_to_d
     for i in range(3, FRAMES):
         assert len(tracks[i]) == 1, i
         assert abs(tracks[i][0].center[0] - (_vehicle_x(i) + 15)) < 3, (i, tracks[i][0].center)
+    # the held boxes are not measured (linking judges a piece's end from its last measured box), the detector's are
+    assert not any(tracks[i][0].measured for i in range(55, DEPARTS))
+    assert all(tracks[i][0].measured for i in range(3, 50))
 
 
 def test_without_the_hold_it_is_lost_while_it_waits_and_comes_back_as_another_track():
@@ -106,6 +109,9 @@ def test_a_held_vehicle_that_drives_off_unboxed_is_followed_by_its_appearance():
     for i in range(3, FRAMES):
         assert len(tracks[i]) == 1, i
         assert abs(tracks[i][0].center[0] - (_vehicle_x(i) + 15)) < 3, (i, tracks[i][0].center)
+    # the held boxes are not measured (linking judges a piece's end from its last measured box), the detector's are
+    assert not any(tracks[i][0].measured for i in range(55, DEPARTS))
+    assert all(tracks[i][0].measured for i in range(3, 50))
     standing_only = _run(hold=True, missed=unboxed, follow_moving=False)
     assert not any(standing_only[i] for i in range(DEPARTS + 10, FRAMES))
 
