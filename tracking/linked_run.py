@@ -125,13 +125,13 @@ def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
 
 
 def pieces(
-    results: list[FrameResult], width: int, height: int, border_frac: float, cfg: LinkingConfig | None = None
+    results: list[FrameResult], width: int, height: int, cfg: LinkingConfig
 ) -> tuple[list[Piece], dict[int, float]]:
     """Each track's reported boxes as a :class:`Piece` (interpolated boxes included: they are its path), and the
     tracks whose piece leaves out its last boxes (``linking.unmeasured_tail_s``): track id -> the time of its last
     measured box."""
     by_id: dict[int, list[tuple[int, float, np.ndarray, float, tuple[float, float], bool, np.ndarray | None]]] = {}
-    mx, my = border_frac * width, border_frac * height
+    mx, my = cfg.border_frac * width, cfg.border_frac * height
     for r in results:
         for tr in r.tracks:
             x1, y1, x2, y2 = (float(v) for v in tr.xyxy)
@@ -141,7 +141,7 @@ def pieces(
             )
     out, trimmed = [], {}
     for tid, pts in by_id.items():
-        keep = _without_unmeasured_tail(pts, cfg) if cfg is not None else len(pts)
+        keep = _without_unmeasured_tail(pts, cfg)
         if keep < len(pts):
             trimmed[tid] = pts[keep - 1][1]
             pts = pts[:keep]
@@ -189,7 +189,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
     nested = resolve_nested(results, cfg.nested_min_s) if cfg.nested_tracks else NestedReport()
-    ps, trimmed = pieces(results, width, height, cfg.border_frac, cfg)
+    ps, trimmed = pieces(results, width, height, cfg)
     tails: dict[int, tuple[float, float]] = {}
     mapping = link_pieces(ps, cfg, tails)
     cut_tails = _cut_linked_tails(ps, mapping, trimmed, tails)

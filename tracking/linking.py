@@ -221,6 +221,7 @@ class LinkingConfig(StageConfig):
         "vehicles and its boxes there are dropped; one that holds exactly one, for most of the shorter one's life, is "
         "one vehicle with it (a truck and its cab boxed as a car) and the two become one track with the outer box",
     )
+    nested_min_s: float = Field(1.0, ge=0, description="a track lies inside another's box for at least this long")
     unmeasured_tail_s: float = Field(
         2.0,
         ge=0,
@@ -230,7 +231,6 @@ class LinkingConfig(StageConfig):
         "a moving vehicle, its last matches are often where it was (the oblique renders' vehicles lost in a turn). "
         "0: from its last box",
     )
-    nested_min_s: float = Field(1.0, ge=0, description="a track lies inside another's box for at least this long")
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 

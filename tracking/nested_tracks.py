@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracking.types import FrameResult
+from vision.detection import overlap_fraction
 
 INSIDE_SHARE = 0.85  # of the inner box's area inside the outer box
 AREA_RATIO = 1.3  # the outer box at least this many times the inner's area (a looser box of one car is about 1.1-1.25x)
@@ -48,37 +49,31 @@ class NestedReport:
     dropped_boxes: int = 0  # group boxes dropped, plus the inner boxes of a vehicle boxed twice
 
 
-@dataclass
-class _Pair:
-    contained: list[int] = field(default_factory=list)  # result positions where the inner lies inside the outer
-
-
-def _boxes(results: list[FrameResult]) -> dict[int, dict[int, tuple[np.ndarray, float]]]:
-    out: dict[int, dict[int, tuple[np.ndarray, float]]] = defaultdict(dict)
+def _boxes(results: list[FrameResult]) -> dict[int, dict[int, np.ndarray]]:
+    out: dict[int, dict[int, np.ndarray]] = defaultdict(dict)
     for k, r in enumerate(results):
         for tr in r.tracks:
-            out[tr.track_id][k] = (np.asarray(tr.xyxy, np.float64), float(tr.score))
+            out[tr.track_id][k] = np.asarray(tr.xyxy, np.float64)
     return out
 
 
-def _contained_pairs(results: list[FrameResult]) -> dict[tuple[int, int], _Pair]:
-    pairs: dict[tuple[int, int], _Pair] = defaultdict(_Pair)
+def _contained_pairs(results: list[FrameResult]) -> dict[tuple[int, int], list[int]]:
+    """(inner id, outer id) -> the result positions where the inner box lies inside the outer one."""
+    pairs: dict[tuple[int, int], list[int]] = defaultdict(list)
     for k, r in enumerate(results):
         if len(r.tracks) < 2:
             continue
         ids = [tr.track_id for tr in r.tracks]
         b = np.array([np.asarray(tr.xyxy, np.float64) for tr in r.tracks]).reshape(-1, 4)
         area = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-        w = np.clip(np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0]), 0, None)
-        h = np.clip(np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1]), 0, None)
-        inside = (w * h >= INSIDE_SHARE * area[:, None]) & (area[None, :] >= AREA_RATIO * area[:, None])
+        inside = (overlap_fraction(b, b) >= INSIDE_SHARE) & (area[None, :] >= AREA_RATIO * area[:, None])
         np.fill_diagonal(inside, False)
         for i, j in zip(*np.nonzero(inside & (area[:, None] > 0))):
-            pairs[(ids[i], ids[j])].contained.append(k)
+            pairs[(ids[i], ids[j])].append(k)
     return pairs
 
 
-def find_nested(
+def _find_nested(
     results: list[FrameResult], min_s: float
 ) -> tuple[dict[int, list[int]], dict[tuple[int, int], list[int]], dict]:
     """Nested pairs: outer id -> its inner ids, (inner, outer) -> the positions it lies inside, and each track's
@@ -87,21 +82,19 @@ def find_nested(
     t = np.array([r.frame.t for r in results], np.float64)
     inners: dict[int, list[int]] = defaultdict(list)
     where: dict[tuple[int, int], list[int]] = {}
-    for (a, b), pair in _contained_pairs(results).items():
-        shared = sorted(set(boxes[a]) & set(boxes[b]))
-        if len(pair.contained) < NESTED_SHARE * len(shared):
-            continue
-        if t[pair.contained[-1]] - t[pair.contained[0]] < min_s:
+    for (a, b), contained in _contained_pairs(results).items():
+        shared = set(boxes[a]) & set(boxes[b])
+        if len(contained) < NESTED_SHARE * len(shared) or t[contained[-1]] - t[contained[0]] < min_s:
             continue
         inners[b].append(a)
-        where[(a, b)] = pair.contained
+        where[(a, b)] = contained
     return inners, where, boxes
 
 
 def resolve_nested(results: list[FrameResult], min_s: float) -> NestedReport:
     """Drop group boxes and merge a vehicle's part into it, in ``results`` (in place): see the module's docstring."""
     report = NestedReport()
-    inners, where, boxes = find_nested(results, min_s)
+    inners, where, boxes = _find_nested(results, min_s)
     outer_of: dict[int, list[int]] = defaultdict(list)
     for b, ins in inners.items():
         for a in ins:
@@ -147,22 +140,21 @@ def _holds_two_vehicles(ins: list[int], held: list[set[int]], boxes: dict) -> bo
     for x in range(len(ins)):
         for y in range(x + 1, len(ins)):
             both = held[x] & held[y]
-            apart = sum(_overlap_of_smaller(boxes[ins[x]][k][0], boxes[ins[y]][k][0]) <= APART_SHARE for k in both)
+            apart = sum(_overlap_of_smaller(boxes[ins[x]][k], boxes[ins[y]][k]) <= APART_SHARE for k in both)
             if apart >= GROUP_MIN_FRAMES:
                 return True
     return False
 
 
 def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    smaller = min(float(np.prod(a[2:] - a[:2])), float(np.prod(b[2:] - b[:2])))
-    return max(w, 0.0) * max(h, 0.0) / max(smaller, 1e-9)
+    both = np.stack([a, b])
+    share = overlap_fraction(both, both)
+    return float(max(share[0, 1], share[1, 0]))
 
 
-def _steady(outer: dict[int, tuple[np.ndarray, float]], shared: set[int]) -> bool:
+def _steady(outer: dict[int, np.ndarray], shared: set[int]) -> bool:
     """The outer box keeps its size outside the shared frames (a group box that became one of its vehicles does not)."""
-    area = {k: float(np.prod(np.clip(v[0][2:] - v[0][:2], 0, None))) for k, v in outer.items()}
+    area = {k: float(np.prod(np.clip(v[2:] - v[:2], 0, None))) for k, v in outer.items()}
     outside = [a for k, a in area.items() if k not in shared]
     if len(outside) < 3:
         return True
