@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tracking.study.model import Approach, CountingLine, Study, StudyInputError, Trajectory
+from tracking.study.picture import write_study_picture
 
 REQUIRED_COLUMNS = ("t", "track_id", "class", "ground_x_m", "ground_y_m")
 
@@ -261,7 +262,7 @@ def _write_smoothed(path: Path, study: Study) -> Path:
 
 
 def write_study(study: Study, out_dir: Path) -> list[Path]:
-    """Every table as ``<name>.csv``, ``vehicles.csv``, ``conflicts.csv``, ``study.geojson`` and ``study.json``
+    """Every table as ``<name>.csv``, ``vehicles.csv``, ``conflicts.csv``, ``study.geojson``, ``study.json`` and ``study.png``
     (settings, bin length, warnings) into ``out_dir`` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -284,6 +285,7 @@ def write_study(study: Study, out_dir: Path) -> list[Path]:
     }
     (out / "study.json").write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")
     paths.append(out / "study.json")
+    paths.append(write_study_picture(study, out / "study.png"))
     return paths
 
 
