@@ -28,7 +28,7 @@ import numpy as np
 
 from tracking.box_sizes import steady_box_sizes
 from tracking.linking import HEADING_MPS, STATE_S, LinkingConfig, Piece, link_pieces
-from tracking.nested_tracks import NestedReport, resolve_nested
+from tracking.nested_tracks import NestedReport, merge_twins, resolve_nested
 from tracking.track_starts import _through, interpolated
 from tracking.types import FrameResult, TrackState
 from vision.types import Frame
@@ -54,6 +54,10 @@ class LinkReport:
     nested_merged: list[list[int]] = field(default_factory=list)
     group_tracks: list[int] = field(default_factory=list)
     nested_dropped_boxes: int = 0
+    # two tracks that followed one vehicle at once (linking.twin_tracks): [id kept, id merged into it], and the later
+    # one's boxes dropped where both reported
+    twins: list[list[int]] = field(default_factory=list)
+    twin_dropped_boxes: int = 0
     # pieces linked from their last measured box, their unmeasured last boxes dropped (linking.unmeasured_tail_s)
     unmeasured_tails_cut: int = 0
     # every piece the tracker reported: [its track id, the id it was given (its vehicle's first piece), first frame,
@@ -189,6 +193,8 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     linked pieces, and give each box its track's steady size (:func:`tracking.box_sizes.steady_box_sizes`)."""
     cfg = cfg or LinkingConfig()
     nested = resolve_nested(results, cfg.nested_min_s) if cfg.nested_tracks else NestedReport()
+    if cfg.twin_tracks:
+        merge_twins(results, cfg.nested_min_s, nested)
     ps, trimmed = pieces(results, width, height, cfg)
     tails: dict[int, tuple[float, float]] = {}
     mapping = link_pieces(ps, cfg, tails)
@@ -196,6 +202,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     report = LinkReport(tracks_before=len(ps), tracks_after=len(set(mapping.values())))
     report.nested_merged, report.group_tracks = nested.merged, nested.group_tracks
     report.nested_dropped_boxes = nested.dropped_boxes
+    report.twins, report.twin_dropped_boxes = nested.twins, nested.twin_dropped_boxes
     report.unmeasured_tails_cut = cut_tails
     report.pieces = [
         [p.track_id, mapping.get(p.track_id, p.track_id), int(p.frames[0]), int(p.frames[-1])]

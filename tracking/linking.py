@@ -221,7 +221,15 @@ class LinkingConfig(StageConfig):
         "vehicles and its boxes there are dropped; one that holds exactly one, for most of the shorter one's life, is "
         "one vehicle with it (a truck and its cab boxed as a car) and the two become one track with the outer box",
     )
-    nested_min_s: float = Field(1.0, ge=0, description="a track lies inside another's box for at least this long")
+    twin_tracks: bool = Field(
+        True,
+        description="before linking, two tracks of about one size that followed one vehicle at once (boxes at IoU >= "
+        "0.3 on most frames both report, for at least nested_min_s and half the shorter one's life) become one track, "
+        "the earlier one's id and box (tracking/nested_tracks.py, merge_twins)",
+    )
+    nested_min_s: float = Field(
+        1.0, ge=0, description="a track lies inside another's box (or follows its vehicle with it) at least this long"
+    )
     unmeasured_tail_s: float = Field(
         2.0,
         ge=0,

@@ -124,6 +124,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # every piece linked from its last box, whatever the standing hold's last matches were (the previous default;
     # linking.unmeasured_tail_s)
     "no-unmeasured-tails": {"linking.unmeasured_tail_s": 0.0},
+    # two tracks that followed one vehicle at once left as two (the previous default; linking.twin_tracks)
+    "no-twins": {"linking.twin_tracks": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

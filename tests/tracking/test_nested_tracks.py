@@ -1,5 +1,6 @@
 """Tracks inside another track's box (tracking/nested_tracks.py): a truck's cab tracked besides the truck is one
-vehicle; a box of two queued cars is neither; a car passing over something the detector boxed is left alone."""
+vehicle; a box of two queued cars is neither; a car passing over something the detector boxed is left alone. Two
+tracks that followed one car at once are one vehicle; two cars side by side or nose to tail are not."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from tracking.linked_run import link_results
 from tracking.linking import LinkingConfig
-from tracking.nested_tracks import resolve_nested
+from tracking.nested_tracks import NestedReport, merge_twins, resolve_nested
 from tracking.types import FrameResult, TrackState
 from vision.types import Frame
 
@@ -116,3 +117,39 @@ def test_a_car_with_its_roof_and_windscreen_tracked_inside_it_is_not_a_group_box
     report = resolve_nested(results, min_s=1.0)
     assert report.group_tracks == []
     assert all(1 in ids for ids in _ids(results))
+
+
+def test_two_tracks_that_followed_one_car_at_once_are_one_vehicle_with_the_first_ones_boxes():
+    # track 4 follows a car from frame 0; from frame 20 a second track (8), its box 8 px lower and a little taller
+    # (IoU ~0.6), follows the same car until frame 70, then the first is lost and 8 goes on alone
+    car = _moving(range(0, 70), 100, 300, 60, 30, 5.0)
+    later = _moving(range(20, 100), 200, 300, 60, 30, 5.0)  # where the car is at frame 20
+    loose = {f: (x1 + 2, y1 + 8, x2 + 2, y2 + 12) for f, (x1, y1, x2, y2) in later.items()}
+    results = _results(100, {4: car, 8: loose})
+    report = NestedReport()
+    merge_twins(results, 1.0, report)
+    assert report.twins == [[4, 8]] and report.twin_dropped_boxes == 50
+    assert all(ids == {4} for ids in _ids(results))  # one vehicle, one box a frame, the first track's id
+    np.testing.assert_allclose(results[40].tracks[0].xyxy, car[40])  # where both reported: the first one's box
+    np.testing.assert_allclose(results[90].tracks[0].xyxy, loose[90])  # after it: the second one's
+
+
+def test_cars_side_by_side_or_nose_to_tail_and_a_brief_overlap_are_not_twins():
+    a = _moving(range(0, 80), 100, 300, 60, 30, 5.0)
+    next_lane = _moving(range(0, 80), 100, 326, 60, 30, 5.0)  # 26 px lower: IoU 0.07
+    behind = _moving(range(0, 80), 50, 300, 60, 30, 5.0)  # 50 px behind, nose to tail: IoU 0.09
+    passing = _moving(range(0, 80), -300, 300, 60, 30, 10.0)  # overtakes a on its own lane's line for ~0.6 s
+    results = _results(80, {1: a, 2: next_lane, 3: behind, 4: passing})
+    report = NestedReport()
+    merge_twins(results, 1.0, report)
+    assert report.twins == [] and all(len(r.tracks) == 4 for r in results)
+
+
+def test_link_results_merges_twins_unless_turned_off():
+    car = _moving(range(0, 60), 100, 300, 60, 30, 5.0)
+    twin = {f: (x1 + 3, y1 + 5, x2 + 3, y2 + 8) for f, (x1, y1, x2, y2) in car.items() if f >= 10}
+    report = link_results(_results(60, {1: car, 2: twin}), W, H)
+    assert report.twins == [[1, 2]] and report.tracks_after == 1
+    kept = _results(60, {1: car, 2: twin})
+    report = link_results(kept, W, H, LinkingConfig(twin_tracks=False))
+    assert report.twins == [] and sum(len(r.tracks) for r in kept) == 110
