@@ -68,3 +68,15 @@ def test_each_path_has_its_origins_colour_and_grey_without_one(junction):
     seen = _colour_on_inbound_lane(img, study, px, a.id)
     assert np.ptp(seen) < 12 and seen.mean() < 235, seen  # grey on the near-white background
     assert np.array(NO_ORIGIN_BGR).mean() < 235
+
+
+def test_a_study_with_nothing_in_it_still_gets_its_picture(tmp_path):
+    # a flight too short or empty for approaches and vehicles (the real toll plaza's 10 s found none): the picture
+    # says so instead of failing the whole study
+    from tracking.study import Study
+    from tracking.study.picture import write_study_picture
+
+    empty = Study(approaches=[], vehicles=[], smoothed={}, tables={}, conflicts=[], warnings=[])
+    path = write_study_picture(empty, tmp_path / "study.png")
+    img = cv2.imread(str(path))
+    assert img is not None and img.shape[0] == MAP_PX
