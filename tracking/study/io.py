@@ -262,8 +262,8 @@ def _write_smoothed(path: Path, study: Study) -> Path:
 
 
 def write_study(study: Study, out_dir: Path) -> list[Path]:
-    """Every table as ``<name>.csv``, ``vehicles.csv``, ``conflicts.csv``, ``study.geojson``, ``study.json`` and ``study.png``
-    (settings, bin length, warnings) into ``out_dir`` (created)."""
+    """Every table as ``<name>.csv``, ``vehicles.csv``, ``conflicts.csv``, ``study.geojson``, ``study.json``
+    (settings, bin length, warnings) and ``study.png`` (the picture) into ``out_dir`` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -10,6 +10,7 @@ the ground plane (no map tiles): the dashboard's study page and report draw it o
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -36,7 +37,7 @@ def _nice_length(metres: float) -> float:
     return float(max(f * k for f in (1.0, 2.0, 5.0) if f * k <= metres))
 
 
-def ground_to_picture(study: Study, map_px: int = 1000):
+def ground_to_picture(study: Study, map_px: int = 1000) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
     """The map's ground metres -> picture pixels (north up, the same scale on both axes): every path and every
     approach's arrow, with a margin."""
     paths = [s.xy for s in study.smoothed.values() if len(s.xy) >= 2]
