@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from tracking.evaluation.study_score import (
     Conflict,
     StudyVehicle,
     TruthVehicle,
+    class_recall,
     score_study,
     stopped_keys,
     subset_recall,
@@ -214,6 +216,7 @@ def load_truth(synth: Path) -> tuple[list[Arm], list[TruthVehicle], list[Conflic
                 st["movement"],
                 int(st["lane"]),
                 bool(st["entered_during_clip"] and st["left_during_clip"]),
+                v.get("class", "car"),
             )
         )
     conflicts = [
@@ -310,6 +313,7 @@ def run_to_world(run: Path, synth: Path, meta: dict, matches: list[Match]) -> tu
 
 DETECTOR_EVERY = 15  # frames between the detector-alone passes that define the queued vehicles it boxes
 DETECTOR_CONF = 0.25  # a box ByteTrack would start a track from (track_high_thresh)
+CLASS_ORDER = ["car", "van", "truck", "bus"]  # the verbose table's order of the renders' vehicle classes
 
 
 def detector_boxed(synth: Path, gt: GroundTruth, every: int = DETECTOR_EVERY) -> set[tuple[int, int]]:
@@ -351,7 +355,8 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
     gt = load_ground_truth(synth)
     pred, _ = read_mot(run / "tracks_mot.txt")
     trk, matches = tracking_scores(gt, pred)
-    stopped_boxed = detector_boxed(synth, gt) & stopped_keys(gt)
+    boxed = detector_boxed(synth, gt)
+    stopped_boxed = boxed & stopped_keys(gt)
     hit, n = subset_recall(stopped_boxed, matches)
     trk["stopped_detector_boxes"] = n
     trk["stopped_detector_recall"] = hit / n if n else math.nan
@@ -360,6 +365,17 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
     placed = [Arm(a.name, *to_world(a.x, a.y, a.heading_deg)) for a in approaches]
     res = score_study(arms, truth, placed, vehicles, matches, t_conf, s_conf)
     res["tracking"] = trk
+    classes = {int(k): v.get("class", "car") for k, v in meta["vehicles"].items()}
+    res["by_class"] = class_recall(gt, classes, boxed, matches, DETECTOR_EVERY)
+    # each O-D miss: on how many of its sampled frames the detector alone boxed it
+    missed = {m[0] for m in res["od_misses"]}
+    sampled = Counter(
+        i
+        for f, i in zip(gt.boxes.frame.tolist(), gt.boxes.ids.tolist())
+        if i in missed and (f - 1) % DETECTOR_EVERY == 0
+    )
+    seen = Counter(i for _, i in boxed if i in missed)
+    res["miss_detector"] = {g: (seen[g], sampled[g]) for g in missed}
     res["placed_by"] = how
     res["study_vehicles"] = len(vehicles)
     linking = json.loads((run / "summary.json").read_text()).get("linking") if (run / "summary.json").exists() else None
@@ -398,7 +414,23 @@ def format_row(label: str, r: dict) -> str:
 
 def format_cells(r: dict) -> list[str]:
     out = [f"    ({o} -> {d} {m}): truth {t} study {s}{'' if ok else '  <- off'}" for (o, d, m), t, s, ok in r["cells"]]
-    out += [f"    vehicle {g} ({t}): study {s}, {n} track(s)" for g, t, s, n in r["od_misses"]]
+    seen = r.get("miss_detector") or {}
+    out += [
+        f"    vehicle {g} {c} ({t}): study {s}, {n} track(s)"
+        + (f"; detector alone on {seen[g][0]} of its {seen[g][1]} sampled frames" if g in seen else "")
+        for g, t, s, n, c in r["od_misses"]
+    ]
+    by_class = r.get("by_class") or {}
+    if by_class:
+        parts = [
+            f"{c} {n}: {d / n:.2f} / {t / n:.2f}"
+            for c in CLASS_ORDER + sorted(set(by_class) - set(CLASS_ORDER))
+            if c in by_class
+            for n, d, t in [by_class[c]]
+        ]
+        out.append(
+            f"    by class, every {DETECTOR_EVERY}th frame (truth boxes: detector alone / tracks): " + ", ".join(parts)
+        )
     dist = ", ".join(f"{k} {'-' if v is None else f'{v:.1f} m'}" for k, v in r["approaches"].distance_m.items())
     out.append(f"    arms: {dist}; study vehicles {r['study_vehicles']}, incomplete (not counted) {r['incomplete']}")
     return out

@@ -18,6 +18,7 @@ from tracking.evaluation.study_score import (
     Conflict,
     StudyVehicle,
     TruthVehicle,
+    class_recall,
     count_ok,
     match_approaches,
     score_study,
@@ -67,6 +68,16 @@ def test_a_track_split_in_two_is_one_fragment_and_two_tracks_for_the_vehicle():
     assert tt.primary[1] == 7  # 4 frames each: the lower id
 
 
+def test_recall_by_class_counts_the_detector_frames_only():
+    # a car on frames 1-10 and a truck on frames 1-10; the detector alone ran on frames 1, 4, 7, 10 (every 3rd)
+    gt_rows = [(f, g, 10.0 * f, 50.0 * g) for g in (1, 2) for f in range(1, 11)]
+    gt = GroundTruth(_boxes(gt_rows), Boxes(), "mot", Path("gt.txt"))
+    boxed = {(1, 1), (4, 1), (7, 1), (10, 1), (4, 2)}  # it boxed the car each time, the truck once
+    matches = [Match(f, 1, 7, 0.9) for f in range(1, 11)] + [Match(f, 2, 8, 0.9) for f in (4, 5, 6, 7)]
+    by = class_recall(gt, {1: "car", 2: "truck"}, boxed, matches, every=3)
+    assert by == {"car": (4, 4, 4), "truck": (4, 1, 2)}  # the truck tracked on frames 4 and 7 of 1, 4, 7, 10
+
+
 def test_an_approach_15_m_from_its_arm_fails_the_10_m_check():
     arms = [Arm("N", 0.0, 50.0, 180.0), Arm("S", 0.0, -50.0, 0.0)]
     near = match_approaches([Arm("A", 3.0, 54.0, 185.0), Arm("B", 0.0, -45.0, 10.0)], arms)
@@ -111,7 +122,7 @@ def test_a_fragmented_vehicle_loses_its_od_and_its_count():
     assert r["incomplete"] == 2
     assert r["od_abs_error"] == 1 and r["od_error_pct"] == pytest.approx(100 / 3)
     assert r["od_correct_pct"] == pytest.approx(200 / 3)
-    assert r["od_misses"] == [(3, "N -> S through", "N -> ? left_mid_view", 2)]
+    assert r["od_misses"] == [(3, "N -> S through", "N -> ? left_mid_view", 2, "car")]
     # lanes: vehicles 1, 2, 3 (primary track 30, origin A = N) right; 4 has no origin: not scored
     assert r["lane_n"] == 3 and r["lane_correct_pct"] == 100.0
     assert (r["conflicts_found"], r["conflicts_precise"], r["scripted_found"]) == (1, 1, 1)

@@ -49,6 +49,7 @@ class TruthVehicle:
     movement: str
     lane: int
     crossing: bool  # entered and left the view during the clip: a complete movement to count
+    vehicle_class: str = "car"  # car, van, truck or bus
 
 
 @dataclass
@@ -221,7 +222,15 @@ def score_study(
         got = "no track" if sv is None else f"{arm_of.get(sv.origin or '', '?')} -> "
         if sv is not None:
             got += f"{arm_of.get(sv.destination or '', '?')} {sv.movement}"
-        od_misses.append((v.gt_id, f"{v.origin} -> {v.destination} {v.movement}", got, len(tt.tracks.get(v.gt_id, {}))))
+        od_misses.append(
+            (
+                v.gt_id,
+                f"{v.origin} -> {v.destination} {v.movement}",
+                got,
+                len(tt.tracks.get(v.gt_id, {})),
+                v.vehicle_class,
+            )
+        )
     lanes = []
     for v in truth:
         sv = study_of(v)
@@ -238,7 +247,7 @@ def score_study(
         "od_abs_error": od_abs,
         "od_error_pct": 100.0 * od_abs / len(crossing) if crossing else math.nan,
         "od_correct_pct": 100.0 * od_ok / len(crossing) if crossing else math.nan,
-        "od_misses": od_misses,  # (gt id, truth, study of its primary track, tracks of the vehicle)
+        "od_misses": od_misses,  # (gt id, truth, study of its primary track, tracks of the vehicle, class)
         "lane_correct_pct": 100.0 * sum(lanes) / len(lanes) if lanes else math.nan,
         "lane_n": len(lanes),
         "conflicts_truth": len(t_conf),
@@ -261,6 +270,25 @@ def stopped_keys(gt: GroundTruth) -> set[tuple[int, int]]:
     return {
         (f, i) for f, i in zip(boxes.frame.tolist(), boxes.ids.tolist()) if speeds.get((f, i), math.inf) < STOPPED_KMH
     }
+
+
+def class_recall(
+    gt: GroundTruth, classes: dict[int, str], boxed: set[tuple[int, int]], matches: Iterable[Match], every: int
+) -> dict[str, tuple[int, int, int]]:
+    """Per vehicle class, over the truth boxes (outside the ignore regions) of the frames the detector alone was run
+    on (every ``every``-th, from the first): how many there are, how many the detector alone boxed (``boxed``, frame
+    and id), how many a track matched. What the detector cannot see, the tracks rarely find: this tells a miss of
+    the detector from one of the tracking."""
+    boxes, _ = drop_ignored(gt.boxes, gt.ignore)
+    hit = {(m.frame, m.gt_id) for m in matches}
+    out: dict[str, tuple[int, int, int]] = {}
+    for f, i in zip(boxes.frame.tolist(), boxes.ids.tolist()):
+        if (f - 1) % every:
+            continue
+        c = classes.get(i, "car")
+        n, d, t = out.get(c, (0, 0, 0))
+        out[c] = (n + 1, d + ((f, i) in boxed), t + ((f, i) in hit))
+    return out
 
 
 def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
