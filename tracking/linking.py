@@ -130,8 +130,15 @@ class LinkingConfig(StageConfig):
         "rate its two headings imply (the end driven on half the gap on that arc, the start driven back half, and how "
         "far apart they land, across the way): the rate measured over a piece's last second is noisy on a short "
         "piece (and clipped at 1 rad/s), and a hidden turn needs 30 deg or more, while a car leaving a roundabout "
-        "turns 15-40 deg in a second or two. Only between pieces followed a second or more (a glimpse's heading is "
-        "noise). False: the measured rates only",
+        "turns 15-40 deg in a second or two. Only between pieces followed steady_turn_min_s or more (a glimpse's "
+        "heading is noise). False: the measured rates only",
+    )
+    steady_turn_min_s: float = Field(
+        0.3,
+        ge=0,
+        description="steady_turns only between pieces followed this long or longer: five boxes at 15 fps fit a "
+        "heading; the roundabout's flicker pieces of a car circling (0.3-0.5 s between the detector's misses) are "
+        "that short (1.0 before, docs/study.md)",
     )
     hidden_turns: bool = Field(
         True,
@@ -849,7 +856,7 @@ def _link_once(
                     starts[j][3] * m,
                     [way * m for way in paths],
                     None if arrival is None else arrival * m,
-                    cfg.steady_turns and min(a.t[-1] - a.t[0], b.t[-1] - b.t[0]) >= STATE_S,
+                    cfg.steady_turns and min(a.t[-1] - a.t[0], b.t[-1] - b.t[0]) >= cfg.steady_turn_min_s,
                 )
                 + size_penalty,
             )

@@ -126,6 +126,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-unmeasured-tails": {"linking.unmeasured_tail_s": 0.0},
     # two tracks that followed one vehicle at once left as two (the previous default; linking.twin_tracks)
     "no-twins": {"linking.twin_tracks": False},
+    # steady turns judged between pieces followed a second or more only (the previous default)
+    "steady-1s": {"linking.steady_turn_min_s": 1.0},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing
