@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from tracking.evaluation.study_score import (
     StudyVehicle,
     TruthVehicle,
     class_recall,
+    detector_share,
     score_study,
     stopped_keys,
     subset_recall,
@@ -368,14 +368,7 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
     classes = {int(k): v.get("class", "car") for k, v in meta["vehicles"].items()}
     res["by_class"] = class_recall(gt, classes, boxed, matches, DETECTOR_EVERY)
     # each O-D miss: on how many of its sampled frames the detector alone boxed it
-    missed = {m[0] for m in res["od_misses"]}
-    sampled = Counter(
-        i
-        for f, i in zip(gt.boxes.frame.tolist(), gt.boxes.ids.tolist())
-        if i in missed and (f - 1) % DETECTOR_EVERY == 0
-    )
-    seen = Counter(i for _, i in boxed if i in missed)
-    res["miss_detector"] = {g: (seen[g], sampled[g]) for g in missed}
+    res["miss_detector"] = detector_share(gt, (m[0] for m in res["od_misses"]), boxed, DETECTOR_EVERY)
     res["placed_by"] = how
     res["study_vehicles"] = len(vehicles)
     linking = json.loads((run / "summary.json").read_text()).get("linking") if (run / "summary.json").exists() else None

@@ -136,8 +136,8 @@ class LinkingConfig(StageConfig):
     steady_turn_min_s: float = Field(
         0.3,
         ge=0,
-        description="steady_turns only between pieces followed this long or longer: five boxes at 15 fps fit a "
-        "heading; the roundabout's flicker pieces of a car circling (0.3-0.5 s between the detector's misses) are "
+        description="steady_turns only between pieces followed this long or longer: six boxes at 15 fps (0.33 s) "
+        "fit a heading; the roundabout's flicker pieces of a car circling (0.3-0.5 s between the detector's misses) are "
         "that short (1.0 before, docs/study.md)",
     )
     hidden_turns: bool = Field(

@@ -20,6 +20,7 @@ from tracking.evaluation.study_score import (
     TruthVehicle,
     class_recall,
     count_ok,
+    detector_share,
     match_approaches,
     score_study,
     track_truth,
@@ -76,6 +77,7 @@ def test_recall_by_class_counts_the_detector_frames_only():
     matches = [Match(f, 1, 7, 0.9) for f in range(1, 11)] + [Match(f, 2, 8, 0.9) for f in (4, 5, 6, 7)]
     by = class_recall(gt, {1: "car", 2: "truck"}, boxed, matches, every=3)
     assert by == {"car": (4, 4, 4), "truck": (4, 1, 2)}  # the truck tracked on frames 4 and 7 of 1, 4, 7, 10
+    assert detector_share(gt, [2], boxed, every=3) == {2: (1, 4)}  # the truck: boxed on 1 of its 4 sampled frames
 
 
 def test_an_approach_15_m_from_its_arm_fails_the_10_m_check():

@@ -279,16 +279,33 @@ def class_recall(
     on (every ``every``-th, from the first): how many there are, how many the detector alone boxed (``boxed``, frame
     and id), how many a track matched. What the detector cannot see, the tracks rarely find: this tells a miss of
     the detector from one of the tracking."""
-    boxes, _ = drop_ignored(gt.boxes, gt.ignore)
     hit = {(m.frame, m.gt_id) for m in matches}
     out: dict[str, tuple[int, int, int]] = {}
-    for f, i in zip(boxes.frame.tolist(), boxes.ids.tolist()):
-        if (f - 1) % every:
-            continue
+    for f, i in sampled_keys(gt, every):
         c = classes.get(i, "car")
         n, d, t = out.get(c, (0, 0, 0))
         out[c] = (n + 1, d + ((f, i) in boxed), t + ((f, i) in hit))
     return out
+
+
+def detector_share(
+    gt: GroundTruth, ids: Iterable[int], boxed: set[tuple[int, int]], every: int
+) -> dict[int, tuple[int, int]]:
+    """Per truth vehicle of ``ids``: on how many of its sampled frames (as :func:`class_recall`) the detector alone
+    boxed it, and how many there are."""
+    out = {i: (0, 0) for i in ids}
+    for f, i in sampled_keys(gt, every):
+        if i in out:
+            d, n = out[i]
+            out[i] = (d + ((f, i) in boxed), n + 1)
+    return out
+
+
+def sampled_keys(gt: GroundTruth, every: int) -> list[tuple[int, int]]:
+    """Truth boxes (frame, id) outside the ignore regions on every ``every``-th frame from the first: the frames the
+    detector alone is run on."""
+    boxes, _ = drop_ignored(gt.boxes, gt.ignore)
+    return [(f, i) for f, i in zip(boxes.frame.tolist(), boxes.ids.tolist()) if (f - 1) % every == 0]
 
 
 def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
