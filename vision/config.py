@@ -340,6 +340,17 @@ class MotionConfig(StageConfig):
         "on the frames between the motion layer's blobs feed the tracker while the other tracks coast (1: the "
         "detector on every frame, as before; docs/accuracy.md, 1080p interchange)",
     )
+    anchored_background_coverage: float | None = Field(
+        0.98,
+        gt=0,
+        le=1,
+        description="the background is kept in the coordinates of an earlier frame (its anchor) and each frame is "
+        "warped into them, until less than this share of the current frame lies inside the anchor's; then it moves "
+        "to the current frame. Warping the background itself every frame, as before, resampled it each time: after "
+        "a few hundred frames of a hovering flight it was a blur in which lane markings, kerbs and the outlines of a "
+        "waiting queue stayed foreground and joined every vehicle passing along them into one arm-long region. "
+        "None: re-anchor on every frame (the previous behaviour)",
+    )
     gate: MotionGateConfig = Field(
         MotionGateConfig(),
         description="a blob counts only after consistent motion over several frames (vision/motion_gate.py)",

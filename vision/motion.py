@@ -1,7 +1,8 @@
 """Motion layer: what moves relative to the road once the drone's own motion is removed.
 
-A background image is kept in the coordinates of the current frame: every frame it is warped by the ego-motion
-homography and blended with the new frame. Pixels far from the background are foreground; a vehicle standing still
+A background image is kept in the coordinates of an anchor frame (``BackgroundAnchor``): every frame is warped into
+them by the ego-motion homography (measured against the anchor directly) and blended in, and the background is
+warped into the frame to compare. Pixels far from the background are foreground; a vehicle standing still
 melts into the background (so parked cars are not moving traffic), a moving one does not. Whole vehicles come out as
 blobs, even tiny ones, which two-frame differencing would reduce to thin edges. A blob counts as a mover only if it
 also changed since the previous frame, which rejects the "ghost" a vehicle leaves where it stood when the background
@@ -19,11 +20,79 @@ from vision.config import MotionConfig
 
 ALPHA = 0.06  # background learning rate per frame (~ 16-frame memory)
 ALPHA_FOREGROUND = 0.006  # much slower under foreground, so slow vehicles are not absorbed while they pass
+# the border value of the background's and the learned frame's warps: a pixel whose interpolation reaches past the
+# other frame's edge (by more than 255 / 1e4 of its weight) comes out negative, i.e. without history. The anchor's
+# edge stays in place for hundreds of frames: a value half made of border, learned or compared, would be foreground
+# along it all that time.
+OUTSIDE = -1e4
 
 
 def _fast_median(a: np.ndarray) -> float:
     """Median of a strided sample: the noise level, at a fraction of the cost of a full median."""
     return float(np.median(a[::4, ::4]))
+
+
+# iterate each feature to a thousandth of a pixel: where the anchor lies then hardly depends on the starting guess,
+# so streams whose chained homographies differ in the last digits (batched on a GPU, or not) get the same background
+LK_CRITERIA = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 50, 0.001)
+
+
+class BackgroundAnchor:
+    """The frame whose coordinates a motion layer's background is kept in, and where that frame lies now.
+
+    Warping the background into every new frame resampled it every frame: after a few hundred frames of a hovering
+    flight it was a blur, in which lane markings, kerbs and the outlines of a waiting queue stayed foreground and
+    joined every vehicle passing along them into one region the length of the arm. Kept in an anchor frame's
+    coordinates, only the new frame is resampled (once) to learn from it. Where the anchor lies now is measured
+    between the anchor frame and this one directly, starting from the chain of frame-to-frame homographies: the
+    chain's small errors add up over hundreds of frames, and a background learned through a drifting chain is
+    smeared as well."""
+
+    MIN_FEATURES = 20
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, cur: np.ndarray | None) -> None:
+        """The anchor moves to this frame (blurred grey, float)."""
+        self.to_prev = np.eye(3)  # the anchor's pixels -> the previous frame's
+        self.is_prev = True
+        self.grey = None if cur is None else cur.astype(np.uint8)
+        self.points = None
+        if self.grey is not None:
+            h, w = self.grey.shape
+            self.points = cv2.goodFeaturesToTrack(self.grey, 400, 0.01, max(6, min(h, w) // 40), blockSize=7)
+
+    def moved(self, anchor_to_cur: np.ndarray) -> None:
+        self.to_prev, self.is_prev = anchor_to_cur, False
+
+    def to_current(self, H_prev_to_cur: np.ndarray, cur: np.ndarray, measure: bool = True) -> tuple[np.ndarray, bool]:
+        """(anchor -> this frame, lost). Lost: too few of the anchor's features agree with one homography to this
+        frame; the chain's estimate is returned and the caller moves the anchor here."""
+        chained = np.asarray(H_prev_to_cur, np.float64) @ self.to_prev
+        if not measure or self.is_prev:
+            return chained, False  # the anchor is the previous frame: the chain is one step, nothing to add up
+        pts = self.points
+        if self.grey is None or pts is None or len(pts) < self.MIN_FEATURES:
+            return chained, True
+        guess = cv2.perspectiveTransform(pts, chained).astype(np.float32)
+        found, status, _ = cv2.calcOpticalFlowPyrLK(
+            self.grey,
+            cur.astype(np.uint8),
+            pts,
+            guess,
+            winSize=(21, 21),
+            maxLevel=2,
+            criteria=LK_CRITERIA,
+            flags=cv2.OPTFLOW_USE_INITIAL_FLOW,
+        )
+        good = status.reshape(-1) == 1
+        if good.sum() < self.MIN_FEATURES:
+            return chained, True
+        H, inliers = cv2.findHomography(pts.reshape(-1, 2)[good], found.reshape(-1, 2)[good], cv2.RANSAC, 1.0)
+        if H is None or inliers is None or inliers.sum() < max(self.MIN_FEATURES, 0.5 * good.sum()):
+            return chained, True
+        return H, False
 
 
 @dataclass
@@ -61,8 +130,9 @@ class MotionDetector:
         self.reset()
 
     def reset(self) -> None:
-        self._bg: np.ndarray | None = None
+        self._bg: np.ndarray | None = None  # in the anchor frame's coordinates
         self._prev: np.ndarray | None = None
+        self.anchor = BackgroundAnchor()
 
     def update(
         self,
@@ -79,15 +149,19 @@ class MotionDetector:
         if self._bg is None or self._prev is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
             # no usable ego-motion: start the background afresh rather than compare misaligned frames
             self._bg, self._prev = cur.copy(), cur
+            self.anchor.reset(cur)
             return MotionField(np.zeros((h, w), np.uint8), scale, np.zeros((h, w), np.uint8))
         H = H_prev_to_cur_small
+        keep = self.config.anchored_background_coverage
+        anchor_to_cur, lost = self.anchor.to_current(H, cur, keep is not None)
         bg = cv2.warpPerspective(
-            self._bg, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1
+            self._bg, anchor_to_cur, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=OUTSIDE
         )
         prev = cv2.warpPerspective(
             self._prev, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=-1
         )
         fresh = (bg < 0) | (prev < 0)  # uncovered by the drone's motion: no history yet
+        covered = 1.0 - float(np.count_nonzero(bg < 0)) / bg.size
         bg[fresh] = cur[fresh]
         prev[fresh] = cur[fresh]
         diff_bg = cv2.absdiff(cur, bg)
@@ -101,8 +175,20 @@ class MotionDetector:
         k = max(1, frames_elapsed)
         alpha = np.full(fg.shape, 1 - (1 - ALPHA) ** k, np.float32)
         alpha[fg > 0] = 1 - (1 - ALPHA_FOREGROUND) ** k
-        self._bg = bg + alpha * (cur - bg)
         self._prev = cur
+        if keep is None or lost or covered < keep:
+            self._bg = bg + alpha * (cur - bg)
+            self.anchor.reset(cur)  # the anchor moves to this frame
+        else:
+            # learn in the anchor's coordinates: only this frame is resampled, never the background itself
+            back = np.linalg.inv(anchor_to_cur)
+            cur_a = cv2.warpPerspective(
+                cur, back, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=OUTSIDE
+            )
+            alpha_a = cv2.warpPerspective(alpha, back, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)
+            alpha_a[cur_a < 0] = 0
+            self._bg += alpha_a * (cur_a - self._bg)
+            self.anchor.moved(anchor_to_cur)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
         on_road = cv2.bitwise_and(fg, road_mask_small) if road_mask_small is not None else fg
         return MotionField(on_road, scale, changed, unrestricted=fg)

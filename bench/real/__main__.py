@@ -128,6 +128,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     "no-twins": {"linking.twin_tracks": False},
     # steady turns judged between pieces followed a second or more only (the previous default)
     "steady-1s": {"linking.steady_turn_min_s": 1.0},
+    # the motion layer's background warped into every frame, as before (the previous default; kept in an anchor
+    # frame's coordinates it is no longer resampled every frame, motion.anchored_background_coverage)
+    "background-every-frame": {"motion.anchored_background_coverage": None},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from vision.config import MotionConfig
-from vision.motion import ALPHA, ALPHA_FOREGROUND
+from vision.motion import ALPHA, ALPHA_FOREGROUND, OUTSIDE, BackgroundAnchor
 
 _BLUR = torch.tensor([0.25, 0.5, 0.25])  # cv2.GaussianBlur((3, 3), 0)'s kernel
 _OPEN, _CLOSE = torch.ones(2, 2), torch.ones(3, 3)
@@ -76,26 +76,36 @@ class TorchMotionField:
         return frac.cpu().numpy().astype(np.float32)
 
 
+def _warp_with_border(
+    images: torch.Tensor, H: torch.Tensor, size: tuple[int, int], border: float = -1.0
+) -> torch.Tensor:
+    """``cv2.warpPerspective`` with a constant ``border`` value, for (B, C, h, w) images: zero padding plus a warped
+    ones-channel gives the identical value, (inside part) + border x (outside share), so the two backends agree at
+    the edges as well."""
+    stack = torch.cat([images, torch.ones_like(images[:, :1])], 1)
+    warped = kornia.geometry.transform.warp_perspective(
+        stack, H.to(images.dtype), size, mode="bilinear", padding_mode="zeros", align_corners=True
+    )
+    return warped[:, :-1] + border * (1.0 - warped[:, -1:])
+
+
 def _state_update(
     cur: torch.Tensor,
     bg: torch.Tensor,
     prev: torch.Tensor,
     H: torch.Tensor,
+    H_bg: torch.Tensor,
     min_contrast: float,
     frames_elapsed: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of the compensated background for a batch. ``cur`` already blurred, (B, 1, h, w); ``H`` (B, 3, 3)
-    maps the previous frame onto this one (downscaled pixels). Returns (foreground, changed, new background)."""
+    maps the previous frame onto this one, ``H_bg`` the background's anchor frame (downscaled pixels). Returns
+    (foreground, changed, background in this frame's coordinates, learning rate, share of the frame the background
+    covers)."""
     h, w = cur.shape[-2:]
-    stack = torch.cat([bg, prev, torch.ones_like(bg)], 1)
-    warped = kornia.geometry.transform.warp_perspective(
-        stack, H.to(cur.dtype), (h, w), mode="bilinear", padding_mode="zeros", align_corners=True
-    )
-    # OpenCV's path warps with a constant border of -1: a pixel whose interpolation reached past the frame edge
-    # mixes that in. Zero padding plus a warped ones-channel gives the identical value, (inside part) - (outside
-    # share), so the two backends agree at the edges as well.
-    outside = 1.0 - warped[:, 2:3]
-    bg_w, prev_w = warped[:, 0:1] - outside, warped[:, 1:2] - outside
+    bg_w = _warp_with_border(bg, H_bg, (h, w), OUTSIDE)
+    prev_w = _warp_with_border(prev, H, (h, w))
+    covered = 1.0 - (bg_w < 0).flatten(1).float().mean(1)
     fresh = (bg_w < 0) | (prev_w < 0)  # uncovered by the drone's motion: no history yet
     bg_w = torch.where(fresh, cur, bg_w)
     prev_w = torch.where(fresh, cur, prev_w)
@@ -107,7 +117,6 @@ def _state_update(
     changed = diff_prev > thr_prev
     k = frames_elapsed.clamp(min=1).to(cur.dtype).view(-1, 1, 1, 1)
     alpha = torch.where(fg, 1 - (1 - ALPHA_FOREGROUND) ** k, 1 - (1 - ALPHA) ** k)
-    new_bg = bg_w + alpha * (cur - bg_w)
     # opening with a 2x2 square, anchored as OpenCV anchors it (erode towards the top left, dilate likewise)
     kernel = _OPEN.to(cur.device)
     fg = (
@@ -116,7 +125,39 @@ def _state_update(
         )
         > 0.5
     )
-    return fg, changed, new_bg
+    return fg, changed, bg_w, alpha, covered
+
+
+def _learn(
+    det: "TorchMotionDetector",
+    cur: torch.Tensor,
+    bg_w: torch.Tensor,
+    alpha: torch.Tensor,
+    anchor_to_cur: np.ndarray,
+    move_anchor: bool,
+) -> None:
+    """The background learns this frame: in this frame's coordinates when the anchor moves here, else in the
+    anchor's (only this frame resampled), as ``vision.motion.MotionDetector.update``."""
+    if move_anchor:
+        det._bg = bg_w + alpha * (cur - bg_w)
+        det.anchor.reset(_host_grey(cur))
+        return
+    h, w = cur.shape[-2:]
+    back = torch.as_tensor(np.linalg.inv(anchor_to_cur), device=cur.device, dtype=cur.dtype)[None]
+    cur_a = _warp_with_border(cur, back, (h, w), OUTSIDE)
+    alpha_a = kornia.geometry.transform.warp_perspective(
+        alpha, back, (h, w), mode="bilinear", padding_mode="zeros", align_corners=True
+    )
+    alpha_a = torch.where(cur_a < 0, torch.zeros_like(alpha_a), alpha_a)
+    assert det._bg is not None
+    det._bg = det._bg + alpha_a * (cur_a - det._bg)
+    det.anchor.moved(anchor_to_cur)
+
+
+def _host_grey(cur: torch.Tensor) -> np.ndarray:
+    """A (1, 1, h, w) blurred grey frame on the host, as ``vision.motion.BackgroundAnchor`` takes it (its values are
+    whole: uint8 is exact, and a quarter of the float copy)."""
+    return cur[0, 0].to(torch.uint8).cpu().numpy()
 
 
 class TorchMotionDetector:
@@ -128,8 +169,9 @@ class TorchMotionDetector:
         self.reset()
 
     def reset(self) -> None:
-        self._bg: torch.Tensor | None = None
+        self._bg: torch.Tensor | None = None  # in the anchor frame's coordinates (vision.motion.BackgroundAnchor)
         self._prev: torch.Tensor | None = None
+        self.anchor = BackgroundAnchor()
 
     def _blur(self, grey: torch.Tensor) -> torch.Tensor:
         k = _BLUR.to(grey.device, torch.float32)
@@ -184,6 +226,7 @@ def update_streams(
         if det._bg is None or det._bg.shape != cur.shape or Hs[i] is None:
             # no usable ego-motion: start the background afresh rather than compare misaligned frames
             det._bg, det._prev = cur.clone(), cur
+            det.anchor.reset(_host_grey(cur))
             empty = torch.zeros((1, h, w), dtype=torch.bool, device=cur.device)
             out[i] = TorchMotionField(empty, scales[i], empty, empty)
             continue
@@ -193,11 +236,22 @@ def update_streams(
         bg = torch.cat([t for i in idx if (t := detectors[i]._bg) is not None])
         prev = torch.cat([t for i in idx if (t := detectors[i]._prev) is not None])
         H = torch.as_tensor(np.stack([np.asarray(Hs[i]) for i in idx]), device=device, dtype=torch.float32)
+        anchored = [
+            detectors[i].anchor.to_current(
+                np.asarray(Hs[i]), _host_grey(curs[i]), detectors[i].config.anchored_background_coverage is not None
+            )
+            for i in idx
+        ]
+        H_bg = torch.as_tensor(np.stack([a for a, _ in anchored]), device=device, dtype=torch.float32)
         elapsed = torch.as_tensor([frames_elapsed[i] for i in idx], device=device)
-        fg, changed, new_bg = _state_update(cur, bg, prev, H, min_contrast, elapsed)
+        fg, changed, bg_w, alpha, covered = _state_update(cur, bg, prev, H, H_bg, min_contrast, elapsed)
+        covered_host = covered.tolist()
         for j, i in enumerate(idx):
             det = detectors[i]
-            det._bg, det._prev = new_bg[j : j + 1], cur[j : j + 1]
+            keep = det.config.anchored_background_coverage
+            move = keep is None or anchored[j][1] or covered_host[j] < keep
+            _learn(det, cur[j : j + 1], bg_w[j : j + 1], alpha[j : j + 1], anchored[j][0], move)
+            det._prev = cur[j : j + 1]
             on_road = fg[j]
             if roads[i] is not None:
                 on_road = on_road & (torch.as_tensor(roads[i], device=device) > 0)[None]

@@ -118,7 +118,10 @@ def test_streams_share_torch_ego_motion_and_motion_passes(one_thread, torch_conf
             assert a.ok == b.ok
             np.testing.assert_allclose(b.H, a.H, atol=1e-4)
         for a, b in zip(alone_fields[i], got_fields):
-            np.testing.assert_array_equal(b.mask, a.mask)
+            # the batched ego-motion differs from one stream's in the last digits (above), and the background's
+            # anchor is registered from it (vision.motion.BackgroundAnchor): a pixel at the threshold may flip,
+            # no blob changes
+            assert np.count_nonzero(b.mask != a.mask) <= 1e-4 * a.mask.size
             np.testing.assert_array_equal(p.motion.blobs(b), alone[i].motion.blobs(a))
 
 
