@@ -32,8 +32,9 @@ def _fast_median(a: np.ndarray) -> float:
     return float(np.median(a[::4, ::4]))
 
 
-# iterate each feature to a thousandth of a pixel: where the anchor lies then hardly depends on the starting guess,
-# so streams whose chained homographies differ in the last digits (batched on a GPU, or not) get the same background
+# iterate each feature to a thousandth of a pixel: where the anchor lies then hardly depends on the starting guess, and
+# streams whose chained homographies differ in the last digits (batched on a GPU, or not) differ in a pixel or two at
+# the threshold at most
 LK_CRITERIA = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 50, 0.001)
 
 
@@ -54,14 +55,19 @@ class BackgroundAnchor:
         self.reset(None)
 
     def reset(self, cur: np.ndarray | None) -> None:
-        """The anchor moves to this frame (blurred grey, float)."""
+        """The anchor moves to this frame (blurred grey; its values are whole, float or uint8)."""
         self.to_prev = np.eye(3)  # the anchor's pixels -> the previous frame's
         self.is_prev = True
         self.grey = None if cur is None else cur.astype(np.uint8)
-        self.points = None
-        if self.grey is not None:
+        self._points: np.ndarray | None = None
+
+    @property
+    def points(self) -> np.ndarray | None:
+        """The anchor's corners, found when first followed (an anchor that moves on at once needs none)."""
+        if self._points is None and self.grey is not None:
             h, w = self.grey.shape
-            self.points = cv2.goodFeaturesToTrack(self.grey, 400, 0.01, max(6, min(h, w) // 40), blockSize=7)
+            self._points = cv2.goodFeaturesToTrack(self.grey, 400, 0.01, max(6, min(h, w) // 40), blockSize=7)
+        return self._points
 
     def moved(self, anchor_to_cur: np.ndarray) -> None:
         self.to_prev, self.is_prev = anchor_to_cur, False
