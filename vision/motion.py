@@ -58,7 +58,7 @@ class BackgroundAnchor:
         """The anchor moves to this frame (blurred grey; its values are whole, float or uint8)."""
         self.to_prev = np.eye(3)  # the anchor's pixels -> the previous frame's
         self.is_prev = True
-        self.grey = None if cur is None else cur.astype(np.uint8)
+        self.grey = None if cur is None else cur.astype(np.uint8, copy=False)
         self._points: np.ndarray | None = None
 
     @property
@@ -84,7 +84,7 @@ class BackgroundAnchor:
         guess = cv2.perspectiveTransform(pts, chained).astype(np.float32)
         found, status, _ = cv2.calcOpticalFlowPyrLK(
             self.grey,
-            cur.astype(np.uint8),
+            cur.astype(np.uint8, copy=False),
             pts,
             guess,
             winSize=(21, 21),
@@ -150,16 +150,17 @@ class MotionDetector:
     ) -> MotionField:
         """``frames_elapsed``: video frames since the previous call; the background learns at the same rate per
         second whether it is called on every frame or every few."""
-        cur = cv2.GaussianBlur(grey_small, (3, 3), 0).astype(np.float32)
+        blurred = cv2.GaussianBlur(grey_small, (3, 3), 0)
+        cur = blurred.astype(np.float32)
         h, w = cur.shape
         if self._bg is None or self._prev is None or self._bg.shape != cur.shape or H_prev_to_cur_small is None:
             # no usable ego-motion: start the background afresh rather than compare misaligned frames
             self._bg, self._prev = cur.copy(), cur
-            self.anchor.reset(cur)
+            self.anchor.reset(blurred)
             return MotionField(np.zeros((h, w), np.uint8), scale, np.zeros((h, w), np.uint8))
         H = H_prev_to_cur_small
         keep = self.config.anchored_background_coverage
-        anchor_to_cur, lost = self.anchor.to_current(H, cur, keep is not None)
+        anchor_to_cur, lost = self.anchor.to_current(H, blurred, keep is not None)
         bg = cv2.warpPerspective(
             self._bg, anchor_to_cur, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=OUTSIDE
         )
@@ -184,7 +185,7 @@ class MotionDetector:
         self._prev = cur
         if keep is None or lost or covered < keep:
             self._bg = bg + alpha * (cur - bg)
-            self.anchor.reset(cur)  # the anchor moves to this frame
+            self.anchor.reset(blurred)  # the anchor moves to this frame
         else:
             # learn in the anchor's coordinates: only this frame is resampled, never the background itself
             back = np.linalg.inv(anchor_to_cur)

@@ -133,6 +133,7 @@ def _learn(
     cur: torch.Tensor,
     bg_w: torch.Tensor,
     alpha: torch.Tensor,
+    cur_host: np.ndarray,
     anchor_to_cur: np.ndarray,
     move_anchor: bool,
 ) -> None:
@@ -140,7 +141,7 @@ def _learn(
     anchor's (only this frame resampled), as ``vision.motion.MotionDetector.update``."""
     if move_anchor:
         det._bg = bg_w + alpha * (cur - bg_w)
-        det.anchor.reset(_host_grey(cur))
+        det.anchor.reset(cur_host)
         return
     h, w = cur.shape[-2:]
     back = torch.as_tensor(np.linalg.inv(anchor_to_cur), device=cur.device, dtype=cur.dtype)[None]
@@ -236,11 +237,12 @@ def update_streams(
         bg = torch.cat([t for i in idx if (t := detectors[i]._bg) is not None])
         prev = torch.cat([t for i in idx if (t := detectors[i]._prev) is not None])
         H = torch.as_tensor(np.stack([np.asarray(Hs[i]) for i in idx]), device=device, dtype=torch.float32)
+        hosts = [_host_grey(curs[i]) for i in idx]  # one copy a frame: the anchor's registration and its move
         anchored = [
             detectors[i].anchor.to_current(
-                np.asarray(Hs[i]), _host_grey(curs[i]), detectors[i].config.anchored_background_coverage is not None
+                np.asarray(Hs[i]), hosts[j], detectors[i].config.anchored_background_coverage is not None
             )
-            for i in idx
+            for j, i in enumerate(idx)
         ]
         H_bg = torch.as_tensor(np.stack([a for a, _ in anchored]), device=device, dtype=torch.float32)
         elapsed = torch.as_tensor([frames_elapsed[i] for i in idx], device=device)
@@ -250,7 +252,7 @@ def update_streams(
             det = detectors[i]
             keep = det.config.anchored_background_coverage
             move = keep is None or anchored[j][1] or covered_host[j] < keep
-            _learn(det, cur[j : j + 1], bg_w[j : j + 1], alpha[j : j + 1], anchored[j][0], move)
+            _learn(det, cur[j : j + 1], bg_w[j : j + 1], alpha[j : j + 1], hosts[j], anchored[j][0], move)
             det._prev = cur[j : j + 1]
             on_road = fg[j]
             if roads[i] is not None:
