@@ -169,9 +169,11 @@ def pieces(
 def _without_unmeasured_tail(pts: list, cfg: LinkingConfig) -> int:
     """How many of a track's boxes its piece keeps: all but a last run of unmeasured ones (predictions, the standing
     hold's matches) up to ``unmeasured_tail_s`` long that fell behind the vehicle, moving at its last measured box
-    (the run covered less than half the way its speed would). Where the hold loses a moving vehicle, its last matches
-    are often where the vehicle was, not where it went on to (the patch's background holds it as the vehicle turns):
-    a piece judged from there looks like a vehicle that stopped, and the next piece metres on is out of its reach."""
+    (the run covered less than half the way its speed would), or that moved off the spot where it was last measured
+    standing (``linking.carried_off_lengths``: it set off while held). Where the hold loses a moving vehicle, its
+    last matches are often where the vehicle was, not where it went on to (the patch's background holds it as the
+    vehicle turns): a piece judged from there looks like a vehicle that stopped, and the next piece metres on is out
+    of its reach."""
     n = len(pts)
     last = next((k for k in range(n - 1, -1, -1) if pts[k][5]), -1)
     if last < 0 or last == n - 1 or pts[-1][1] - pts[last][1] > cfg.unmeasured_tail_s:
@@ -179,10 +181,17 @@ def _without_unmeasured_tail(pts: list, cfg: LinkingConfig) -> int:
     window = [p for p in pts[: last + 1] if p[1] >= pts[last][1] - STATE_S and p[5]]
     if len(window) < 2 or window[-1][1] <= window[0][1]:
         return n
-    metres_per_px = cfg.vehicle_length_m / max(float(np.median([p[3] for p in pts])), 1.0)
+    length_px = max(float(np.median([p[3] for p in pts])), 1.0)
+    metres_per_px = cfg.vehicle_length_m / length_px
     speed_px = float(np.hypot(*(window[-1][2] - window[0][2]))) / (window[-1][1] - window[0][1])
     if speed_px * metres_per_px < HEADING_MPS:
-        return n
+        # last measured standing, and the hold's matches moved off that spot: the vehicle set off while held, and
+        # the matches trail it (a standing car's patch still resembles it half a length on; roundabout render: the
+        # last match 25 px behind the car, the next track starting on the car, a standing end unable to reach it)
+        if cfg.carried_off_lengths is None:
+            return n
+        carried = float(np.hypot(*(pts[-1][2] - pts[last][2])))
+        return last + 1 if carried >= cfg.carried_off_lengths * length_px else n
     # only a tail that falls behind: one that kept pace (the hold following the vehicle to the frame's edge) is its way
     behind = float(np.hypot(*(pts[-1][2] - pts[last][2]))) < STALLED_SHARE * speed_px * (pts[-1][1] - pts[last][1])
     return last + 1 if behind else n

@@ -246,6 +246,22 @@ class LinkingConfig(StageConfig):
         "a moving vehicle, its last matches are often where it was (the oblique renders' vehicles lost in a turn). "
         "0: from its last box",
     )
+    carried_off_lengths: float | None = Field(
+        0.2,
+        ge=0,
+        description="a track last measured standing whose unmeasured last boxes (up to unmeasured_tail_s) moved this "
+        "many of its lengths off that spot is linked from there and loses those boxes where it is linked: the vehicle "
+        "set off while the standing hold carried it, and the hold's matches trail it, then stall (roundabout render: "
+        "the last match 25 px behind the car, the next track starting on it). None: only tails that fell behind a "
+        "moving vehicle (the previous behaviour)",
+    )
+    edge_waits: bool = Field(
+        True,
+        description="a track that ended standing at a frame edge (partly outside the view, where the standing hold "
+        "lets go) is linked to a track that drives away along a way passing where it stood, up to max_gap_s later: "
+        "the vehicle waited there (nadir intersection render: car 56, 17 s half out of the bottom edge). False: such "
+        "a gap is linked only as any other (the previous behaviour)",
+    )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 
@@ -263,6 +279,7 @@ MIN_TURN_RADIUS_M = 4.0  # the tightest turn a car drives at a junction (its ker
 TURN_RUN_COST = 0.04  # cost per metre of straight run a hidden turn needs beside its arc
 SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector jitter, a turn in an oblique view)
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
+EDGE_WAIT_LENGTHS = 1.0  # a start driving away at most this many lengths on from where a piece stood at an edge
 DEPART_ACCEL = 2.0  # m/s^2: a car setting off from a stop line (~0-50 km/h in 7 s)
 DEPART_WAIT_COST = 0.1  # per second a departure link leaves unexplained (the vehicle waited unseen)
 TAIL_GAP_S = 1.0  # a piece starting up to this long after the previous one's end may be found where its tail left
@@ -481,6 +498,23 @@ def _departure_cost(
     if gap_s < 0.7 * drive_s:
         return np.inf
     return unexplained + PATH_PENALTY_M + DEPART_WAIT_COST * max(0.0, gap_s - drive_s) + 0.02 * path
+
+
+def _waited_at_edge(end_p: np.ndarray, start_p: np.ndarray, start_v: np.ndarray, length_px: float) -> float:
+    """How far (px) a piece's standing end at a frame edge lies off the way a later start drives away on, where that
+    way, traced back, passes it: the vehicle waited there, partly outside the view, where the detector often misses
+    a car the edge cuts and the standing hold lets go, for as long as a red light (the nadir intersection's car 56: 17
+    s half out of the bottom edge, then on into the view). The end's box, cut by the edge, has its centre
+    pulled inwards, so only the way's line is asked for: the end behind the start on it, at most
+    ``EDGE_WAIT_LENGTHS`` of its lengths, and off it by what is the cost. ``inf`` where the start is not driving or
+    the end is not behind it."""
+    speed = float(np.hypot(*start_v))
+    if speed <= 0:
+        return np.inf
+    along, across = _along_across(end_p - start_p, start_v / speed)
+    if along > 0 or -along > EDGE_WAIT_LENGTHS * length_px:
+        return np.inf
+    return across
 
 
 def _along_across(d: np.ndarray, u: np.ndarray) -> tuple[float, float]:
@@ -806,6 +840,15 @@ def _link_once(
                 if np.isfinite(d_tail):
                     cost[i, j], cut[i, j] = d_tail, t_cut
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
+            if (
+                cfg.edge_waits
+                and a.touches_border_end
+                and gaps[j] > 0
+                and standing(ends[i], scale[i])
+                and not standing(starts[j], scale[j])
+            ):
+                waited = _waited_at_edge(end_p, start_p, start_v, max(a.length_px, b.length_px))
+                _cheaper(cost, cut, i, j, waited * 0.5 * (scale[i] + scale[j]) + PATH_PENALTY_M)
             if not standing(starts[j], scale[j]) and _crosses(b.edge_start, start_v) < 0:
                 continue  # it entered the view
             size_penalty = 0.0

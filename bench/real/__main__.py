@@ -131,6 +131,10 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # the motion layer's background warped into every frame, as before (the previous default; kept in an anchor
     # frame's coordinates it is no longer resampled every frame, motion.anchored_background_coverage)
     "background-every-frame": {"motion.anchored_background_coverage": None},
+    # a track last measured standing is linked from its last box, whatever the standing hold's matches did after it;
+    # a track that ended standing at a frame edge links as any other (the previous default; linking.carried_off_lengths,
+    # linking.edge_waits)
+    "no-set-off-links": {"linking.carried_off_lengths": None, "linking.edge_waits": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

@@ -567,3 +567,37 @@ def test_an_unmeasured_tail_that_keeps_pace_with_the_vehicle_is_its_way():
     results = _with_unmeasured(_results(150, {1: first, 2: waiting}), 1, range(41, 48))
     assert link_results(results, W, H).links == 0
     assert sum(len(r.tracks) for r in results[41:48]) == 7  # its boxes stay
+
+
+def test_a_car_that_set_off_while_held_is_linked_from_where_it_was_last_measured_standing():
+    # it stands at x=500 (measured) until frame 100 and sets off; the standing hold's matches follow it 12 px (0.3 of
+    # its length) and stall there, behind it (the patch still resembles the car half a length back; frames 101-115,
+    # unmeasured), until the track is lost; its next track starts on it at frame 116, 20 px (half a length) beyond
+    # the stalled matches and driving 4.5 m/s. From the stalled matches, a standing end 0.1 s before, no car gets
+    # there; from where it was last measured standing, 1.6 s before, it does (the roundabout render's car 70)
+    arrive = {f: (100 + 8 * f, 300.0) for f in range(0, 50)}
+    stand = {f: (500.0, 300.0) for f in range(50, 101)}
+    trailing = {f: (500.0 + min(3.0 * (f - 100), 12.0), 300.0) for f in range(101, 116)}
+    again = {f: (532.0 + 4.0 * (f - 116), 300.0) for f in range(116, 160)}
+    results = _with_unmeasured(_results(160, {1: {**arrive, **stand, **trailing}, 2: again}), 1, range(101, 116))
+    report = link_results(results, W, H)
+    assert report.links == 1
+    assert all(_ids_by_frame(results)[f] == {1} for f in range(160))
+    for f in (108, 115):  # the stalled matches gave way to the way from where it stood to where it was found
+        (box,) = results[f].tracks
+        assert abs(box.center[0] - (500 + (f - 100) / 16 * 32)) <= 1.0
+    plain = _with_unmeasured(_results(160, {1: {**arrive, **stand, **trailing}, 2: again}), 1, range(101, 116))
+    assert link_results(plain, W, H, LinkingConfig(carried_off_lengths=None)).links == 0
+
+
+def test_a_car_that_waited_at_the_frame_edge_is_linked_to_the_track_driving_away_from_there():
+    # half out of the bottom edge it stands 17 s, where neither the detector nor the standing hold follows it (the
+    # nadir intersection render's car 56); then a track drives away up the view along a way through where it stood
+    stood = {f: (300.0, 590.0) for f in range(0, 60)}  # its box touches the bottom edge
+    away = {f: (314.0 + 3.6 * (f - 230), 570.0 - 4.8 * (f - 230)) for f in range(230, 290)}
+    results = _results(290, {1: stood, 2: away})
+    assert link_results(results, W, H).links == 1
+    assert link_results(_results(290, {1: stood, 2: away}), W, H, LinkingConfig(edge_waits=False)).links == 0
+    # a track driving up another lane, 6.75 m across from where it stood, is another vehicle
+    other_lane = {f: (360.0, 570.0 - 6.0 * (f - 230)) for f in range(230, 290)}
+    assert link_results(_results(290, {1: stood, 2: other_lane}), W, H).links == 0
