@@ -184,16 +184,15 @@ def _without_unmeasured_tail(pts: list, cfg: LinkingConfig) -> int:
     length_px = max(float(np.median([p[3] for p in pts])), 1.0)
     metres_per_px = cfg.vehicle_length_m / length_px
     speed_px = float(np.hypot(*(window[-1][2] - window[0][2]))) / (window[-1][1] - window[0][1])
+    tail_px = float(np.hypot(*(pts[-1][2] - pts[last][2])))  # how far the unmeasured boxes went
     if speed_px * metres_per_px < HEADING_MPS:
         # last measured standing, and the hold's matches moved off that spot: the vehicle set off while held, and
         # the matches trail it (a standing car's patch still resembles it half a length on; roundabout render: the
-        # last match 25 px behind the car, the next track starting on the car, a standing end unable to reach it)
-        if cfg.carried_off_lengths is None:
-            return n
-        carried = float(np.hypot(*(pts[-1][2] - pts[last][2])))
-        return last + 1 if carried >= cfg.carried_off_lengths * length_px else n
+        # matches stalled some 20 px behind the car, the next track started on it, a standing end unable to reach it)
+        carried = cfg.carried_off_lengths is not None and tail_px >= cfg.carried_off_lengths * length_px
+        return last + 1 if carried else n
     # only a tail that falls behind: one that kept pace (the hold following the vehicle to the frame's edge) is its way
-    behind = float(np.hypot(*(pts[-1][2] - pts[last][2]))) < STALLED_SHARE * speed_px * (pts[-1][1] - pts[last][1])
+    behind = tail_px < STALLED_SHARE * speed_px * (pts[-1][1] - pts[last][1])
     return last + 1 if behind else n
 
 

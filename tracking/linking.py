@@ -252,7 +252,7 @@ class LinkingConfig(StageConfig):
         description="a track last measured standing whose unmeasured last boxes (up to unmeasured_tail_s) moved this "
         "many of its lengths off that spot is linked from there and loses those boxes where it is linked: the vehicle "
         "set off while the standing hold carried it, and the hold's matches trail it, then stall (roundabout render: "
-        "the last match 25 px behind the car, the next track starting on it). None: only tails that fell behind a "
+        "some 20 px behind the car, the next track starting on it). None: only tails that fell behind a "
         "moving vehicle (the previous behaviour)",
     )
     edge_waits: bool = Field(
