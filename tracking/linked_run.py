@@ -202,7 +202,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     cfg = cfg or LinkingConfig()
     nested = resolve_nested(results, cfg.nested_min_s) if cfg.nested_tracks else NestedReport()
     if cfg.twin_tracks:
-        merge_twins(results, cfg.nested_min_s, nested)
+        merge_twins(results, cfg.nested_min_s, nested, cfg.short_twins)
     ps, trimmed = pieces(results, width, height, cfg)
     tails: dict[int, tuple[float, float]] = {}
     mapping = link_pieces(ps, cfg, tails)
@@ -219,7 +219,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     ]
     report.links = report.tracks_before - report.tracks_after
     report.held_boxes = sum(len(r.tracks) for r in results)
-    if report.links or cfg.fill_standing_lost:
+    if report.links or cfg.fill_standing_lost or cfg.fill_moving_lost:
         _relabel_and_fill(results, mapping, ps, width, height, cfg, report, tails)
     report.steadied_boxes = steady_box_sizes(results, cfg.steady_box_s, width, height, cfg.border_frac)
     return report
@@ -274,10 +274,22 @@ def _relabel_and_fill(
                 if prev[2] != piece:  # the gap between two linked pieces
                     if min(span[prev[2]], span[piece]) >= cfg.min_fill_piece_s:
                         report.filled_boxes += _fill(results, prev[0], prev[1], k, tr, width, height, cfg)
-                elif cfg.fill_standing_lost and all(piece in results[j].lost_ids for j in range(prev[0] + 1, k)):
-                    # one piece the tracker lost and found again (no rule hid it): filled where it stood
+                elif (cfg.fill_standing_lost or cfg.fill_moving_lost) and all(
+                    piece in results[j].lost_ids for j in range(prev[0] + 1, k)
+                ):
+                    # one piece the tracker lost and found again (no rule hid it): filled where it stood, and where
+                    # it moved as between two linked pieces
                     report.filled_boxes += _fill(
-                        results, prev[0], prev[1], k, tr, width, height, cfg, standing_only=True
+                        results,
+                        prev[0],
+                        prev[1],
+                        k,
+                        tr,
+                        width,
+                        height,
+                        cfg,
+                        standing_only=not cfg.fill_moving_lost,
+                        stood_ok=cfg.fill_standing_lost,
                     )
             last_seen[tr.track_id] = (k, tr, piece)
 
@@ -292,9 +304,10 @@ def _fill(
     height: int,
     cfg: LinkingConfig,
     standing_only: bool = False,
+    stood_ok: bool = True,
 ) -> int:
     """Boxes between positions ``k0`` and ``k1`` of one vehicle (its box on neither), as track_starts fills: where it
-    stood, or across a short gap (``cfg.fill_moving_s``)."""
+    stood (unless not ``stood_ok``), or across a short gap (``cfg.fill_moving_s``; not when ``standing_only``)."""
     a, b = results[k0], results[k1]
     length = max(float(np.max(before.xyxy[2:] - before.xyxy[:2])), 1.0)
     # judged in frame a's pixels (the box lengths'), not in the first frame's: the chained ego-motion of a long flight
@@ -303,7 +316,7 @@ def _fill(
     if a.to_first is not None:
         after_in_a = _through(np.linalg.inv(a.to_first), after_in_a)
     stood = float(np.hypot(*(after_in_a - np.array(before.center, np.float64)))) < STOOD_LENGTHS * length
-    if not stood and (standing_only or b.frame.t - a.frame.t > cfg.fill_moving_s):
+    if (not stood and (standing_only or b.frame.t - a.frame.t > cfg.fill_moving_s)) or (stood and not stood_ok):
         return 0
     ends = None
     if a.to_first is not None and b.to_first is not None:

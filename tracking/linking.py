@@ -102,6 +102,13 @@ class LinkingConfig(StageConfig):
         "(no rule hid it): a car waiting at a red light that the detector misses now and then is reported on every "
         "frame (tracker.fill_lost_gaps fills moving tracks only, within its one-second hold-back)",
     )
+    fill_moving_lost: bool = Field(
+        True,
+        description="also fill the frames a moving vehicle's track was lost on and found again, across gaps up to "
+        "fill_moving_s, as between two linked pieces: the tracker's hold-back fills only a second, and a car the "
+        "detector missed for 1-2 s in a roundabout's turn kept its id but was reported on none of those frames. "
+        "False: only where it stood (the previous behaviour)",
+    )
     min_gap_speed_share: float = Field(
         0.5,
         ge=0,
@@ -233,6 +240,13 @@ class LinkingConfig(StageConfig):
         description="before linking, two tracks of about one size that followed one vehicle at once (boxes at IoU >= "
         "0.3 on most frames both report, for at least nested_min_s and half the shorter one's life) become one track, "
         "the earlier one's id and box (tracking/nested_tracks.py, merge_twins)",
+    )
+    short_twins: bool = Field(
+        True,
+        description="with twin_tracks, a track shorter than nested_min_s whose whole life lay beside another "
+        "track's boxes (IoU >= 0.3 on most of its frames) is that track's twin too: a box the detector gave the "
+        "vehicle twice for a few frames, which took the vehicle's match from its track and back (two ID switches). "
+        "False: twins only over nested_min_s (the previous behaviour)",
     )
     nested_min_s: float = Field(
         1.0, ge=0, description="a track lies inside another's box (or follows its vehicle with it) at least this long"

@@ -26,7 +26,11 @@ vehicles' boxes seen from above overlap little (a car in the next lane, the next
 pair whose boxes overlap at IoU >= ``TWIN_IOU`` on ``NESTED_SHARE`` of the frames both report, over
 ``linking.nested_min_s``, for at least half the shorter one's life, is one vehicle: one track, the earlier one's id,
 and on the frames both report the box of the one that was there first (on the renders' pairs it matched the vehicle
-on 9 of 12).
+on 9 of 12). A track shorter than that whose whole life lay beside another at that overlap (``linking.short_twins``)
+is a twin too: the detector boxed the vehicle twice for a few frames, and the second box took the vehicle's match
+from its track and gave it back (two ID switches). On the three rendered junction flights 17 such tracks: 10 on the
+vehicle the longer track followed, 6 on no vehicle, 1 the other way round (a passing car's 9 boxes beside a track
+on a parked car, which kept its own); none on a second vehicle.
 """
 
 from __future__ import annotations
@@ -192,7 +196,7 @@ def _twin_pairs(results: list[FrameResult]) -> dict[tuple[int, int], list[int]]:
     return pairs
 
 
-def merge_twins(results: list[FrameResult], min_s: float, report: NestedReport) -> None:
+def merge_twins(results: list[FrameResult], min_s: float, report: NestedReport, short_twins: bool = True) -> None:
     """Make two tracks that followed one vehicle at once one track, in ``results`` (in place; see the module's
     docstring), noting them in ``report``."""
     boxes = _boxes(results)
@@ -206,9 +210,12 @@ def merge_twins(results: list[FrameResult], min_s: float, report: NestedReport) 
 
     for (a, b), together in _twin_pairs(results).items():
         shared = set(boxes[a]) & set(boxes[b])
-        if len(together) < NESTED_SHARE * len(shared) or t[together[-1]] - t[together[0]] < min_s:
+        shorter = min(len(boxes[a]), len(boxes[b]))
+        if len(together) < NESTED_SHARE * len(shared) or len(shared) < ONE_VEHICLE_SHARE * shorter:
             continue
-        if len(shared) < ONE_VEHICLE_SHARE * min(len(boxes[a]), len(boxes[b])):
+        # a track that lived only beside the other, however briefly, was never a vehicle of its own
+        whole_life = short_twins and len(together) >= NESTED_SHARE * shorter
+        if t[together[-1]] - t[together[0]] < min_s and not whole_life:
             continue
         ra, rb = root(a), root(b)
         if ra != rb:

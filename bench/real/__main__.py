@@ -135,6 +135,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a track that ended standing at a frame edge links as any other (the previous default; linking.carried_off_lengths,
     # linking.edge_waits)
     "no-set-off-links": {"linking.carried_off_lengths": None, "linking.edge_waits": False},
+    # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
+    # previous default; linking.fill_moving_lost, linking.short_twins)
+    "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

@@ -69,6 +69,19 @@ def test_a_track_split_in_two_is_one_fragment_and_two_tracks_for_the_vehicle():
     assert tt.primary[1] == 7  # 4 frames each: the lower id
 
 
+def test_switches_and_fragments_over_the_stopped_boxes_leave_out_the_driving():
+    # a vehicle waits on frames 1-6 and drives on 7-10; track 7 misses it on frame 3 (waiting) and frame 8
+    # (driving), and track 9 takes over on frames 9-10: two fragments and a switch in all, one fragment waiting
+    gt_rows = [(f, 1, 10.0 * f, 50.0) for f in range(1, 11)]
+    pred_rows = [(f, 7, 10.0 * f, 50.0) for f in (1, 2, 4, 5, 6, 7)] + [(f, 9, 10.0 * f, 50.0) for f in (9, 10)]
+    speeds = {(f, 1): (0.0 if f <= 6 else 30.0) for f in range(1, 11)}
+    gt = GroundTruth(_boxes(gt_rows), Boxes(), "mot", Path("gt.txt"), speeds=speeds)
+    trk, _ = tracking_scores(gt, _boxes(pred_rows))
+    assert trk["fragments_per_vehicle"] == 2.0 and trk["switches_per_vehicle"] == 1.0
+    assert trk["stopped_vehicles"] == 1
+    assert trk["stopped_fragments_per_vehicle"] == 1.0 and trk["stopped_switches_per_vehicle"] == 0.0
+
+
 def test_recall_by_class_counts_the_detector_frames_only():
     # a car on frames 1-10 and a truck on frames 1-10; the detector alone ran on frames 1, 4, 7, 10 (every 3rd)
     gt_rows = [(f, g, 10.0 * f, 50.0 * g) for g in (1, 2) for f in range(1, 11)]

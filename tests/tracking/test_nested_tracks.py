@@ -134,6 +134,34 @@ def test_two_tracks_that_followed_one_car_at_once_are_one_vehicle_with_the_first
     np.testing.assert_allclose(results[90].tracks[0].xyxy, loose[90])  # after it: the second one's
 
 
+def test_a_second_box_of_a_car_for_a_few_frames_is_its_twin_unless_turned_off():
+    # track 4 follows a car; for 6 frames (0.6 s, under nested_min_s) the detector boxed it twice and a second track
+    # (8) followed the second box, 4 px lower (IoU ~0.7), then was lost: never a vehicle of its own
+    car = _moving(range(0, 80), 100, 300, 60, 30, 5.0)
+    flicker = {f: (x1 + 2, y1 + 4, x2 + 2, y2 + 4) for f, (x1, y1, x2, y2) in car.items() if 40 <= f < 46}
+    results = _results(80, {4: car, 8: flicker})
+    report = NestedReport()
+    merge_twins(results, 1.0, report)
+    assert report.twins == [[4, 8]] and report.twin_dropped_boxes == 6
+    assert all(ids == {4} for ids in _ids(results))
+    kept = _results(80, {4: car, 8: flicker})
+    merge_twins(kept, 1.0, report := NestedReport(), short_twins=False)
+    assert report.twins == [] and sum(len(r.tracks) for r in kept) == 86
+
+
+def test_a_short_track_that_lived_mostly_apart_from_the_car_is_not_its_twin():
+    # a 6-frame track beside the car on 2 of its frames only (a car passing it, then its own way): not a twin
+    car = _moving(range(0, 80), 100, 300, 60, 30, 5.0)
+    passing = {
+        f: (x1 + 2 + 20 * (f - 40), y1 + 4, x2 + 2 + 20 * (f - 40), y2 + 4)
+        for f, (x1, y1, x2, y2) in car.items()
+        if 40 <= f < 46
+    }
+    results = _results(80, {4: car, 8: passing})
+    merge_twins(results, 1.0, report := NestedReport())
+    assert report.twins == [] and sum(len(r.tracks) for r in results) == 86
+
+
 def test_cars_side_by_side_or_nose_to_tail_and_a_brief_overlap_are_not_twins():
     a = _moving(range(0, 80), 100, 300, 60, 30, 5.0)
     next_lane = _moving(range(0, 80), 100, 326, 60, 30, 5.0)  # 26 px lower: IoU 0.07

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tracking.evaluation.io import Boxes, GroundTruth
 from tracking.evaluation.mot import Match, drop_ignored, mot_metrics
 
@@ -311,12 +313,18 @@ def sampled_keys(gt: GroundTruth, every: int) -> list[tuple[int, int]]:
 def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) -> tuple[dict, list[Match]]:
     """The tracking figures behind the study's: recall, ID switches and fragmentations per truth vehicle
     (motmetrics), recall of stopped and queued vehicles (truth boxes whose vehicle moves under 1 m/s in that frame;
-    parked vehicles are ignore regions, as in ``airpatrol eval``), and the matches."""
+    parked vehicles are ignore regions, as in ``airpatrol eval``), ID switches and fragmentations per vehicle over
+    those stopped boxes alone (the issue's targets for queued and stopped vehicles; a vehicle's frames while it
+    drives are left out, so a turn it was lost in does not count), and the matches."""
     gt_boxes, _ = drop_ignored(gt.boxes, gt.ignore)
     pred_boxes, _ = drop_ignored(pred, gt.ignore)
     mot, matches = mot_metrics(gt_boxes, pred_boxes, iou_threshold)
     n_veh = max(int(mot["num_unique_objects"] or 0), 1)
-    hit, n = subset_recall(stopped_keys(gt), matches)
+    stopped = stopped_keys(gt)
+    hit, n = subset_recall(stopped, matches)
+    keep = np.array([(f, i) in stopped for f, i in zip(gt_boxes.frame.tolist(), gt_boxes.ids.tolist())], bool)
+    stop_mot, _ = mot_metrics(gt_boxes.subset(keep), pred_boxes, iou_threshold) if keep.any() else ({}, [])
+    n_stop = int(stop_mot.get("num_unique_objects") or 0)
     return {
         "recall": mot["recall"],
         "mota": mot["mota"],
@@ -326,4 +334,7 @@ def tracking_scores(gt: GroundTruth, pred: Boxes, iou_threshold: float = 0.5) ->
         "fragments_per_vehicle": (mot["num_fragmentations"] or 0) / n_veh,
         "stopped_boxes": n,
         "stopped_recall": hit / n if n else math.nan,
+        "stopped_vehicles": n_stop,
+        "stopped_switches_per_vehicle": (stop_mot.get("num_switches") or 0) / n_stop if n_stop else math.nan,
+        "stopped_fragments_per_vehicle": (stop_mot.get("num_fragmentations") or 0) / n_stop if n_stop else math.nan,
     }, matches
