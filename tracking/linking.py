@@ -18,7 +18,8 @@ gap it hardly moved over (``min_gap_speed_share``): that start is the next vehic
 place seconds later (on a rendered roundabout these were 8 of the 11 wrong links, none of the right ones).
 Where either end is slow (a queue), the boxes' sizes at the link must agree (``linking.max_size_ratio``): the
 detector now and then boxes two waiting cars as one, and that box is neither car. Over a gap longer than
-``max_moving_gap_s``, two slow ends at one place are a vehicle that stood there (``linking.stood_m``), and two
+``max_moving_gap_s``, two slow ends at one place are a vehicle that stood there (``linking.stood_m``; not where
+another vehicle drove through that place in the gap, ``linking.driven_through``), and two
 pieces of a truck or a bus (far longer than the vehicles around them, of one size) may be one that drove on unseen
 (``linking.large_lengths``): the detector loses those for longer, and few vehicles look like them.
 Pieces that end at the frame's edge moving left the view and pieces that start there moving entered it: neither is
@@ -181,6 +182,15 @@ class LinkingConfig(StageConfig):
         "way it came and within lateral_m of it, any time later within max_gap_s: a queued vehicle that moved up a "
         "place (a car length and the gap, ~7 m, with slack) while the detector missed it, and was found standing "
         "again. Not at the frame's edge (a cut box's centre moves). 0: only ends that stood within stood_m",
+    )
+    driven_through: bool = Field(
+        True,
+        description="a link whose two ends are slow at one place (a vehicle that stood there through the gap) is "
+        "refused where another vehicle of its size (within 1.5x) came within 0.35 of its length of that place in the "
+        "gap, having driven 1.5 lengths or more to or from it: two vehicles are never in one place at once (on the "
+        "rendered roundabout five such links, each between two vehicles: a queued truck and the cars that later "
+        "waited where it had). A queued car that moved up a place starts elsewhere and is not judged. False: the "
+        "previous behaviour",
     )
     stood_m: float = Field(
         2.0,
@@ -917,6 +927,8 @@ def _link_once(
                 )
                 + size_penalty,
             )
+    if cfg.driven_through:
+        _veto_driven_through(ok, cost, cfg, ends, starts, t0, t1, end_mps, start_mps)
     feasible = np.isfinite(cost) & (cost <= cfg.max_cost)
     if not feasible.any():
         return mapping
@@ -937,3 +949,48 @@ def _link_once(
             k = successor[k]
             mapping[ok[k].track_id] = ok[head].track_id
     return mapping
+
+
+SAME_PLACE_LENGTHS = 0.5  # a start this close (the end's lengths) to where a slow end was: it stood there
+THROUGH_LENGTHS = 0.35  # another vehicle's centre this close (its lengths) to where one stood: it drove through there
+THROUGH_AWAY_LENGTHS = 1.5  # ... having come from or gone on this far (its lengths) in the gap
+THROUGH_SIZE_RATIO = 1.5  # ... and of about its size (a bus passing in front of a car in an oblique view is not)
+
+
+def _veto_driven_through(
+    ok: list[Piece],
+    cost: np.ndarray,
+    cfg: LinkingConfig,
+    ends: list,
+    starts: list,
+    t0: np.ndarray,
+    t1: np.ndarray,
+    end_mps: list[float],
+    start_mps: list[float],
+) -> None:
+    """A link that says a vehicle stood at one place through its gap (both ends slow, the start where the end
+    was) is refused where another vehicle of its size drove through that place in the gap: two vehicles are never in
+    one place at once. (A queued car that moved up a place unseen starts elsewhere: the car behind it may well have
+    taken its place.)"""
+    pairs = [
+        (i, j)
+        for i, j in zip(*np.nonzero(np.isfinite(cost) & (cost <= cfg.max_cost)))
+        if t0[j] > t1[i]
+        and end_mps[i] < HEADING_MPS
+        and start_mps[j] < HEADING_MPS
+        and np.hypot(*(starts[j][0] - ends[i][0])) <= SAME_PLACE_LENGTHS * ok[i].length_px
+    ]
+    for i, j in pairs:
+        a, point, reach = ok[i], ends[i][0], THROUGH_LENGTHS * ok[i].length_px
+        for k in np.flatnonzero((t0 < t0[j]) & (t1 > t1[i])).tolist():
+            b = ok[k]
+            if k in (i, j) or max(a.length_px, b.length_px) > THROUGH_SIZE_RATIO * min(a.length_px, b.length_px):
+                continue
+            sel = (b.t > t1[i]) & (b.t < t0[j])
+            if not sel.any():
+                continue
+            d = np.hypot(*(b.xy[sel] - point).T)
+            # it came within reach of the spot, and drove there or away from it in the gap (not a box standing by)
+            if d.min() <= reach and d.max() >= THROUGH_AWAY_LENGTHS * a.length_px:
+                cost[i, j] = np.inf
+                break

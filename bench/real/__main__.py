@@ -135,6 +135,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a track that ended standing at a frame edge links as any other (the previous default; linking.carried_off_lengths,
     # linking.edge_waits)
     "no-set-off-links": {"linking.carried_off_lengths": None, "linking.edge_waits": False},
+    # a vehicle taken to have stood through a gap at a place another vehicle drove through in it (the previous
+    # default; linking.driven_through)
+    "no-driven-through": {"linking.driven_through": False},
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},

@@ -222,6 +222,21 @@ def test_a_queued_car_that_moved_up_a_place_unseen_is_joined_and_one_in_the_next
         )
 
 
+def test_a_car_that_left_unseen_is_not_joined_to_the_one_that_later_stood_where_it_had():
+    """Car 1 waits at x=500 and leaves unseen; 7 s later car 3 drives along its lane through that place; 22 s after
+    car 1 was last seen, car 2 stands there: car 1 did not stand there through the gap (``linking.driven_through``).
+    A car driving by a lane beside it (40 px: 4.5 m) says nothing of the place."""
+    wait = {f: (500.0, 300.0) for f in range(50, 80)}
+    later = {f: (500.0, 300.5) for f in range(300, 330)}
+    for y, joined in ((300.0, False), (340.0, True)):
+        through = _drive(range(150, 200), 300.0, y, 8.0)  # passes x=500 at frame 175
+        results = _results(330, {1: wait, 3: through, 2: later})
+        assert link_results(results, W, H).links == int(joined)
+        assert _ids_by_frame(results)[310] == ({1} if joined else {2})
+        unchecked = _results(330, {1: wait, 3: through, 2: later})
+        assert link_results(unchecked, W, H, LinkingConfig(driven_through=False)).links == 1
+
+
 def test_a_box_of_two_queued_cars_is_not_taken_for_the_car_that_waits_there():
     """The detector now and then boxes two queued cars as one (a box twice a car's length, centred near the front
     one): the car's next piece is its own next box, not that one (``linking.max_size_ratio``)."""
