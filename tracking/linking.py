@@ -188,9 +188,9 @@ class LinkingConfig(StageConfig):
         description="a link whose two ends are slow at one place (a vehicle that stood there through the gap) is "
         "refused where another vehicle of its size (within 1.5x) came within 0.35 of its length of that place in the "
         "gap, having driven 1.5 lengths or more to or from it: two vehicles are never in one place at once (on the "
-        "rendered roundabout five such links, each between two vehicles: a queued truck and the cars that later "
-        "waited where it had). A queued car that moved up a place starts elsewhere and is not judged. False: the "
-        "previous behaviour",
+        "rendered roundabout five such links, four of them between two vehicles by their truth, the fifth between a "
+        "truck and a box that held it and a car). A queued car that moved up a place starts elsewhere and is not "
+        "judged. False: the previous behaviour",
     )
     stood_m: float = Field(
         2.0,
