@@ -82,8 +82,11 @@ def settings(pairs: list[str]) -> LinkingConfig:
 def relink(prelink: Path, run: Path, out: Path, cfg: LinkingConfig, study: bool = True) -> dict:
     """``run`` copied to ``out`` (its study left out) with its tracks linked again from ``prelink``; returns the
     linking report. ``study``: then ``airpatrol study OUT``."""
-    with open(prelink, "rb") as fh:
-        results, width, height = pickle.load(fh)
+    try:
+        with open(prelink, "rb") as fh:
+            results, width, height = pickle.load(fh)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as bad:
+        raise SystemExit(f"{prelink}: not a file of results before linking ({type(bad).__name__}: {bad})") from None
     summary = json.loads((run / "summary.json").read_text())
     if out.exists():
         shutil.rmtree(out)
@@ -131,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("relink", help="link PRELINK again into a copy of RUN, then study it")
     r.add_argument("prelink", type=Path)
     r.add_argument("run", type=Path, help="the run PRELINK came from (summary.json and the rest are copied)")
-    r.add_argument("out", type=Path)
+    r.add_argument("out", type=Path, help="the relinked run (replaced if it exists)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a linking setting (repeatable)")
     r.add_argument("--no-study", action="store_true")
     args = ap.parse_args(argv)

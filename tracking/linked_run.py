@@ -279,18 +279,8 @@ def _relabel_and_fill(
                 ):
                     # one piece the tracker lost and found again (no rule hid it): filled where it stood, and where
                     # it moved as between two linked pieces
-                    report.filled_boxes += _fill(
-                        results,
-                        prev[0],
-                        prev[1],
-                        k,
-                        tr,
-                        width,
-                        height,
-                        cfg,
-                        standing_only=not cfg.fill_moving_lost,
-                        stood_ok=cfg.fill_standing_lost,
-                    )
+                    which = {"standing_only": not cfg.fill_moving_lost, "stood_ok": cfg.fill_standing_lost}
+                    report.filled_boxes += _fill(results, prev[0], prev[1], k, tr, width, height, cfg, **which)
             last_seen[tr.track_id] = (k, tr, piece)
 
 

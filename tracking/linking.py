@@ -304,6 +304,10 @@ TURN_RUN_COST = 0.04  # cost per metre of straight run a hidden turn needs besid
 SIZE_FREE_RATIO = 1.25  # box sizes this close at a link cost nothing (detector jitter, a turn in an oblique view)
 MAX_PATH_M = 200.0  # a flow path is followed this far at most (across a junction and out)
 EDGE_WAIT_LENGTHS = 1.0  # a start driving away at most this many lengths on from where a piece stood at an edge
+SAME_PLACE_LENGTHS = 0.5  # a start this close (the end's lengths) to where a slow end was: it stood there
+THROUGH_LENGTHS = 0.35  # another vehicle's centre this close (the stander's lengths) to that place: it drove through
+THROUGH_AWAY_LENGTHS = 1.5  # ... having come from or gone on this far (the stander's lengths) in the gap
+THROUGH_SIZE_RATIO = 1.5  # ... and of about its size (a bus passing in front of a car in an oblique view is not)
 DEPART_ACCEL = 2.0  # m/s^2: a car setting off from a stop line (~0-50 km/h in 7 s)
 DEPART_WAIT_COST = 0.1  # per second a departure link leaves unexplained (the vehicle waited unseen)
 TAIL_GAP_S = 1.0  # a piece starting up to this long after the previous one's end may be found where its tail left
@@ -949,12 +953,6 @@ def _link_once(
             k = successor[k]
             mapping[ok[k].track_id] = ok[head].track_id
     return mapping
-
-
-SAME_PLACE_LENGTHS = 0.5  # a start this close (the end's lengths) to where a slow end was: it stood there
-THROUGH_LENGTHS = 0.35  # another vehicle's centre this close (its lengths) to where one stood: it drove through there
-THROUGH_AWAY_LENGTHS = 1.5  # ... having come from or gone on this far (its lengths) in the gap
-THROUGH_SIZE_RATIO = 1.5  # ... and of about its size (a bus passing in front of a car in an oblique view is not)
 
 
 def _veto_driven_through(

@@ -66,3 +66,8 @@ def test_settings_are_linking_keys_with_yaml_values_and_a_bad_pair_says_so():
 def test_relink_names_a_missing_input(tmp_path, capsys):
     assert main(["relink", str(tmp_path / "none.pkl"), str(tmp_path), str(tmp_path / "out")]) == 2
     assert "none.pkl: not found" in capsys.readouterr().err
+    broken = tmp_path / "broken.pkl"
+    broken.write_bytes(b"not a pickle")
+    (tmp_path / "summary.json").write_text("{}")
+    with pytest.raises(SystemExit, match="broken.pkl: not a file of results before linking"):
+        main(["relink", str(broken), str(tmp_path), str(tmp_path / "out"), "--no-study"])
