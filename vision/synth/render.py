@@ -16,7 +16,8 @@ import numpy as np
 from vision.synth.camera import CameraTrack
 from vision.synth.ground import Ground
 from vision.synth.scene import SceneConfig, rng_for
-from vision.synth.sprites import side_colour, sprite_for
+from vision.synth.sides import side_textures
+from vision.synth.sprites import sprite_for
 from vision.synth.vehicles import VehicleSpec
 
 
@@ -123,12 +124,12 @@ class Renderer:
             if cfg.noise_sigma > 0
             else []
         )
-        self.sprites: dict[int, tuple[np.ndarray, tuple[float, float, float]]] = {}
+        self.sprites: dict[int, tuple[np.ndarray, tuple[np.ndarray, ...]]] = {}
 
     def sprite(self, spec: VehicleSpec):
         if spec.vid not in self.sprites:
             sp = sprite_for(spec, self.crops, self.vehicle_crops)
-            self.sprites[spec.vid] = (sp, side_colour(sp))
+            self.sprites[spec.vid] = (sp, side_textures(spec, sp))
         return self.sprites[spec.vid]
 
     # ------------------------------------------------------------------------------------------------- frame
@@ -195,7 +196,7 @@ class Renderer:
     def _draw_object(self, img: np.ndarray, i: int, p: Placed, corners: np.ndarray, uv: np.ndarray) -> None:
         cfg = self.cfg
         H, W = img.shape[:2]
-        sprite, side_bgr = self.sprite(p.spec)
+        sprite, side_tex = self.sprite(p.spec)
         # motion blur: how far the object moves in the image during the exposure
         blur = np.zeros(2)
         if cfg.motion_blur and p.speed > 0.1:
@@ -210,29 +211,33 @@ class Renderer:
             return
         w, h = x1 - x0, y1 - y0
         off = np.array([x0, y0], np.float64)
-        # sides visible from the camera
+        # sides visible from the camera, each its texture mapped onto the projected face
         layer = np.zeros((h, w, 4), np.float32)
         C = self._C
-        sides = np.zeros((h, w, 4), np.uint8)
         centre = corners.mean(axis=0)
-        for face in SIDES:
+        sun_dir = np.array([math.sin(self.sun_az), math.cos(self.sun_az)])
+        for face, tex in zip(SIDES, side_tex):
             q = corners[list(face)]
             fc = q.mean(axis=0)
             outward = fc - centre
             outward[2] = 0.0
             if np.dot(outward, C - fc) <= 0:
                 continue
-            sun_dir = np.array([math.sin(self.sun_az), math.cos(self.sun_az)])
             shade = 0.75 + 0.25 * max(
                 0.0, float(np.dot(outward[:2], sun_dir)) / max(float(np.linalg.norm(outward[:2])), 1e-9)
             )
-            colour = tuple(float(c) * shade for c in side_bgr) + (255.0,)
-            pts = np.round((uv[list(face)] - off) * 8).astype(np.int32)
-            cv2.fillConvexPoly(sides, pts, tuple(int(min(255, c)) for c in colour), cv2.LINE_AA, 3)
-        if sides.any():
-            a = sides[..., 3:4].astype(np.float32) / 255.0
-            layer[..., :3] = sides[..., :3].astype(np.float32) * a
-            layer[..., 3:] = a
+            face_uv = (uv[list(face)] - off).astype(np.float32)
+            if cv2.contourArea(face_uv) < 0.5:  # seen edge-on: nothing to draw, and no transform to fit
+                continue
+            th, tw = tex.shape[:2]
+            # texture corners for the face's corners: bottom at its first end, bottom at its second, then the top
+            src = np.array([[-0.5, th - 0.5], [tw - 0.5, th - 0.5], [tw - 0.5, -0.5], [-0.5, -0.5]], np.float32)
+            M = cv2.getPerspectiveTransform(src, face_uv)
+            warped = cv2.warpPerspective(
+                tex, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0, 0)
+            )
+            warped[..., :3] *= shade
+            layer = warped + layer * (1.0 - warped[..., 3:4])
         # roof: the sprite mapped onto the projected top face
         sh, sw = sprite.shape[:2]
         src = np.array([[-0.5, -0.5], [sw - 0.5, -0.5], [sw - 0.5, sh - 0.5], [-0.5, sh - 0.5]], np.float32)
