@@ -150,6 +150,7 @@ def pieces(
             trimmed[tid] = pts[keep - 1][1]
             pts = pts[:keep]
         to_first = pts[-1][6]
+        last = next((k for k in range(len(pts) - 1, -1, -1) if pts[k][5]), None)
         out.append(
             Piece(
                 tid,
@@ -161,6 +162,7 @@ def pieces(
                 edge_end=pts[-1][4],
                 end_from_first=None if to_first is None else np.linalg.inv(to_first),
                 lengths_px=np.array([p[3] for p in pts], np.float64),
+                held_tail_s=0.0 if last is None else float(pts[-1][1] - pts[last][1]),
             )
         )
     return out, trimmed

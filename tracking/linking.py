@@ -175,6 +175,13 @@ class LinkingConfig(StageConfig):
         "the start's heading, in the time a car takes from standstill (tracking/linking.py ``_departure_cost``). "
         "0: none",
     )
+    held_departures: bool = Field(
+        True,
+        description="a departure (departure_max_mps) from a piece whose last boxes were not measured (the standing "
+        "hold's matches) may have begun up to unmeasured_tail_s before its end: a car setting off from a stop line "
+        "while held leaves its patch's matches behind on the spot for a second or two (roundabout render: cars at "
+        "the yield line, the next piece 3-8 m on 0.1-0.7 s after the held piece's end). false: from its end",
+    )
     queue_step_m: float = Field(
         10.0,
         ge=0,
@@ -334,6 +341,8 @@ class Piece:
     end_from_first: np.ndarray | None = None
     # each box's long side (px), in frame order; None: every box ``length_px`` long
     lengths_px: np.ndarray | None = None
+    # seconds its last boxes were not measured (the standing hold's matches, predictions): 0 where its last is
+    held_tail_s: float = 0.0
 
     def size_at(self, at_end: bool) -> float:
         """The box long side over the piece's last (first) ``STATE_S`` seconds (median, px)."""
@@ -425,6 +434,7 @@ def link_cost(
     paths: list[np.ndarray] | None = None,
     end_arrival: np.ndarray | None = None,
     steady: bool = False,
+    end_held_s: float = 0.0,
 ) -> float:
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
@@ -454,7 +464,7 @@ def link_cost(
     if sa >= HEADING_MPS and sb >= HEADING_MPS:
         cos = float(end_v @ start_v) / (sa * sb)
         if cos < (np.cos(np.radians(120)) if gap_s <= cfg.turn_gap_s else np.cos(np.radians(45))):
-            return _or_unseen(best, end_p, end_v, end_arrival, start_p, start_v, gap_s, cfg)
+            return _or_unseen(best, end_p, end_v, end_arrival, start_p, start_v, gap_s, cfg, end_held_s)
     heading = end_v / sa if sa >= MOVING_MPS else start_v / sb if sb >= MOVING_MPS else None
     if heading is None:  # standing at both ends: the same place
         along, lateral = 0.0, dist
@@ -489,6 +499,7 @@ def link_cost(
         start_v,
         gap_s,
         cfg,
+        end_held_s,
     )
 
 
@@ -570,15 +581,16 @@ def _or_unseen(
     start_v: np.ndarray,
     gap_s: float,
     cfg: LinkingConfig,
+    held_s: float = 0.0,
 ) -> float:
     """``cost``, or where nothing else explains the link (``inf``) the cost of what the gap may have hidden, if it
     fits within ``max_cost``: a turn (``linking.hidden_turns``), else, from a slow end (``arrival``: the way it came,
-    ``linking.departure_max_mps``), a departure."""
+    ``linking.departure_max_mps``), a departure, which may have begun ``held_s`` before the end."""
     if np.isfinite(cost):
         return cost
     unseen = _turn_cost(end_p, end_v, start_p, start_v, gap_s, cfg) if cfg.hidden_turns else np.inf
     if unseen > cfg.max_cost and arrival is not None:
-        unseen = _departure_cost(end_p, arrival, start_p, start_v, gap_s, cfg)
+        unseen = _departure_cost(end_p, arrival, start_p, start_v, gap_s + held_s, cfg)
     return unseen if unseen <= cfg.max_cost else cost
 
 
@@ -789,6 +801,7 @@ def _joined(pieces: list[Piece], step: dict[int, int]) -> tuple[list[Piece], np.
                 edge_end=last.edge_end,
                 end_from_first=last.end_from_first,
                 lengths_px=np.concatenate([_lengths(p) for p in parts])[order],
+                held_tail_s=last.held_tail_s,
             )
         )
     return out, chain_of
@@ -853,6 +866,7 @@ def _link_once(
         arrival = _arrival(a) if end_mps[i] < cfg.departure_max_mps else None
         if arrival is not None:
             arrival = _to_frame(H, ends[i][0], arrival)[1]
+        held_s = min(a.held_tail_s, cfg.unmeasured_tail_s) if cfg.held_departures else 0.0
         # a queue's car moves up a place in a few seconds: the way it came over its last length is its lane
         came = _arrival(a, 1.0) if cfg.queue_step_m > 0 and end_mps[i] < HEADING_MPS else None
         if came is not None:
@@ -928,6 +942,7 @@ def _link_once(
                     [way * m for way in paths],
                     None if arrival is None else arrival * m,
                     cfg.steady_turns and min(a.t[-1] - a.t[0], b.t[-1] - b.t[0]) >= cfg.steady_turn_min_s,
+                    held_s,
                 )
                 + size_penalty,
             )

@@ -141,6 +141,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},
+    # a departure from a held piece timed from its end, not from up to unmeasured_tail_s before (the previous
+    # default; linking.held_departures)
+    "no-held-departures": {"linking.held_departures": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

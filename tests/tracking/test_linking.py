@@ -602,7 +602,29 @@ def test_a_car_that_set_off_while_held_is_linked_from_where_it_was_last_measured
         (box,) = results[f].tracks
         assert abs(box.center[0] - (500 + (f - 100) / 16 * 32)) <= 1.0
     plain = _with_unmeasured(_results(160, {1: {**arrive, **stand, **trailing}, 2: again}), 1, range(101, 116))
-    assert link_results(plain, W, H, LinkingConfig(carried_off_lengths=None)).links == 0
+    assert link_results(plain, W, H, LinkingConfig(carried_off_lengths=None, held_departures=False)).links == 0
+
+
+def test_a_car_that_set_off_while_held_departs_from_its_last_measured_box_though_the_matches_hardly_moved():
+    # it stands at x=500 (measured) until frame 100 and sets off; the standing hold's matches creep 3 px (under
+    # carried_off_lengths) and stall (frames 101-115, unmeasured); its next track starts 3.5 m beyond where it stood
+    # at frame 116, driving 3 m/s. From the held end 0.1 s before no car gets there; a departure from standstill
+    # begun when it was last measured, 1.6 s before, does (the roundabout render's cars at the yield line)
+    m = CAR / 4.5
+    arrive = {f: (100 + 8 * f, 300.0) for f in range(0, 50)}
+    stand = {f: (500.0, 300.0) for f in range(50, 101)}
+    creep = {f: (500.0 + min(1.0 * (f - 100), 3.0), 300.0) for f in range(101, 116)}
+    again = {f: (500.0 + 3.5 * m + 3 * m / FPS * (f - 116), 300.0) for f in range(116, 160)}
+
+    def run(cfg: LinkingConfig) -> int:
+        results = _with_unmeasured(_results(160, {1: {**arrive, **stand, **creep}, 2: again}), 1, range(101, 116))
+        return link_results(results, W, H, cfg).links
+
+    assert run(LinkingConfig()) == 1
+    assert run(LinkingConfig(held_departures=False)) == 0
+    # measured to the end (no hold), it stood there until 0.1 s before: not that car
+    results = _results(160, {1: {**arrive, **stand, **creep}, 2: again})
+    assert link_results(results, W, H).links == 0
 
 
 def test_a_car_that_waited_at_the_frame_edge_is_linked_to_the_track_driving_away_from_there():

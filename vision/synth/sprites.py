@@ -258,14 +258,3 @@ def sprite_for(
     if spec.cls == "truck":
         return draw_truck(spec, rng)
     return draw_bus(spec, rng)
-
-
-def side_colour(sprite: np.ndarray) -> tuple[float, float, float]:
-    """Colour of the vehicle's sides (seen in oblique views): its mean roof colour, darker."""
-    a = sprite[..., 3]
-    m = a > 0.5
-    if not m.any():
-        return (60.0, 60.0, 60.0)
-    rgb = sprite[..., :3][m] / a[m][:, None]
-    b, g, r = (float(v) * 0.55 for v in np.median(rgb, axis=0))
-    return b, g, r
