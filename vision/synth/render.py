@@ -233,10 +233,13 @@ class Renderer:
             # texture corners for the face's corners: bottom at its first end, bottom at its second, then the top
             src = np.array([[-0.5, th - 0.5], [tw - 0.5, th - 0.5], [tw - 0.5, -0.5], [-0.5, -0.5]], np.float32)
             M = cv2.getPerspectiveTransform(src, face_uv)
-            warped = cv2.warpPerspective(
-                tex, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0, 0)
+            warped = np.asarray(
+                cv2.warpPerspective(
+                    tex, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0, 0, 0, 0)
+                ),
+                np.float32,
             )
-            warped[..., :3] *= shade
+            warped[..., :3] *= np.float32(shade)
             layer = warped + layer * (1.0 - warped[..., 3:4])
         # roof: the sprite mapped onto the projected top face
         sh, sw = sprite.shape[:2]

@@ -72,7 +72,7 @@ def long_side(spec: VehicleSpec, bgr: np.ndarray, rng: np.random.Generator) -> n
         pillar = (start + end) / 2 + float(rng.uniform(-0.05, 0.05))
         _band(img, pillar, pillar + 0.025, 0.0, 0.42, bgr * SIDE_SHADE)
     radius = max(1, int(round(0.33 * PX_PER_M)))
-    axles = (0.14, 0.86) if spec.cls != "bus" else (0.2, 0.8)
+    axles: tuple[float, ...] = (0.14, 0.86) if spec.cls != "bus" else (0.2, 0.8)
     if spec.cls == "truck" and spec.length > 9:
         axles = (0.1, 0.16, 0.85)
     for ax in axles:
