@@ -175,6 +175,13 @@ class LinkingConfig(StageConfig):
         "the start's heading, in the time a car takes from standstill (tracking/linking.py ``_departure_cost``). "
         "0: none",
     )
+    steady_turn_ends: bool = Field(
+        True,
+        description="a short gap's steady turn (steady_turns) is also judged from the headings at the end's very "
+        "end and the start's very start (each fitted heading turned on at its piece's measured turn rate for half "
+        "the second it was fitted over): a line fitted over a turning piece heads as the vehicle did halfway "
+        "through that second. false: from the fitted headings alone",
+    )
     held_departures: bool = Field(
         True,
         description="a departure (departure_max_mps) from a piece whose last boxes were not measured (the standing "
@@ -435,6 +442,7 @@ def link_cost(
     end_arrival: np.ndarray | None = None,
     steady: bool = False,
     end_held_s: float = 0.0,
+    lags: tuple[float, float] | None = None,
 ) -> float:
     """Metres of displacement a link from a piece's end (position, velocity, metres; turn rate, rad/s; terminal
     speed, m/s, default the velocity's) to another's start after ``gap_s`` seconds leaves unexplained; ``inf`` where
@@ -470,6 +478,7 @@ def link_cost(
         along, lateral = 0.0, dist
     else:
         along, lateral = _along_across(d, heading)
+    end_lateral = np.inf  # across the way from the headings at the very end and start (linking.steady_turn_ends)
     if gap_s <= cfg.turn_gap_s and heading is not None:
         # a short gap may hide a turn: judge it by where it would have gone at constant velocity too, and on the arcs
         # both pieces were turning on (a roundabout, a bend): the end driven on for half the gap, the start driven back
@@ -490,7 +499,14 @@ def link_cost(
             u = _rotate(end_v, w * half) / sa  # the heading halfway
             d = ahead - back
             lateral = min(lateral, _along_across(d, u)[1])
-    return _or_unseen(
+            if lags is not None:
+                # the same from the headings at the very end and start: a line fitted over a turning piece's last
+                # (first) second heads as the vehicle did halfway through it (linking.steady_turn_ends)
+                ev, sv = _rotate(end_v, end_w * lags[0]), _rotate(start_v, -start_w * lags[1])
+                w = float(np.arctan2(ev[0] * sv[1] - ev[1] * sv[0], float(ev @ sv))) / gap_s
+                d = end_p + _arc(ev, w, half) - (start_p - _arc(_rotate(sv, -w * half), w, half))
+                end_lateral = _along_across(d, _rotate(ev, w * half) / sa)[1]
+    cost = _or_unseen(
         min(best, _judged(along, lateral, sa, sb, slower, gap_s, cfg)),
         end_p,
         end_v,
@@ -501,6 +517,8 @@ def link_cost(
         cfg,
         end_held_s,
     )
+    # one more way to explain the link, never one less (a feasible but dear turn must not hide a cheaper rule's)
+    return min(cost, _judged(along, end_lateral, sa, sb, slower, gap_s, cfg)) if end_lateral < lateral else cost
 
 
 def _departure_cost(
@@ -943,6 +961,12 @@ def _link_once(
                     None if arrival is None else arrival * m,
                     cfg.steady_turns and min(a.t[-1] - a.t[0], b.t[-1] - b.t[0]) >= cfg.steady_turn_min_s,
                     held_s,
+                    (
+                        0.5 * min(STATE_S, float(a.t[-1] - a.t[0])),
+                        0.5 * min(STATE_S, float(b.t[-1] - b.t[0])),
+                    )
+                    if cfg.steady_turn_ends
+                    else None,
                 )
                 + size_penalty,
             )

@@ -144,6 +144,8 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a departure from a held piece timed from its end, not from up to unmeasured_tail_s before (the previous
     # default; linking.held_departures)
     "no-held-departures": {"linking.held_departures": False},
+    # a short gap's steady turn judged from the fitted headings alone (the previous default; linking.steady_turn_ends)
+    "no-steady-turn-ends": {"linking.steady_turn_ends": False},
     # pieces moving at an end linked over gaps up to 30 s like standing ones (the previous default)
     "long-moving-gaps": {"linking.max_moving_gap_s": 30.0},
     # what a live stream's feed reports: each track from the frame it is confirmed on, lost frames empty, nothing

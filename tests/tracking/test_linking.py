@@ -336,6 +336,33 @@ def test_a_car_lost_while_it_turned_steadily_off_a_roundabout_is_joined():
     assert link_results(_results(100, {1: before, 2: glimpse}), W, H).links == 0
 
 
+def test_a_car_lost_in_a_tight_turn_is_judged_from_its_headings_at_the_ends():
+    """A car at 6 m/s drives east and turns right by 60 degrees on a 6 m arc; its track ends halfway round and the
+    next starts 1.3 s later on the straight after the turn. A line fitted over the first piece's last second heads
+    as the car did half a second before its end: nearly east, though it was turning. Judged from that heading the
+    steady turn to the start misses it by more than a lane; turned on at the rate the piece was measured turning
+    at, to the heading at its very end, it meets it (``linking.steady_turn_ends``)."""
+    m = CAR / 4.5
+    speed, radius, turn = 6.0 * m / FPS, 6.0 * m, np.radians(60.0)
+    arc_frames = int(round(turn * radius / speed))
+    path = {}
+    for f in range(0, 140):
+        if f <= 40:
+            path[f] = (100.0 + speed * f, 150.0)
+        elif f <= 40 + arc_frames:
+            a = (f - 40) * speed / radius
+            path[f] = (100.0 + speed * 40 + radius * np.sin(a), 150.0 + radius * (1 - np.cos(a)))
+        else:
+            x0, y0 = 100.0 + speed * 40 + radius * np.sin(turn), 150.0 + radius * (1 - np.cos(turn))
+            k = f - 40 - arc_frames
+            path[f] = (x0 + speed * k * np.cos(turn), y0 + speed * k * np.sin(turn))
+    before = {f: p for f, p in path.items() if f < 46}
+    after = {f: p for f, p in path.items() if f >= 58}
+    assert link_results(_results(140, {1: before, 2: after}), W, H).links == 1
+    off = LinkingConfig(steady_turn_ends=False)
+    assert link_results(_results(140, {1: before, 2: after}), W, H, off).links == 0
+
+
 def _turning_left(hidden: range) -> tuple[dict, dict]:
     """A car at 6 m/s drives east, turns left (north) on a quarter circle of 12 m radius and drives on north; the
     frames ``hidden`` (the turn) have no box. Its two pieces: before and after."""
