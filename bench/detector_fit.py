@@ -1,8 +1,8 @@
 """How well the shipped detector alone boxes a clip's truth, by vehicle class. Prints the numbers.
 
-For every ``--every``-th frame, the detector (tiled at native resolution, as ``bench/study.py --e2e`` counts the
-vehicles it boxes; scores >= 0.25) runs on the frame, and each truth box takes the best IoU of any detector box:
-the share found at IoU >= 0.5, the share only at 0.3-0.5 (a box on the vehicle that fits badly), and the median IoU
+For every ``--every``-th frame, the detector runs on the frame as ``bench/study.py --e2e`` counts the vehicles it
+boxes (``bench/study_e2e.py`` ``detector_ious``: tiled at native resolution, scores >= 0.25), and each truth box takes
+the best IoU of any detector box: the share found at IoU >= 0.5, the share only at 0.3-0.5 (a box on the vehicle that fits badly), and the median IoU
 of those at 0.3 or more. A render (``airpatrol synth``: ``video.mp4``, ``gt/gt.txt``, classes from ``scene.json``)
 or a real MOT sequence (a video or an image folder, and its MOTChallenge ``gt``) alike: docs/study.md compares the
 renders' oblique vehicles with the real oblique UAVDT M1303 this way.
@@ -23,13 +23,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CONF = 0.25  # a box ByteTrack would start a track from (as bench/study_e2e.py DETECTOR_CONF)
-
 
 def best_ious(source: Path, gt_path: Path, every: int, classes: dict[int, str]) -> dict[str, np.ndarray]:
     """Class -> the best detector IoU of each truth box on the sampled frames ("all" without classes)."""
+    from bench.study_e2e import detector_ious
     from tracking.config import DetectorConfig
-    from tracking.evaluation.mot import iou_xywh
     from vision.detection import VehicleDetector
     from vision.source import open_source
 
@@ -42,12 +40,7 @@ def best_ious(source: Path, gt_path: Path, every: int, classes: dict[int, str]) 
             truth = rows[rows[:, 0] == f]
             if frame.index % every or not len(truth):
                 continue
-            d = det.detect(frame.image)
-            d = d[d.score >= CONF]
-            best = np.zeros(len(truth))
-            if len(d):
-                xyxy = d.xyxy.astype(np.float64)
-                best = iou_xywh(truth[:, 2:6], np.column_stack([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]])).max(1)
+            best = detector_ious(det, frame.image, truth[:, 2:6])
             for vid, iou in zip(truth[:, 1].astype(int), best):
                 found.setdefault(classes.get(int(vid), "all") if classes else "all", []).append(float(iou))
     return {c: np.array(v) for c, v in found.items()}

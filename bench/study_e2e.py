@@ -316,12 +316,24 @@ DETECTOR_CONF = 0.25  # a box ByteTrack would start a track from (track_high_thr
 CLASS_ORDER = ["car", "van", "truck", "bus"]  # the verbose table's order of the renders' vehicle classes
 
 
+def detector_ious(det, image: np.ndarray, truth_xywh: np.ndarray) -> np.ndarray:
+    """Each truth box's best IoU with the boxes ``det`` (a ``VehicleDetector``) scores >= ``DETECTOR_CONF`` on
+    ``image`` (0 where it gives none)."""
+    from tracking.evaluation.mot import iou_xywh
+
+    d = det.detect(image)
+    d = d[d.score >= DETECTOR_CONF]
+    if not len(d) or not len(truth_xywh):
+        return np.zeros(len(truth_xywh))
+    xyxy = d.xyxy.astype(np.float64)
+    return iou_xywh(truth_xywh, np.column_stack([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]])).max(1)
+
+
 def detector_boxed(synth: Path, gt: GroundTruth, every: int = DETECTOR_EVERY) -> set[tuple[int, int]]:
     """Truth boxes (frame, id) the shipped detector alone boxes (IoU >= 0.5, conf >= 0.25) at the frame's native
     resolution, on every ``every``-th frame: the issue's "queued vehicles the detector alone boxes" are the stopped
     ones among them. Cached beside the render, by detector weights."""
     from tracking.config import DetectorConfig
-    from tracking.evaluation.mot import iou_xywh
     from vision.detection import VehicleDetector
     from vision.source import open_source
 
@@ -338,13 +350,8 @@ def detector_boxed(synth: Path, gt: GroundTruth, every: int = DETECTOR_EVERY) ->
             f = frame.index + 1  # MOTChallenge frames are 1-based
             if frame.index % every or f not in by_frame:
                 continue
-            d = det.detect(frame.image)
-            d = d[d.score >= DETECTOR_CONF]
             rows = by_frame[f]
-            if not len(d):
-                continue
-            xyxy = d.xyxy.astype(np.float64)
-            best = iou_xywh(gt.boxes.xywh[rows], np.column_stack([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]])).max(1)
+            best = detector_ious(det, frame.image, gt.boxes.xywh[rows])
             boxed.update((f, int(i)) for i, b in zip(gt.boxes.ids[rows], best) if b >= 0.5)
     cache.write_text(json.dumps(sorted(boxed)))
     return boxed
