@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--altitudes", nargs="+", type=float, default=[60.0, 120.0])
     ap.add_argument("--seconds", type=float, default=300.0)
     ap.add_argument("--fps", type=float, default=10.0)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="the scenes' seed (truth mode and --e2e; the sets use 1)")
     ap.add_argument("--noise-px", type=float, default=1.5)
     ap.add_argument("--near-misses", type=int, default=10)
     ap.add_argument("--ttc", type=float, default=1.5)

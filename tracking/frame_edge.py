@@ -4,7 +4,9 @@ reported once, and while, at least a given share of it is in view.
 A box cut by the frame's edge covers only the part of the vehicle in view: its centre and size are not the vehicle's,
 so neither are the speed and class that follow from them. The whole vehicle's box is the track's own box when it was
 last measured clear of the edge (a vehicle leaving the view), else the median box of the vehicles measured clear of
-the edge in the same rows (one entering it), else the box itself when it reaches out of the frame. The decision is
+the edge in the same rows (one entering it, or standing cut by the edge: the median of the track's last such
+estimates, kept while the rows hold too few vehicles to give one: else a queue at the edge flickers on and off as
+its neighbours come and go), else the box itself when it reaches out of the frame. The decision is
 taken on the frames a box is measured (detector or motion blob) and holds through the frames the tracker predicts:
 a predicted box lags behind a box that grows or shrinks at the edge. The tracks themselves live on.
 """
@@ -14,13 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 EDGE_PX = 2.0  # a box this close to the frame's edge is cut by it
+ROW_ESTIMATES = 9  # a track's last estimates of its whole size from the vehicles in its rows, kept for their median
 
 
 class FrameEdgeRule:
     def __init__(self, min_visible: float, width: int, height: int):
         self.min_visible = min_visible
         self.w, self.h = width, height
-        self._state: dict[int, list] = {}  # track id -> [cut when last measured, area when measured whole, reported]
+        # track id -> [cut when last measured, area when measured whole, reported, its rows' last size estimates]
+        self._state: dict[int, list] = {}
 
     def keep(
         self, ids: list[int], xyxy: np.ndarray, measured: np.ndarray, reference: np.ndarray | None = None
@@ -42,7 +46,7 @@ class FrameEdgeRule:
         if reference is not None:
             clear &= np.asarray(reference, bool)
         for i, tid in enumerate(ids):
-            entry = self._state.setdefault(tid, [False, None, True])
+            entry = self._state.setdefault(tid, [False, None, True, []])
             if not measured[i]:  # a prediction: the last measured frame's decision holds; a vehicle last seen whole
                 # and now predicted mostly out of the frame has left it
                 out[i] = entry[2] if entry[0] else inside[i] >= share * area[i]
@@ -55,8 +59,11 @@ class FrameEdgeRule:
             ref = entry[1]
             if ref is None:
                 near = clear & (np.abs(cy - cy[i]) <= h / 6)  # same rows: vehicle sizes change with rows (oblique)
+                rows = entry[3]
                 if near.sum() >= 3:
-                    ref = float(np.median(area[near]))
+                    rows.append(float(np.median(area[near])))
+                    del rows[:-ROW_ESTIMATES]
+                ref = float(np.median(rows)) if rows else None
             entry[2] = bool(inside[i] >= area[i] if ref is None else inside[i] >= share * max(ref, float(area[i])))
             out[i] = entry[2]
         if len(self._state) > 4 * max(len(ids), 64):  # forget tracks long gone

@@ -33,3 +33,17 @@ def test_only_the_reference_boxes_set_the_size_of_a_vehicle_in_those_rows():
     # only the car may stand for the vehicles there: too few references, the box is taken as it is (whole)
     reference = np.array([True, True, False, False])
     assert FrameEdgeRule(0.5, W, H).keep(ids, boxes, measured, reference)[0]
+
+
+def test_a_vehicle_standing_cut_by_the_edge_keeps_its_decision_while_its_neighbours_come_and_go():
+    # a car a quarter in view waits at the left edge; three 40 px cars in its rows give its whole size, then one of
+    # them drives off and the rows hold too few to give one: the size estimated before still holds (it was reported
+    # on those frames, and hidden again when the third came back: a queue at the edge flickered)
+    rule = FrameEdgeRule(0.5, W, H)
+    for frame in range(12):
+        ids, boxes = _frame(entering_w=10, neighbour_w=40)
+        if frame % 4 == 3:  # the third neighbour is out of these rows
+            ids, boxes = ids[:3], boxes[:3]
+        assert not rule.keep(ids, boxes, np.ones(len(ids), bool))[0], frame
+    # a vehicle whose rows never held enough vehicles is still taken as it is
+    assert FrameEdgeRule(0.5, W, H).keep([1, 2], _frame(10, 40)[1][:2], np.ones(2, bool))[0]
