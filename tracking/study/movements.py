@@ -12,6 +12,7 @@ never moved as ``stationary``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,6 +27,35 @@ from tracking.study.approaches import (
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
 
 PARALLEL_EIGEN = 0.1  # per approach: below it the approach axes are too parallel to cross at a junction centre
+# A vehicle that enters or leaves the view in the middle of a turn (an arm cut short by the frame) heads up to this
+# far off its arm's heading where the view ends; it has turned at least MID_TURN_MIN_DEG within the view
+MID_TURN_LAG_DEG = 90.0
+MID_TURN_MIN_DEG = 20.0
+
+
+def mid_turn_match(
+    xy: np.ndarray,
+    travel_deg: float,
+    turn_deg: float,
+    leaving: bool,
+    approaches: list[Approach],
+    centre: np.ndarray,
+    cfg: StudyConfig,
+) -> Approach | None:
+    """For a track that starts (ends) at the edge of the view while turning: the approach whose corridor holds its
+    start (end) and whose heading the turn comes from (goes on to), by less than ``MID_TURN_LAG_DEG``; the vehicle
+    turns by ``turn_deg`` in view and heads ``travel_deg`` there. None unless exactly one approach fits."""
+    if abs(turn_deg) < MID_TURN_MIN_DEG:
+        return None
+
+    def turning_towards(a: Approach) -> bool:
+        # the rest of the turn: from the arm's inbound heading to the vehicle's, or from the vehicle's to the arm's
+        # outbound heading; the same way round as the turn seen, and not more than the lag
+        rest = signed_turn(travel_deg, a.heading_deg + 180.0) if leaving else signed_turn(a.heading_deg, travel_deg)
+        return abs(rest) <= MID_TURN_LAG_DEG and rest * turn_deg > 0
+
+    fits = [a for a in approaches if corridor_match(xy, np.zeros(2), [a], centre, cfg, turning_towards) is not None]
+    return fits[0] if len(fits) == 1 else None
 
 
 def signed_turn(from_deg: float, to_deg: float) -> float:
@@ -52,14 +82,22 @@ def movement_between(origin: Approach, destination: Approach, cfg: StudyConfig) 
 
 
 def corridor_match(
-    xy: np.ndarray, inbound: np.ndarray, approaches: list[Approach], centre: np.ndarray, cfg: StudyConfig
+    xy: np.ndarray,
+    inbound: np.ndarray,
+    approaches: list[Approach],
+    centre: np.ndarray,
+    cfg: StudyConfig,
+    heading_ok: Callable[[Approach], bool] | None = None,
 ) -> Approach | None:
     """The approach whose corridor (from its point towards the centre of the junction, ``radius_m`` either side)
-    holds ``xy`` and whose inbound heading agrees with ``inbound``; the nearest such one."""
+    holds ``xy`` and whose inbound heading agrees with ``inbound`` (or, given ``heading_ok``, passes it instead); the
+    nearest such one."""
     best, best_d = None, math.inf
     h = heading_deg(inbound)
     for a in approaches:
-        if angle_between(h, a.heading_deg) > cfg.approach_heading_deg:
+        if not (
+            heading_ok(a) if heading_ok is not None else angle_between(h, a.heading_deg) <= cfg.approach_heading_deg
+        ):
             continue
         axis = a.inbound
         rel = np.asarray(xy, float) - np.array([a.x, a.y])
@@ -149,6 +187,15 @@ def assign_movements(
         turn = 0.0
         if d_in is not None and d_out is not None:
             turn = signed_turn(heading_deg(d_in), heading_deg(d_out))
+            # entered (left) the view at its edge in the middle of a turn: the arm the turn comes from (goes to),
+            # flagged as inferred
+            at_edge = area.edge_distance(np.stack([s.xy[0], s.xy[-1]])) < cfg.edge_margin_m
+            if moving and origin is None and not start_edge and at_edge[0]:
+                origin = mid_turn_match(s.xy[0], heading_deg(d_in), turn, False, approaches, centre, cfg)
+                origin_inferred = origin is not None
+            if moving and destination is None and not end_edge and at_edge[1]:
+                destination = mid_turn_match(s.xy[-1], heading_deg(d_out), turn, True, approaches, centre, cfg)
+                destination_inferred = destination is not None
         if not moving:
             movement = "stationary"
         elif origin is not None and destination is not None:
