@@ -55,6 +55,25 @@ def test_a_jittering_small_car_keeps_its_boxes_on_the_car():
         np.testing.assert_allclose(r.tracks[0].xyxy.reshape(2, 2).mean(0), s.reshape(2, 2).mean(0), atol=1e-3)
 
 
+def test_a_queued_cars_size_comes_from_its_measured_boxes_not_the_predictions_between():
+    # a 36 x 40 px car waits in a queue, boxed by the detector on every third frame; once it was boxed together with
+    # its neighbour (58 x 49), and the tracker's predictions after that carried the growth on for a few frames
+    true = _box(500, 180, 36, 40)
+    boxes, measured = [], []
+    for f in range(45):
+        if f % 3 == 0:
+            boxes.append(_box(500, 180, 58, 49) if f == 21 else true)
+        else:
+            grow = 12.0 * (f - 21) if 21 < f < 27 else 0.0
+            boxes.append(_box(500, 180, 36 + grow, 40 + grow))
+        measured.append(f % 3 == 0)
+    results = _results({1: boxes})
+    for r, m in zip(results, measured):
+        r.tracks[0].measured = m
+    steady_box_sizes(results, 1.0, W, H, 0.01)
+    assert all(_iou(r.tracks[0].xyxy, true) > 0.99 for r in results)
+
+
 def test_a_turn_changes_the_size_within_the_window_and_edges_keep_theirs():
     # nadir: a car driving east (40 x 16) turns north (16 x 40) at frame 30; another is cut by the frame's left edge
     turning = [_box(500, 300 - f, 40, 16) if f < 30 else _box(500, 300 - f, 16, 40) for f in range(60)]
