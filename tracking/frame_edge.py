@@ -4,9 +4,10 @@ reported once, and while, at least a given share of it is in view.
 A box cut by the frame's edge covers only the part of the vehicle in view: its centre and size are not the vehicle's,
 so neither are the speed and class that follow from them. The whole vehicle's box is the track's own box when it was
 last measured clear of the edge (a vehicle leaving the view), else the median box of the vehicles measured clear of
-the edge in the same rows (one entering it, or standing cut by the edge: the median of the track's last such
-estimates, kept while the rows hold too few vehicles to give one: else a queue at the edge flickers on and off as
-its neighbours come and go), else the box itself when it reaches out of the frame. The decision is
+the edge in the same rows (one entering it, or standing cut by the edge; in wider bands of rows, up to the whole
+frame, where its own hold fewer than three: the median of the track's last such estimates, kept while the frame
+holds too few vehicles to give one: else a queue at the edge flickers on and off as its neighbours come and go),
+else the box itself when it reaches out of the frame. The decision is
 taken on the frames a box is measured (detector or motion blob) and holds through the frames the tracker predicts:
 a predicted box lags behind a box that grows or shrinks at the edge. The tracks themselves live on.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 EDGE_PX = 2.0  # a box this close to the frame's edge is cut by it
+ROW_BANDS = (1 / 6, 1 / 3, 1.0)  # rows either side (share of the frame's height) whose vehicles give a size
 ROW_ESTIMATES = 9  # a track's last estimates of its whole size from the vehicles in its rows, kept for their median
 
 
@@ -58,11 +60,15 @@ class FrameEdgeRule:
                 continue
             ref = entry[1]
             if ref is None:
-                near = clear & (np.abs(cy - cy[i]) <= h / 6)  # same rows: vehicle sizes change with rows (oblique)
                 rows = entry[3]
-                if near.sum() >= 3:
-                    rows.append(float(np.median(area[near])))
-                    del rows[:-ROW_ESTIMATES]
+                # same rows: vehicle sizes change with rows (oblique); where they hold too few, wider bands of rows
+                # (a queue at the top of a nadir view has no neighbours beside it)
+                for band in ROW_BANDS:
+                    near = clear & (np.abs(cy - cy[i]) <= band * h)
+                    if near.sum() >= 3:
+                        rows.append(float(np.median(area[near])))
+                        del rows[:-ROW_ESTIMATES]
+                        break
                 ref = float(np.median(rows)) if rows else None
             entry[2] = bool(inside[i] >= area[i] if ref is None else inside[i] >= share * max(ref, float(area[i])))
             out[i] = entry[2]

@@ -47,3 +47,13 @@ def test_a_vehicle_standing_cut_by_the_edge_keeps_its_decision_while_its_neighbo
         assert not rule.keep(ids, boxes, np.ones(len(ids), bool))[0], frame
     # a vehicle whose rows never held enough vehicles is still taken as it is
     assert FrameEdgeRule(0.5, W, H).keep([1, 2], _frame(10, 40)[1][:2], np.ones(2, bool))[0]
+
+
+def test_a_vehicle_whose_rows_hold_too_few_vehicles_takes_its_size_from_wider_bands_of_rows():
+    # a car a quarter in view at the top edge of a nadir view; the whole cars are lower down in the frame: not in its
+    # rows, but the nearest vehicles there are (a nadir view shows them all at one size)
+    ids = [1, 2, 3, 4]
+    boxes = np.array([[100, 0, 140, 5], [200, 80, 240, 100], [260, 90, 300, 110], [320, 70, 360, 90]], float)
+    assert not FrameEdgeRule(0.5, W, H).keep(ids, boxes, np.ones(4, bool))[0]
+    boxes[0, 3] = 15  # three quarters in view
+    assert FrameEdgeRule(0.5, W, H).keep(ids, boxes, np.ones(4, bool))[0]
