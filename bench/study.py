@@ -7,6 +7,7 @@
     python3 bench/study.py --e2e --quick           # end to end: rendered video -> process -> study vs truth
     python3 bench/study.py --e2e --work /tmp/study_e2e --skip-render  # cached renders, process + study again
     python3 bench/study.py --e2e --runs-dir /tmp/my_runs   # rescore run folders DIR/<case> made elsewhere
+    python3 bench/study.py --e2e --seed 2 --work /tmp/e2e_seed2  # the set's cases at another seed (other scenes)
 
 End to end (``--e2e``, bench/study_e2e.py): the detector and tracker *are* in that loop; see its doc.
 

@@ -167,3 +167,16 @@ def test_the_end_to_end_cases_render_real_vehicles_or_nothing(tmp_path: Path, mo
     for case in QUICK if quick else FULL:
         with pytest.raises(SynthConfigError, match="shared data not found"):
             load_assets(SceneConfig(**case.scene_config()))
+
+
+def test_another_seed_draws_other_scenes_under_other_names():
+    """``--e2e --seed N`` runs the set's cases at another seed: each case's scene config carries it, and its name
+    (its cache folder) differs from the set's own, whose names stay as they were."""
+    import dataclasses
+
+    from bench.study_e2e import FULL
+
+    for case in FULL:
+        other = dataclasses.replace(case, seed=2)
+        assert other.scene_config()["seed"] == 2 and case.scene_config()["seed"] == 1
+        assert other.name == f"{case.name}_seed2" and "seed" not in case.name and other.label.endswith("seed 2")
