@@ -12,7 +12,6 @@ never moved as ``stationary``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -54,7 +53,7 @@ def mid_turn_match(
         rest = signed_turn(travel_deg, a.heading_deg + 180.0) if leaving else signed_turn(a.heading_deg, travel_deg)
         return abs(rest) <= MID_TURN_LAG_DEG and rest * turn_deg > 0
 
-    fits = [a for a in approaches if corridor_match(xy, np.zeros(2), [a], centre, cfg, turning_towards) is not None]
+    fits = [a for a in approaches if turning_towards(a) and corridor_across(xy, a, centre, cfg) is not None]
     return fits[0] if len(fits) == 1 else None
 
 
@@ -81,32 +80,31 @@ def movement_between(origin: Approach, destination: Approach, cfg: StudyConfig) 
     return classify_turn(turn, cfg), turn
 
 
+def corridor_across(xy: np.ndarray, a: Approach, centre: np.ndarray, cfg: StudyConfig) -> float | None:
+    """How far ``xy`` lies across approach ``a``'s corridor (from its point towards the centre of the junction,
+    ``radius_m`` either side); None outside it."""
+    axis = a.inbound
+    rel = np.asarray(xy, float) - np.array([a.x, a.y])
+    along = float(rel @ axis)
+    across = abs(float(rel @ np.array([axis[1], -axis[0]])))
+    reach = max(float((centre - np.array([a.x, a.y])) @ axis), 0.0)
+    if across > a.radius_m or along < -2 * cfg.edge_margin_m or along > reach:
+        return None
+    return across
+
+
 def corridor_match(
-    xy: np.ndarray,
-    inbound: np.ndarray,
-    approaches: list[Approach],
-    centre: np.ndarray,
-    cfg: StudyConfig,
-    heading_ok: Callable[[Approach], bool] | None = None,
+    xy: np.ndarray, inbound: np.ndarray, approaches: list[Approach], centre: np.ndarray, cfg: StudyConfig
 ) -> Approach | None:
-    """The approach whose corridor (from its point towards the centre of the junction, ``radius_m`` either side)
-    holds ``xy`` and whose inbound heading agrees with ``inbound`` (or, given ``heading_ok``, passes it instead); the
-    nearest such one."""
+    """The approach whose corridor holds ``xy`` and whose inbound heading agrees with ``inbound``; the nearest such
+    one."""
     best, best_d = None, math.inf
     h = heading_deg(inbound)
     for a in approaches:
-        if not (
-            heading_ok(a) if heading_ok is not None else angle_between(h, a.heading_deg) <= cfg.approach_heading_deg
-        ):
+        if angle_between(h, a.heading_deg) > cfg.approach_heading_deg:
             continue
-        axis = a.inbound
-        rel = np.asarray(xy, float) - np.array([a.x, a.y])
-        along = float(rel @ axis)
-        across = abs(float(rel @ np.array([axis[1], -axis[0]])))
-        reach = max(float((centre - np.array([a.x, a.y])) @ axis), 0.0)
-        if across > a.radius_m or along < -2 * cfg.edge_margin_m or along > reach:
-            continue
-        if across < best_d:
+        across = corridor_across(xy, a, centre, cfg)
+        if across is not None and across < best_d:
             best, best_d = a, across
     return best
 
