@@ -29,6 +29,7 @@ import numpy as np
 from tracking.box_sizes import steady_box_sizes
 from tracking.linking import HEADING_MPS, STATE_S, LinkingConfig, Piece, link_pieces
 from tracking.nested_tracks import NestedReport, merge_twins, resolve_nested
+from tracking.still_boxes import still_boxes
 from tracking.track_starts import _through, interpolated
 from tracking.types import FrameResult, TrackState
 from vision.types import Frame
@@ -49,6 +50,7 @@ class LinkReport:
     held_boxes: int = 0
     dropped_boxes: int = 0  # a tail that followed another vehicle before the vehicle was found again (tail_s)
     steadied_boxes: int = 0  # boxes given their track's median size (tracking/box_sizes.py)
+    still_boxes: int = 0  # boxes of vehicles standing still given their window's median box (tracking/still_boxes.py)
     # tracks inside another's box (tracking/nested_tracks.py): [id kept, id merged into it] per vehicle boxed twice,
     # the tracks that boxed several vehicles at once, and the boxes dropped for either
     nested_merged: list[list[int]] = field(default_factory=list)
@@ -224,6 +226,7 @@ def link_results(results: list[FrameResult], width: int, height: int, cfg: Linki
     if report.links or cfg.fill_standing_lost or cfg.fill_moving_lost:
         _relabel_and_fill(results, mapping, ps, width, height, cfg, report, tails)
     report.steadied_boxes = steady_box_sizes(results, cfg.steady_box_s, width, height, cfg.border_frac)
+    report.still_boxes = still_boxes(results, cfg.still_box_s, cfg.still_radius)
     return report
 
 

@@ -243,6 +243,20 @@ class LinkingConfig(StageConfig):
         "detector's box of it jitters from frame to frame; positions, speeds and studies are unchanged. Boxes cut "
         "by the frame's edge keep theirs. Part of the whole-flight step: not with enabled false. 0: boxes as detected",
     )
+    still_box_s: float = Field(
+        1.0,
+        ge=0,
+        description="a vehicle standing still (its measured box centres over this many seconds before and after a "
+        "frame, the drone's own motion removed, within still_radius of its size of their median, and the same before "
+        "as after) is reported at that window's median box (tracking/still_boxes.py): a queued car's box no longer "
+        "jitters, nor grows over its neighbour for a few frames. Part of the whole-flight step: not with enabled "
+        "false. 0: boxes as detected",
+    )
+    still_radius: float = Field(
+        0.1,
+        gt=0,
+        description="still_box_s: how far (share of the box's shorter side) the centres may lie from their median",
+    )
     large_lengths: float = Field(
         1.5,
         ge=0,

@@ -48,6 +48,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # default; linking.fill_moving_s)
     "no-standing-fill": {"linking.fill_standing_lost": False},
     "fill-moving-1s": {"linking.fill_moving_s": 1.0},
+    # vehicles standing still reported at their detected boxes, not their window's median box (the previous default;
+    # tracking/still_boxes.py)
+    "no-still-boxes": {"linking.still_box_s": 0.0},
     # linking without the follower rule: a piece moving at both ends may be joined to one that starts, at speed, where
     # it ended seconds later (the next vehicle on its path; the previous default)
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},
