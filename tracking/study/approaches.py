@@ -183,13 +183,14 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
             continue
         lateral = (p - c) @ np.array([d[1], -d[0]])
         radius = float(np.abs(lateral).max()) + 5.0
-        approaches.append((c, d, radius))
+        approaches.append((c, d, radius, len(members)))
+    approaches = _drop_clusters_inside_arms(approaches)
     # order around the centre, clockwise from north, so ids read like a compass
-    centre = np.mean([c for c, _, _ in approaches], axis=0) if approaches else area.centre
+    centre = np.mean([c for c, _, _, _ in approaches], axis=0) if approaches else area.centre
     approaches.sort(key=lambda a: heading_deg(a[0] - centre))
     out: list[Approach] = []
     used: dict[str, int] = {}
-    for k, (c, d, radius) in enumerate(approaches):
+    for k, (c, d, radius, _) in enumerate(approaches):
         name = _compass(c - centre)
         used[name] = used.get(name, 0) + 1
         label = name if used[name] == 1 else f"{name}{used[name]}"
@@ -197,6 +198,25 @@ def cluster_approaches(ends: list[TrackEnd], area: ObservedArea, cfg: StudyConfi
             Approach(chr(ord("A") + k) if k < 26 else f"A{k}", label, float(c[0]), float(c[1]), heading_deg(d), radius)
         )
     return out
+
+
+def _drop_clusters_inside_arms(
+    approaches: list[tuple[np.ndarray, np.ndarray, float, int]],
+) -> list[tuple[np.ndarray, np.ndarray, float, int]]:
+    """A cluster of track ends whose centre lies within a larger cluster's radius of its centre is no arm of its own:
+    one stretch of the observed area's edge is one arm. Such a cluster has another heading than the arm because its
+    vehicles are cut short in the middle of a turn (the frame's edge close to the junction: right turners leaving
+    through the arm's side of the view 30-40 degrees into their turn); they end on that arm, and the study gives them
+    its way out (or in) from their lane and turn (``movements.mid_turn_match``)."""
+    keep = []
+    for i, (c, _, _, n) in enumerate(approaches):
+        inside = any(
+            j != i and (m > n or (m == n and j < i)) and float(np.linalg.norm(c - cj)) < rj
+            for j, (cj, _, rj, m) in enumerate(approaches)
+        )
+        if not inside:
+            keep.append(approaches[i])
+    return keep
 
 
 def _mostly_entries(ends: list[TrackEnd], members: list[int]) -> bool | None:

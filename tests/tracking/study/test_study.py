@@ -296,3 +296,33 @@ def test_a_car_waiting_when_the_flight_began_is_present_at_its_start_though_its_
     assert not v[903].present_at_start
     # the junction's vehicles all drive in at the view's edge: only the one there from the first frame was there
     assert [x.track_id for x in study.vehicles if x.track_id < 900 and x.present_at_start] == [1]
+
+
+def test_right_turners_the_frame_cuts_short_beside_an_arm_are_no_arm_of_their_own():
+    """A nadir view whose bottom edge lies 20 m south of the junction's centre (seed 2's nadir intersection): the
+    right turners from the west leave through it 35 degrees into their turn, a cluster of exits with its own heading
+    inside the south arm's. One stretch of the view's edge is one arm: four approaches, not five, and the turners get
+    the south arm as their destination."""
+
+    def cut(t, xy):
+        keep = xy[:, 1] >= -20.0
+        return t[keep], xy[keep]
+
+    routes = {
+        "N -> S": np.array([[-1.75, 60.0], [-1.75, -60.0]]),
+        "S -> N": np.array([[1.75, -60.0], [1.75, 60.0]]),
+        "W -> E": np.array([[-60.0, -1.75], [60.0, -1.75]]),
+        "E -> W": np.array([[60.0, 1.75], [-60.0, 1.75]]),
+        # turning from 28 m before the centre, cut at y = -20 m heading 125 degrees: 2 m west of the south arm's middle
+        "W -> S": np.array([[-60.0, -1.75], [-28.0, -1.75], [4.76, -24.71]]),
+    }
+    trajs = []
+    for r, way in enumerate(routes.values()):
+        for k in range(6):
+            t, xy = cut(*drive(way, 10.0, 20.0 * k + 3.0 * r))
+            trajs.append(Trajectory(100 * r + k, "car", t, xy))
+    study = compute_study(trajs, None, StudyConfig())
+    names = {a.id: a.name for a in study.approaches}
+    assert sorted(names.values()) == ["E", "N", "S", "W"], [(a.name, round(a.x), round(a.y)) for a in study.approaches]
+    turners = [v for v in study.vehicles if v.track_id >= 400]
+    assert [(names.get(v.origin), names.get(v.destination)) for v in turners] == [("W", "S")] * 6
