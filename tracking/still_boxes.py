@@ -12,6 +12,10 @@ the window's median box, carried back into the frame. A vehicle that moves, and 
 within the window, keep theirs; a car standing cut by the frame's edge is held as any other (its boxes are cut
 alike), one entering or leaving the view is moving. A box of the car with its neighbour that lasts
 longer than the frames around it is not outvoted and stays.
+
+Measured (docs/study.md, "Still vehicles at their median box"): fragments a stopped vehicle 0.42 -> 0.29 on the
+five-minute roundabout render, 0.18 -> 0.13 on its seed-2 scene; UAVDT's MOTA, IDF1, false and missed boxes
+identical, HOTA +0.17 / -0.08 / +0.05 (M1303 / night M1003 / nadir M0703).
 """
 
 from __future__ import annotations
