@@ -20,18 +20,13 @@ identical, HOTA +0.17 / -0.08 / +0.05 (M1303 / night M1003 / nadir M0703).
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
+from tracking.track_starts import _through
 from tracking.types import FrameResult
 
 MIN_MEASURED = 3  # measured boxes a window needs to say where the vehicle stands
-
-
-def _apply(h: np.ndarray | None, pts: np.ndarray) -> np.ndarray:
-    if h is None:
-        return pts
-    p = np.column_stack([pts, np.ones(len(pts))]) @ np.asarray(h, np.float64).T
-    return p[:, :2] / p[:, 2:3]
 
 
 def still_boxes(results: list[FrameResult], window_s: float, radius_frac: float) -> int:
@@ -44,8 +39,11 @@ def still_boxes(results: list[FrameResult], window_s: float, radius_frac: float)
     # every box's centre in the first frame's pixels, one homography per frame
     fixed_of: list[np.ndarray] = []
     for r in results:
-        c = np.array([0.5 * (tr.xyxy[:2] + tr.xyxy[2:]) for tr in r.tracks], np.float64).reshape(-1, 2)
-        fixed_of.append(_apply(r.to_first, c))
+        c: np.ndarray = np.array([0.5 * (tr.xyxy[:2] + tr.xyxy[2:]) for tr in r.tracks], np.float64).reshape(-1, 1, 2)
+        if r.to_first is not None and len(c):
+            c = cv2.perspectiveTransform(c, np.asarray(r.to_first, np.float64))
+        fixed_of.append(c.reshape(-1, 2))
+    to_frame: dict[int, np.ndarray] = {}  # result position -> the first frame's pixels -> its own
     by_id: dict[int, list[tuple[float, int, int]]] = {}  # track id -> (t, result position, position in its tracks)
     for k, r in enumerate(results):
         for j, tr in enumerate(r.tracks):
@@ -76,8 +74,11 @@ def still_boxes(results: list[FrameResult], window_s: float, radius_frac: float)
                 continue
             if np.linalg.norm(np.median(fixed[before], axis=0) - np.median(fixed[after], axis=0)) > reach:
                 continue  # sets off or comes to a stop in the window: where it stands is not known yet
-            h = results[k].to_first
-            cx, cy = _apply(None if h is None else np.linalg.inv(h), centre[None])[0]
+            cx, cy = centre
+            if results[k].to_first is not None:
+                if k not in to_frame:
+                    to_frame[k] = np.linalg.inv(np.asarray(results[k].to_first, np.float64))
+                cx, cy = _through(to_frame[k], centre)
             w2, h2 = 0.5 * size
             new = np.array([cx - w2, cy - h2, cx + w2, cy + h2], np.float32)
             if np.abs(new - boxes[n]).max() < 1e-3:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.tracking.test_box_sizes import H, W, _box, _iou
 from tracking.linked_run import link_results
 from tracking.linking import LinkingConfig
 from tracking.still_boxes import still_boxes
@@ -14,11 +15,6 @@ from tracking.types import FrameResult, TrackState
 from vision.types import Frame
 
 FPS = 10.0
-W, H = 1000, 600
-
-
-def _box(cx: float, cy: float, w: float, h: float) -> np.ndarray:
-    return np.array([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], np.float32)
 
 
 def _shift(dx: float) -> np.ndarray:
@@ -36,13 +32,6 @@ def _results(boxes: dict[int, list[np.ndarray]], drift: float = 0.0) -> list[Fra
         )
         for f in range(n)
     ]
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 def test_a_queued_car_stays_on_its_box_through_jitter_and_a_box_with_its_neighbour():
