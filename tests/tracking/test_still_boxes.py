@@ -63,7 +63,7 @@ def test_moving_cars_a_car_setting_off_and_one_entering_at_the_edge_keep_theirs(
     jittered = [r.tracks[1].xyxy.copy() for r in results]
     for r, f in zip(results, range(40)):
         if f >= 21:
-            r.tracks[1].xyxy = r.tracks[1].xyxy + np.float32([2, 0, 2, 0]) * (f % 2)  # a moving box's jitter
+            r.tracks[1].xyxy = r.tracks[1].xyxy + np.array([2, 0, 2, 0], np.float32) * (f % 2)  # a moving box's jitter
             jittered[f] = r.tracks[1].xyxy.copy()
     still_boxes(results, 1.0, 0.1)
     for f, r in enumerate(results):
@@ -74,7 +74,7 @@ def test_moving_cars_a_car_setting_off_and_one_entering_at_the_edge_keep_theirs(
 
 
 def test_recorded_runs_hold_still_boxes_unless_told_not_to():
-    seen = [_box(400, 300, 30, 28) + np.float32([6, 0, 6, 0]) * (f % 5 == 2) for f in range(40)]
+    seen = [_box(400, 300, 30, 28) + np.array([6, 0, 6, 0], np.float32) * (f % 5 == 2) for f in range(40)]
     results = _results({1: seen})
     assert link_results(results, W, H, LinkingConfig(still_box_s=0)).still_boxes == 0
     assert all(np.array_equal(r.tracks[0].xyxy, s) for r, s in zip(results, seen))
