@@ -8,6 +8,7 @@
     python3 bench/study.py --e2e --work /tmp/study_e2e --skip-render  # cached renders, process + study again
     python3 bench/study.py --e2e --runs-dir /tmp/my_runs   # rescore run folders DIR/<case> made elsewhere
     python3 bench/study.py --e2e --seed 2 --work /tmp/e2e_seed2  # the set's cases at another seed (other scenes)
+    python3 bench/study.py --e2e --quick --film-fps 30 --work /tmp/e2e_30fps  # the flights filmed at 30 fps
 
 End to end (``--e2e``, bench/study_e2e.py): the detector and tracker *are* in that loop; see its doc.
 
@@ -287,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     e2e.add_argument("--skip-process", action="store_true", help="score the runs already in --work")
     e2e.add_argument("--runs-dir", default=None, help="score existing process runs DIR/<case> (not processed here)")
     e2e.add_argument("--cases", nargs="*", default=None, help="only cases whose name contains one of these")
+    e2e.add_argument(
+        "--film-fps",
+        type=float,
+        default=None,
+        help="render every case at this frame rate (a drone records 25-60 fps; the sets use 15, the 4K ramp 10)",
+    )
     args = ap.parse_args(argv)
     if args.e2e:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root

@@ -447,6 +447,8 @@ def main_e2e(args) -> int:
     # another seed draws another scene (layout, traffic, vehicles) for every case: the figures' spread, and the check
     # that nothing was tuned to the set's own seed
     cases = [dataclasses.replace(c, seed=getattr(args, "seed", 1)) for c in cases]
+    if getattr(args, "film_fps", None):  # the same flights filmed at a drone's frame rate (tracking/frame_rate.py)
+        cases = [dataclasses.replace(c, fps=args.film_fps) for c in cases]
     if args.cases:
         cases = [c for c in cases if any(s in c.name for s in args.cases)]
     work = Path(args.work)

@@ -19,11 +19,13 @@ from edge.rundir import RunDirectory
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
 from edge.sinks.loop import RunSinks
 from tracking.config import PipelineConfig
+from tracking.frame_rate import analysis_step
 from tracking.linked_run import LinkReport, hold, link_results, with_images
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
 from vision.run_inputs import record as record_input
 from vision.source import SourceInfo, open_source
+from vision.types import Frame
 from vision.yolo_weights import detector_weights_label
 
 
@@ -87,7 +89,12 @@ def process_video(
         info = source.info
         poses, tel_path, flight_log = load_poses_and_log(video, Path(telemetry) if telemetry else None, info)
         pipeline = pipeline or Pipeline(config)
-        pipeline.reset(info.width, info.height, info.fps, poses, recorded=True)
+        link = config.linking.enabled and not config.baseline
+        # a high frame rate costs more frames, not more vehicles: every n-th frame analysed, the others interpolated
+        # once the flight is linked (tracking/frame_rate.py); a run streamed to its sinks analyses every frame
+        step = analysis_step(info.fps, info.width, info.height, config.analysis_rate) if link else 1
+        between: list[Frame] = []
+        pipeline.reset(info.width, info.height, info.fps / step, poses, recorded=True, frame_step=step)
         run = RunInfo(
             str(video),
             info.width,
@@ -105,7 +112,6 @@ def process_video(
             if write_video:
                 file_sinks.append(AnnotatedVideoSink(tmp, speed_limit_kmh=speed_limit_kmh))
 
-            link = config.linking.enabled and not config.baseline
             link_report: LinkReport | None = None
 
             def summarize() -> dict[str, Any]:
@@ -118,17 +124,28 @@ def process_video(
                 )
                 # the pieces of one vehicle's path joined over the flight (tracking/linking.py); None: not linked
                 summary["linking"] = link_report.as_dict() if link_report is not None else None
+                summary["analysis_rate"] = {
+                    "every_n_frames": step,
+                    "fps": round(info.fps / step, 3),
+                    "frames_interpolated": len(between),
+                }
+                seen_s = (summary["counts"]["frames"] + len(between)) / info.fps  # the video's time processed
+                # the flight cost target's measure (a 5-minute 1080p flight in <= 3x its duration, issue 32)
+                summary["timings"]["x_duration"] = round(sinks.loop_s / seen_s, 3) if seen_s > 0 else None
                 return summary
 
             with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
                 total = min(info.frame_count or 0, max_frames or 10**12) or None
+                if total and step > 1:
+                    total = -(-total // step)  # the frames analysed
                 bar = tqdm(total=total, unit="frame", desc=video.name[:24], disable=not progress, dynamic_ncols=True)
-                with frame_results(pipeline, source, batch_size) as results:
+                with frame_results(pipeline, source, batch_size, step=step, between=between) as results:
                     if link:  # the whole flight first, then the sinks: every sink gets the linked tracks
                         t0 = time.perf_counter()
                         held = hold(sinks.watched(results), bar)
                         bar.close()
                         link_report = link_results(held.results, info.width, info.height, config.linking)
+                        held = held.with_between(between)
                         sinks.loop_s += time.perf_counter() - t0
                         bar = tqdm(
                             total=len(held.results),

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tracking.frame_rate import AnalysisRateConfig
 from tracking.linking import LinkingConfig
 from tracking.standing_hold import StandingHoldConfig
 
@@ -140,6 +141,9 @@ class PipelineConfig(StageConfig):
     motion: MotionConfig = MotionConfig()
     tracker: TrackerConfig = TrackerConfig()
     linking: LinkingConfig = LinkingConfig()
+    analysis_rate: AnalysisRateConfig = (
+        AnalysisRateConfig()
+    )  # recorded runs at high frame rates: tracking/frame_rate.py
     look_again: LookAgainConfig = LookAgainConfig()
     standing_hold: StandingHoldConfig = StandingHoldConfig()
     speed: SpeedConfig = SpeedConfig()

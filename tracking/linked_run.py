@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from tracking.box_sizes import steady_box_sizes
+from tracking.frame_rate import with_between
 from tracking.linking import HEADING_MPS, STATE_S, LinkingConfig, Piece, link_pieces
 from tracking.nested_tracks import NestedReport, merge_twins, resolve_nested
 from tracking.still_boxes import still_boxes
@@ -92,6 +93,18 @@ class HeldResults:
     def mask(self, position: int) -> np.ndarray | None:
         data = self._masks.get(position)
         return _decode_mask(data) if data else None
+
+    def with_between(self, between: list[Frame]) -> HeldResults:
+        """These results with the frames the pipeline skipped (``tracking.frame_rate``) inserted, their tracks
+        interpolated; each shows the road mask of the analysed frame before it."""
+        if not between:
+            return self
+        results, owner = with_between(self.results, between)
+        out = HeldResults(results)
+        for position, k in enumerate(owner):
+            if k in self._masks:
+                out._masks[position] = self._masks[k]
+        return out
 
 
 # A road mask changes every frame (warped with the drone's motion) and is held for every frame of the flight. PNG

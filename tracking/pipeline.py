@@ -100,12 +100,21 @@ class Pipeline:
         return "baseline" if self.config.baseline else "dual_layer"
 
     def reset(
-        self, width: int, height: int, fps: float, poses: PoseProvider | None = None, recorded: bool = False
+        self,
+        width: int,
+        height: int,
+        fps: float,
+        poses: PoseProvider | None = None,
+        recorded: bool = False,
+        frame_step: int = 1,
     ) -> None:
         """Start a new stream or video (keeps the loaded models). ``recorded``: a recording (``airpatrol process``,
         batch), which has no frame rate to keep up with: the detector's scale plan gets the recorded budget
-        (``detector.recorded_max_input_pixels``); a live stream keeps the per-frame one."""
+        (``detector.recorded_max_input_pixels``); a live stream keeps the per-frame one. ``frame_step``: a recording
+        analysed at every n-th frame (``tracking/frame_rate.py``; ``fps`` is then the analysed rate): frames handed
+        over that far apart are consecutive, not a live stream shedding frames."""
         cfg = self.config
+        self._frame_step = max(1, int(frame_step))
         self._size = (width, height)
         self.fps = fps
         self.poses = None if cfg.baseline and cfg.calibration.is_set else poses
@@ -294,7 +303,7 @@ class Pipeline:
             t = self._tick("sizes_wait", t)  # what the last frame's size measurement did not hide behind the above
 
         ground = self.scale.frame(frame.pose, self._H_cur_to_first, frame.t)
-        gap = 1 if self._last_index is None else max(1, frame.index - self._last_index)
+        gap = 1 if self._last_index is None else max(1, (frame.index - self._last_index) // self._frame_step)
         self._last_index, self._last_gap = frame.index, gap
         self._since_detect += gap
         detect = self._until_detect == 0 or self._since_detect >= self._stride_video

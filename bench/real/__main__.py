@@ -51,6 +51,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # vehicles standing still reported at their detected boxes, not their window's median box (the previous default;
     # tracking/still_boxes.py)
     "no-still-boxes": {"linking.still_box_s": 0.0},
+    # the 30 fps sequences analysed at 15 frames a second, the frames between interpolated, as recorded 1080p+
+    # flights are (tracking/frame_rate.py; 720p and smaller keep every frame by default): what the half rate costs
+    "half-rate": {"analysis_rate.full_rate_up_to_px": 0},
     # linking without the follower rule: a piece moving at both ends may be joined to one that starts, at speed, where
     # it ended seconds later (the next vehicle on its path; the previous default)
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from tracking.frame_rate import analysed
 from tracking.pipeline import Pipeline
 from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult
@@ -94,13 +95,22 @@ class DecodeThread:
 
 @contextmanager
 def frame_results(
-    pipeline: Pipeline, source: FrameSource, batch_size: int = 1, queue_frames: int | None = None
+    pipeline: Pipeline,
+    source: FrameSource,
+    batch_size: int = 1,
+    queue_frames: int | None = None,
+    step: int = 1,
+    between: list[Frame] | None = None,
 ) -> Iterator[Iterator[FrameResult]]:
-    """Pipeline results for every frame of ``source``: decoded in a thread, detected ``batch_size`` frames at a time."""
+    """Pipeline results for every frame of ``source``: decoded in a thread, detected ``batch_size`` frames at a time.
+    ``step`` > 1: for every ``step``-th frame only; the others go into ``between`` (``tracking.frame_rate``)."""
     if batch_size < 1:
         raise ValueError(f"--batch-size {batch_size}: must be at least 1")
     use_hardware_decode(source, pipeline.device)
-    with DecodeThread(source, queue_frames or max(4, 2 * batch_size)) as frames:
+    with DecodeThread(source, queue_frames or max(4, 2 * batch_size)) as decoded:
+        frames: Iterable[Frame] = decoded
+        if step > 1:
+            frames = analysed(decoded, step, between if between is not None else [])
         if batch_size == 1:
             results: Iterator[FrameResult] = (pipeline.step(f) for f in frames)
         else:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tracking.frame_rate import analysed
 from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult, TrackState
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
@@ -120,9 +121,12 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
     with SeekingVideoSource(video, segment.start - segment.warmup, segment.end) as source:
         info = source.info
         poses, _ = load_poses(Path(video), None, info)
-        pipeline.reset(info.width, info.height, info.fps, poses, recorded=True)
-        # each confirmed track reported from its first frame, as in a run of the whole video
-        for r in from_first_frame((pipeline.step(frame) for frame in source), pipeline.report_lookback_frames()):
+        step = segment_step(pipeline.config, info)
+        pipeline.reset(info.width, info.height, info.fps / step, poses, recorded=True, frame_step=step)
+        # every step-th frame of the video (by its index: the segments' frames agree), as process_video; each
+        # confirmed track reported from its first frame, as in a run of the whole video
+        frames = analysed(source, step, []) if step > 1 else source
+        for r in from_first_frame((pipeline.step(frame) for frame in frames), pipeline.report_lookback_frames()):
             slim = Frame(r.frame.index, r.frame.t, np.zeros((0, 0, 3), np.uint8), r.frame.pose)
             results.append(
                 FrameResult(slim, r.tracks, None, r.metres_per_pixel, r.scale_source, r.timings_ms, r.scale_detail)
@@ -174,6 +178,26 @@ def match_tracks(earlier: list[FrameResult], later: list[FrameResult]) -> dict[i
         cost[ids_b.index(id_b), ids_a.index(id_a)] = 1.0 - m
     rows, cols = linear_sum_assignment(cost)
     return {ids_b[r]: ids_a[c] for r, c in zip(rows, cols) if cost[r, c] < 1.0}
+
+
+def segment_step(config, info: SourceInfo) -> int:
+    """The analysis step of a flight run in segments (``tracking.frame_rate``): 1 where nothing is linked."""
+    from tracking.frame_rate import analysis_step
+
+    if not config.linking.enabled or config.baseline:
+        return 1
+    return analysis_step(info.fps, info.width, info.height, config.analysis_rate)
+
+
+def between_frames(results: list[FrameResult], info: SourceInfo, step: int) -> list[Frame]:
+    """The frames the segments skipped (every one whose index is no multiple of ``step``) up to the video's end."""
+    if step <= 1 or not results:
+        return []
+    last = results[-1].frame.index + step - 1
+    if info.frame_count:
+        last = min(last, info.frame_count - 1)
+    empty = np.zeros((0, 0, 3), np.uint8)
+    return [Frame(i, i / info.fps, empty) for i in range(last + 1) if i % step]
 
 
 def stitch(outputs: list[SegmentOutput]) -> list[FrameResult]:
@@ -248,6 +272,7 @@ def write_run(
     from edge.runner import RunOutcome, _summary
     from edge.sinks import GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
     from edge.sinks.loop import RunSinks
+    from tracking.frame_rate import with_between
     from tracking.linked_run import link_results
     from tracking.types import RunInfo
     from vision.telemetry.poses import find_sidecar_srt
@@ -297,6 +322,8 @@ def write_run(
         link_report = None
         if config.linking.enabled and not config.baseline:  # as process_video: the pieces joined over the flight
             link_report = link_results(results, info.width, info.height, config.linking)
+            # the frames the segments skipped, their tracks interpolated (tracking/frame_rate.py)
+            results, _ = with_between(results, between_frames(results, info, segment_step(config, info)))
 
         with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
             sinks.feed(results)

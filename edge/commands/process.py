@@ -136,7 +136,14 @@ def one_line_summary(s: dict, out_dir: Path) -> str:
     scale_txt = (
         f", scale: {scale.get('detail') or scale.get('source')}" if scale.get("source") else ", no scale (no speeds)"
     )
+    rate = s.get("analysis_rate") or {}
+    frames = f"{c['frames']} frames"
+    if rate.get("every_n_frames", 1) > 1:  # tracking/frame_rate.py: the frames between interpolated
+        frames = (
+            f"{c['frames'] + rate['frames_interpolated']} frames ({c['frames']} analysed, {rate['fps']:g} a second)"
+        )
+    cost = f" ({t['x_duration']:g}x the video's duration)" if t.get("x_duration") else ""
     return (
-        f"{s['mode']}: {c['frames']} frames, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
-        f"{c['stationary_tracks']} stationary){speed}{scale_txt}, {t['fps']} fps -> {out_dir}"
+        f"{s['mode']}: {frames}, {vehicles}{c['tracks']} tracks ({c['moving_tracks']} moving, "
+        f"{c['stationary_tracks']} stationary){speed}{scale_txt}, {t['fps']} fps{cost} -> {out_dir}"
     )

@@ -311,7 +311,9 @@ class JobProgressSink:
         self._beat(0.0)  # records the run id at once: a crash from here on leaves a run to mark failed
 
     def write(self, result: FrameResult) -> None:
-        self.frames += 1
+        # the video's frames done: a recording analysed at every n-th frame (tracking/frame_rate.py) hands over
+        # every n-th result here
+        self.frames = max(self.frames + 1, result.frame.index + 1)
         if self.stop.is_set():
             raise JobInterrupted("shutdown")
         if time.monotonic() - self._last >= self.every_s:
