@@ -85,3 +85,19 @@ def test_scene_json_carries_study_truth(tmp_path):
         assert s["movement"] in ("left", "through", "right", "u_turn")
         assert s["origin"] in {"N", "E", "S", "W"} and s["lane"] >= 1
     assert isinstance(meta["conflicts"], list) and meta["near_misses"] == []
+
+
+def test_a_turn_the_view_cuts_short_leaves_by_the_arm_it_leaves_beside():
+    # seed 3's nadir intersection at 60 m: the view's corner cuts the N -> W right turn 17 route points in, where the
+    # E -> W traffic leaves the view (0.2 m away) but 42 degrees off its heading; it was a fifth arm "NW" of its own
+    cfg = SceneConfig(
+        scene="intersection", seed=3, duration_s=300.0, fps=15.0, width=1920, height=1080, altitude_m=60.0,
+        gimbal_pitch_deg=-90.0, drift_mps=0.02, near_misses=10, use_shared_data="off",
+    )  # fmt: skip
+    sim = simulate_traffic(cfg)
+    view = sim.cam.footprint(0)
+    arms, routes = route_truth(sim.net, view)
+    assert sorted(a.name for a in arms) == ["E", "N", "S", "W"]
+    assert ("N", "W", "right") in {(r.origin, r.destination, r.movement) for r in routes}
+    # the full routes (no view) agree: one arm per road
+    assert [(r.origin, r.destination) for r in route_truth(sim.net)[1]] == [(r.origin, r.destination) for r in routes]
