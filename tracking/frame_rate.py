@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from pydantic import Field
 
-from tracking.track_starts import _through, interpolated
+from tracking.track_starts import _through, in_first_frame, interpolated
 from tracking.types import FrameResult
 from vision.config_base import StageConfig
 from vision.types import Frame
@@ -104,12 +104,7 @@ def _between_result(a: FrameResult | None, b: FrameResult | None, frame: Frame) 
             continue
         centre = None
         if from_first is not None:
-            ends = (_first_centre(a, before.center), _first_centre(b, other.center))
+            ends = (in_first_frame(a, before), in_first_frame(b, other))
             centre = _through(from_first, (1 - w) * ends[0] + w * ends[1])
         tracks.append(dataclasses.replace(interpolated(before, other, w, centre), measured=False))
     return FrameResult(frame, tracks, None, a.metres_per_pixel, a.scale_source, {}, a.scale_detail, to_first=to_first)
-
-
-def _first_centre(result: FrameResult, centre: tuple[float, float]) -> np.ndarray:
-    c = np.array(centre, np.float64)
-    return _through(result.to_first, c) if result.to_first is not None else c

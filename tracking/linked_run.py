@@ -31,7 +31,7 @@ from tracking.frame_rate import with_between
 from tracking.linking import HEADING_MPS, STATE_S, LinkingConfig, Piece, link_pieces
 from tracking.nested_tracks import NestedReport, merge_twins, resolve_nested
 from tracking.still_boxes import still_boxes
-from tracking.track_starts import _through, interpolated
+from tracking.track_starts import _through, in_first_frame, interpolated
 from tracking.types import FrameResult, TrackState
 from vision.types import Frame
 
@@ -138,11 +138,6 @@ def hold(results: Iterable[FrameResult], progress=None) -> HeldResults:
     return held
 
 
-def _first_xy(result: FrameResult, tr: TrackState) -> np.ndarray:
-    c = np.array(tr.center, np.float64)
-    return _through(result.to_first, c) if result.to_first is not None else c
-
-
 def pieces(
     results: list[FrameResult], width: int, height: int, cfg: LinkingConfig
 ) -> tuple[list[Piece], dict[int, float]]:
@@ -156,7 +151,7 @@ def pieces(
             x1, y1, x2, y2 = (float(v) for v in tr.xyxy)
             edge = (float(x2 >= width - mx) - float(x1 <= mx), float(y2 >= height - my) - float(y1 <= my))
             by_id.setdefault(tr.track_id, []).append(
-                (r.frame.index, r.frame.t, _first_xy(r, tr), max(x2 - x1, y2 - y1), edge, tr.measured, r.to_first)
+                (r.frame.index, r.frame.t, in_first_frame(r, tr), max(x2 - x1, y2 - y1), edge, tr.measured, r.to_first)
             )
     out, trimmed = [], {}
     for tid, pts in by_id.items():
@@ -320,7 +315,7 @@ def _fill(
     length = max(float(np.max(before.xyxy[2:] - before.xyxy[:2])), 1.0)
     # judged in frame a's pixels (the box lengths'), not in the first frame's: the chained ego-motion of a long flight
     # drifts, and only its part over the gap belongs here
-    after_in_a = _first_xy(b, after)
+    after_in_a = in_first_frame(b, after)
     if a.to_first is not None:
         after_in_a = _through(np.linalg.inv(a.to_first), after_in_a)
     stood = float(np.hypot(*(after_in_a - np.array(before.center, np.float64)))) < STOOD_LENGTHS * length
@@ -328,7 +323,7 @@ def _fill(
         return 0
     ends = None
     if a.to_first is not None and b.to_first is not None:
-        ends = (_first_xy(a, before), _first_xy(b, after))
+        ends = (in_first_frame(a, before), in_first_frame(b, after))
     ta, tb = a.frame.t, b.frame.t
     moving = not stood and (before.moving or after.moving)  # it stood there: a label, it is reported either way
     n = 0

@@ -35,6 +35,13 @@ def _through(H: np.ndarray, xy: np.ndarray) -> np.ndarray:
     return p[:2] / p[2]
 
 
+def in_first_frame(result: FrameResult, tr: TrackState) -> np.ndarray:
+    """``tr``'s box centre in the run's first frame's pixels (the drone's own motion taken out; as it is where the
+    pipeline did not measure that motion)."""
+    c = np.array(tr.center, np.float64)
+    return _through(result.to_first, c) if result.to_first is not None else c
+
+
 def interpolated(before: TrackState, after: TrackState, w: float, centre: np.ndarray | None = None) -> TrackState:
     """The track a share ``w`` (0..1) of the way from ``before`` to ``after`` (the same track on two frames): box,
     ground position and lat/lon interpolated; no speed (nothing was measured there), flagged ``interpolated``, so it

@@ -8,13 +8,13 @@ import csv
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from edge.batch.segments import between_frames, segment_step
 from edge.runner import process_video
+from tests.edge.test_process_linking import _video as linking_video
 from tests.tracking.test_pipeline_lost_gaps import MissingDetector
-from tests.tracking.test_pipeline_motion_frames import H, W, _ground
+from tests.tracking.test_pipeline_motion_frames import H, W
 from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig, StandingHoldConfig
 from tracking.frame_rate import AnalysisRateConfig
 from tracking.types import FrameResult
@@ -30,15 +30,7 @@ def _vehicle_x(i: int) -> float:
 
 
 def _video(path: Path) -> Path:
-    ground = _ground()
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), FPS, (W, H))
-    for i in range(FRAMES):
-        img = ground.copy()
-        x = int(round(_vehicle_x(i)))
-        cv2.rectangle(img, (x, 250), (x + 19, 259), (255, 255, 255), -1)
-        writer.write(img)
-    writer.release()
-    return path
+    return linking_video(path, FRAMES, FPS, _vehicle_x)
 
 
 def _config(rate: AnalysisRateConfig) -> PipelineConfig:

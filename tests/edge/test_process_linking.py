@@ -42,12 +42,13 @@ def _config(link: bool) -> PipelineConfig:
     )
 
 
-def _video(path: Path) -> Path:
+def _video(path: Path, frames: int = FRAMES, fps: float = FPS, vehicle_x=_vehicle_x) -> Path:
+    """A 19 x 10 px white car on textured ground, at ``vehicle_x(frame)``."""
     ground = _ground()
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), FPS, (W, H))
-    for i in range(FRAMES):
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), fps, (W, H))
+    for i in range(frames):
         img = ground.copy()
-        x = int(round(_vehicle_x(i)))
+        x = int(round(vehicle_x(i)))
         cv2.rectangle(img, (x, 250), (x + 19, 259), (255, 255, 255), -1)
         writer.write(img)
     writer.release()
