@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tracking.frame_rate import analysed
+from tracking.frame_rate import analysed, recorded_step
 from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult, TrackState
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
@@ -121,7 +121,7 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
     with SeekingVideoSource(video, segment.start - segment.warmup, segment.end) as source:
         info = source.info
         poses, _ = load_poses(Path(video), None, info)
-        step = segment_step(pipeline.config, info)
+        step = recorded_step(pipeline.config, info.fps, info.width, info.height)
         pipeline.reset(info.width, info.height, info.fps / step, poses, recorded=True, frame_step=step)
         # every step-th frame of the video (by its index: the segments' frames agree), as process_video; each
         # confirmed track reported from its first frame, as in a run of the whole video
@@ -178,15 +178,6 @@ def match_tracks(earlier: list[FrameResult], later: list[FrameResult]) -> dict[i
         cost[ids_b.index(id_b), ids_a.index(id_a)] = 1.0 - m
     rows, cols = linear_sum_assignment(cost)
     return {ids_b[r]: ids_a[c] for r, c in zip(rows, cols) if cost[r, c] < 1.0}
-
-
-def segment_step(config, info: SourceInfo) -> int:
-    """The analysis step of a flight run in segments (``tracking.frame_rate``): 1 where nothing is linked."""
-    from tracking.frame_rate import analysis_step
-
-    if not config.linking.enabled or config.baseline:
-        return 1
-    return analysis_step(info.fps, info.width, info.height, config.analysis_rate)
 
 
 def between_frames(results: list[FrameResult], info: SourceInfo, step: int) -> list[Frame]:
@@ -323,7 +314,9 @@ def write_run(
         if config.linking.enabled and not config.baseline:  # as process_video: the pieces joined over the flight
             link_report = link_results(results, info.width, info.height, config.linking)
             # the frames the segments skipped, their tracks interpolated (tracking/frame_rate.py)
-            results, _ = with_between(results, between_frames(results, info, segment_step(config, info)))
+            results, _ = with_between(
+                results, between_frames(results, info, recorded_step(config, info.fps, info.width, info.height))
+            )
 
         with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:
             sinks.feed(results)
