@@ -19,7 +19,6 @@ from edge.rundir import RunDirectory
 from edge.sinks import AnnotatedVideoSink, GeoJSONSink, MOTSink, TrackCSVSink, TrackSummarySink
 from edge.sinks.loop import RunSinks
 from tracking.config import PipelineConfig
-from tracking.frame_rate import recorded_step
 from tracking.linked_run import LinkReport, hold, link_results, with_images
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
@@ -92,7 +91,7 @@ def process_video(
         link = config.linking.enabled and not config.baseline
         # a high frame rate costs more frames, not more vehicles: every n-th frame analysed, the others interpolated
         # once the flight is linked (tracking/frame_rate.py); a run streamed to its sinks analyses every frame
-        step = recorded_step(config, info.fps, info.width, info.height)
+        step = config.recorded_step(info.fps, info.width, info.height)
         between: list[Frame] = []
         pipeline.reset(info.width, info.height, info.fps / step, poses, recorded=True, frame_step=step)
         run = RunInfo(

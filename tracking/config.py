@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tracking.frame_rate import AnalysisRateConfig
+from tracking.frame_rate import AnalysisRateConfig, analysis_step
 from tracking.linking import LinkingConfig
 from tracking.standing_hold import StandingHoldConfig
 
@@ -161,3 +161,10 @@ class PipelineConfig(StageConfig):
         "background update beside the road layer and the detector (OpenCV, numpy and the GPU work outside the "
         "interpreter lock). Each result is waited for where it is used, so the results are the same as in turn",
     )
+
+    def recorded_step(self, fps: float, width: int, height: int) -> int:
+        """Analyse every n-th frame of a recorded run of this rate and size: 1 where nothing is linked (the
+        whole-flight results are what the frames between are filled from) or for the plain baseline."""
+        if not self.linking.enabled or self.baseline:
+            return 1
+        return analysis_step(fps, width, height, self.analysis_rate)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
@@ -28,9 +27,6 @@ from tracking.track_starts import _through, in_first_frame, interpolated
 from tracking.types import FrameResult
 from vision.config_base import StageConfig
 from vision.types import Frame
-
-if TYPE_CHECKING:  # tracking.config composes this module's config
-    from tracking.config import PipelineConfig
 
 
 class AnalysisRateConfig(StageConfig):
@@ -53,14 +49,6 @@ def analysis_step(fps: float, width: int, height: int, cfg: AnalysisRateConfig) 
     if cfg.max_fps is None or max(width, height) <= cfg.full_rate_up_to_px or fps <= cfg.max_fps:
         return 1
     return max(1, round(fps / cfg.max_fps))
-
-
-def recorded_step(config: PipelineConfig, fps: float, width: int, height: int) -> int:
-    """The step of a recorded run with this pipeline config: 1 where nothing is linked (the whole-flight results are
-    what the frames between are filled from) or for the plain baseline."""
-    if not config.linking.enabled or config.baseline:
-        return 1
-    return analysis_step(fps, width, height, config.analysis_rate)
 
 
 def analysed(frames: Iterable[Frame], step: int, between: list[Frame]) -> Iterator[Frame]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tracking.frame_rate import analysed, recorded_step
+from tracking.frame_rate import analysed
 from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult, TrackState
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
@@ -121,7 +121,7 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
     with SeekingVideoSource(video, segment.start - segment.warmup, segment.end) as source:
         info = source.info
         poses, _ = load_poses(Path(video), None, info)
-        step = recorded_step(pipeline.config, info.fps, info.width, info.height)
+        step = pipeline.config.recorded_step(info.fps, info.width, info.height)
         pipeline.reset(info.width, info.height, info.fps / step, poses, recorded=True, frame_step=step)
         # every step-th frame of the video (by its index: the segments' frames agree), as process_video; each
         # confirmed track reported from its first frame, as in a run of the whole video
@@ -315,7 +315,7 @@ def write_run(
             link_report = link_results(results, info.width, info.height, config.linking)
             # the frames the segments skipped, their tracks interpolated (tracking/frame_rate.py)
             results, _ = with_between(
-                results, between_frames(results, info, recorded_step(config, info.fps, info.width, info.height))
+                results, between_frames(results, info, config.recorded_step(info.fps, info.width, info.height))
             )
 
         with RunSinks(run, file_sinks, extra_sinks, rundir) as sinks:

@@ -16,7 +16,7 @@ from tests.edge.test_process_linking import _video as linking_video
 from tests.tracking.test_pipeline_lost_gaps import MissingDetector
 from tests.tracking.test_pipeline_motion_frames import H, W
 from tracking.config import CalibrationConfig, PipelineConfig, RoadConfig, StandingHoldConfig
-from tracking.frame_rate import AnalysisRateConfig, recorded_step
+from tracking.frame_rate import AnalysisRateConfig
 from tracking.types import FrameResult
 from vision.config import DetectorConfig, MotionConfig
 from vision.source import SourceInfo
@@ -89,8 +89,8 @@ def test_every_frame_unless_the_rate_is_above_max_fps(tmp_path: Path):
 def test_batch_segments_skip_and_fill_the_same_frames():
     config = _config(AnalysisRateConfig(full_rate_up_to_px=0))
     info = SourceInfo("clip.avi", W, H, FPS, 9, 9 / FPS, "mjpeg")
-    assert recorded_step(config, info.fps, info.width, info.height) == 2
+    assert config.recorded_step(info.fps, info.width, info.height) == 2
     plain = config.model_copy(update={"baseline": True})
-    assert recorded_step(plain, info.fps, info.width, info.height) == 1  # plain: every frame
+    assert plain.recorded_step(info.fps, info.width, info.height) == 1  # plain: every frame
     analysed = [FrameResult(Frame(i, i / FPS, np.zeros((0, 0, 3), np.uint8)), []) for i in (0, 2, 4, 6, 8)]
     assert [f.index for f in between_frames(analysed, info, 2)] == [1, 3, 5, 7]
