@@ -82,6 +82,21 @@ WEAK_CONFIRM_IOU = 0.5  # tracker.weak_tracks: a box overlapping a new track thi
 WEAK_OVERLAP_IOU = 0.3  # ... and a weak box overlapping a track this much starts none
 
 
+WEAK_SIZE_RATIO = 1.25  # a weak box extends a track only if each side is within this factor of the track's
+
+
+def _same_size(tracks: list, boxes: list) -> np.ndarray:
+    """(T, B): box b's width and height are each within ``WEAK_SIZE_RATIO`` of track t's. A weak box of a waiting car
+    together with half its neighbour would grow the track's box over both, which then passes for the neighbour's
+    twin (``linking.twin_tracks``)."""
+    if not tracks or not boxes:
+        return np.zeros((len(tracks), len(boxes)), bool)
+    tw = np.array([t.tlwh[2:] for t in tracks], np.float64).clip(1.0)
+    bw = np.array([b.tlwh[2:] for b in boxes], np.float64).clip(1.0)
+    ratio = bw[None, :, :] / tw[:, None, :]
+    return ((ratio <= WEAK_SIZE_RATIO) & (ratio >= 1.0 / WEAK_SIZE_RATIO)).all(2)
+
+
 class EgoCompensatedByteTrack(BYTETracker):
     def __init__(self, config: TrackerConfig | None = None, predict_new_tracks: bool = False):
         """``predict_new_tracks``: move tracks started last time by their (flow-measured) velocity before associating,
@@ -91,6 +106,13 @@ class EgoCompensatedByteTrack(BYTETracker):
         self._H: np.ndarray | None = None
         self.predict_new_tracks = predict_new_tracks
         self.weak_tracks = cfg.weak_tracks and predict_new_tracks
+        self.weak_match_iou = cfg.weak_match_iou if predict_new_tracks else None
+        self.weak_refind_lost = cfg.weak_refind_lost and self.weak_match_iou is not None
+        # weak boxes extend only tracks slower than this (box lengths a frame); None: any. Set by the pipeline from
+        # ``weak_match_standing_lengths_s`` and the frame rate
+        self.weak_match_max_speed: float | None = None
+        # and only the tracks of these ids (those that drove there, set by the pipeline each frame); None: any
+        self.weak_match_ids: set[int] | None = None
         self._hold_started: int | None = None
         self._confirming = False
         # moving at least this (its box's long side a frame), a track's image heading is noted (``heading_seen``); 0
@@ -142,6 +164,67 @@ class EgoCompensatedByteTrack(BYTETracker):
             weak = (score < WEAK_REACH)[None, :]
             dists = np.where(weak, 1.0 - iou * (WEAK_REACH / WEAK_CONFIRM_IOU), dists)
         return dists
+
+    def _post_first_association(self, strack_pool, detections, u_track, u_detection, activated, refind):
+        """Weak boxes of the high band (under ``WEAK_REACH``) left over by the score-weighted first association extend
+        the confirmed tracks they overlap at IoU >= ``weak_match_iou`` (tracker config), as the second association does
+        for the band below: between the two a box could match no track its score and overlap plainly show."""
+        if self.weak_match_iou is None or not len(u_track) or not len(u_detection):
+            return u_track, u_detection
+        weak = [i for i in u_detection if detections[i].score < WEAK_REACH]
+        if not weak:
+            return u_track, u_detection
+        tracks = [strack_pool[i] for i in u_track]
+        boxes = [detections[i] for i in weak]
+        dists = matching.iou_distance(tracks, boxes)
+        dists[~self._weakly_extended(tracks)] = 1.0
+        dists[~_same_size(tracks, boxes)] = 1.0
+        matches, _, _ = matching.linear_assignment(dists, thresh=1.0 - self.weak_match_iou)
+        if not len(matches):
+            return u_track, u_detection
+        self._apply_matches([[u_track[t], weak[d]] for t, d in matches], strack_pool, detections, activated, refind)
+        used_t = {u_track[t] for t, _ in matches}
+        used_d = {weak[d] for _, d in matches}
+        return [i for i in u_track if i not in used_t], [i for i in u_detection if i not in used_d]
+
+    def _weakly_extended(self, tracks: list) -> np.ndarray:
+        """Which of ``tracks`` a weak box may extend: confirmed ones, lost ones only with ``weak_refind_lost``; slow
+        ones only with ``weak_match_max_speed``, and those of ``weak_match_ids`` only where it is set."""
+        ok = np.array([t.is_activated for t in tracks], bool)
+        if not self.weak_refind_lost:
+            ok &= np.array([t.state == TrackState.Tracked for t in tracks], bool)
+        if self.weak_match_ids is not None:
+            ok &= np.array([t.track_id in self.weak_match_ids for t in tracks], bool)
+        if self.weak_match_max_speed is not None and len(tracks):
+            mean = np.array([t.mean for t in tracks], np.float64)
+            length = np.maximum(mean[:, 2] * mean[:, 3], mean[:, 3]).clip(1.0)  # xyah: width = aspect x height
+            ok &= np.hypot(mean[:, 4], mean[:, 5]) < self.weak_match_max_speed * length
+        return ok
+
+    def _second_association(self, strack_pool, u_track, detections_second, activated, refind, lost) -> None:
+        """Ultralytics' second association (low band, tracked tracks, IoU >= 0.5); with ``weak_refind_lost`` the lost
+        confirmed tracks take part too, at ``weak_match_iou``: a standing car the detector missed on one frame and boxes weakly
+        on the next is found again where it stood instead of waiting for a confident box."""
+        if not self.weak_refind_lost:
+            super()._second_association(strack_pool, u_track, detections_second, activated, refind, lost)
+            return
+        pool = [strack_pool[i] for i in u_track if strack_pool[i].state in (TrackState.Tracked, TrackState.Lost)]
+        unmatched = list(range(len(pool)))
+        if pool and detections_second:
+            dists = matching.iou_distance(pool, detections_second)
+            lost_ok = self._weakly_extended(pool)
+            tracked = np.array([t.state == TrackState.Tracked for t in pool])
+            assert self.weak_match_iou is not None  # weak_refind_lost implies it
+            dists[~tracked & ~lost_ok] = 1.0
+            dists[~tracked & ~_same_size(pool, detections_second)] = 1.0
+            dists[~tracked] = np.where(dists[~tracked] <= 1.0 - self.weak_match_iou, dists[~tracked], 1.0)
+            matches, unmatched, _ = matching.linear_assignment(dists, thresh=0.5)
+            self._apply_matches(matches, pool, detections_second, activated, refind)
+        for it in unmatched:
+            track = pool[it]
+            if track.state == TrackState.Tracked:
+                track.mark_lost()
+                lost.append(track)
 
     def _unconfirmed_association(self, unconfirmed, u_detection, detections, activated, removed):
         dropped: list = []

@@ -61,6 +61,38 @@ class TrackerConfig(StageConfig):
         "one. A weak box overlapping a track (IoU >= 0.3) starts none: it would be a second one on that vehicle. On "
         "the oblique study renders more crossings get a right O-D, and twice the ID switches (docs/study.md)",
     )
+    weak_match_iou: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="opt-in (dual layer; 0.5 measured): a box scored under 0.3 of about a track's size extends that "
+        "confirmed track where it overlaps it at IoU >= this: a box of the high band under 0.3 after the first "
+        "association (lost tracks too with weak_refind_lost, and then the low band's boxes in the second), for tracks "
+        "that stand and drove there only (below). Ultralytics' first association weighs overlap by score "
+        "(fuse_score), so a box scored 0.25-0.3 needs IoU 0.67-0.8 there, while a box just under track_high_thresh "
+        "extends a tracked track at IoU 0.5: a queued car boxed at 0.1-0.3 lost its track and, no weak box confirming "
+        "a new one, stayed untracked for tens of seconds. UAVDT unchanged, one oblique render's study better and "
+        "another's worse, so not the default (docs/study.md). None: Ultralytics' rule (the baseline's always)",
+    )
+    weak_refind_lost: bool = Field(
+        False,
+        description="with weak_match_iou, weak boxes also find lost confirmed tracks again: those under 0.3 of the "
+        "high band after the first association, and the low band's in the second (Ultralytics: tracked ones only). "
+        "False: weak boxes extend tracks still tracked only",
+    )
+    weak_match_standing_lengths_s: float | None = Field(
+        0.5,
+        gt=0,
+        description="weak boxes extend only tracks slower than this many of their box lengths a second (standing or "
+        "creeping in a queue); on real footage moving tracks carried on weak boxes cost MOTA (UAVDT M1303 -2.2). "
+        "None: any speed",
+    )
+    weak_match_moved_only: bool = Field(
+        True,
+        description="weak boxes extend only tracks the standing hold has seen drive there (standing_hold."
+        "moved_lengths; with the hold off, none): a parked car's or clutter's track is not carried by them (UAVDT "
+        "night: 47 false boxes with this, 127 without)",
+    )
     min_visible_at_border: float | None = Field(
         0.5,
         ge=0,

@@ -137,6 +137,8 @@ class Pipeline:
         if self.any_heading_on and cfg.detector.any_heading.min_axis_angle_deg > 0:
             # the any-heading step asks which way tracks went; nothing else does (live, baseline: no per-frame note)
             self.tracker.heading_min_speed = cfg.detector.any_heading.heading_speed_lengths_s / max(fps, 1e-6)
+        if cfg.tracker.weak_match_standing_lengths_s is not None:
+            self.tracker.weak_match_max_speed = cfg.tracker.weak_match_standing_lengths_s / max(fps, 1e-6)
         self.any_heading_kept = 0  # the any-heading detector's boxes kept at a predicted track
         self.any_heading_movers = 0  # and at moving blobs no box explains (any_heading.movers)
         self._unboxed_movers = _NO_BOXES
@@ -387,6 +389,8 @@ class Pipeline:
             )
         t = self._tick("motion", t)
 
+        if cfg.tracker.weak_match_iou is not None and cfg.tracker.weak_match_moved_only:
+            self.tracker.weak_match_ids = set(self.hold.moved) if self.hold is not None else set()
         # a track the detector started waits through the motion frames for the detector's next look to confirm it
         rows = self.tracker.step(dets, H, None if detect else self._detector_step)
         if detect:

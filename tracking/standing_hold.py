@@ -204,6 +204,11 @@ class StandingHold:
             np.zeros(n, bool),
         )
 
+    @property
+    def moved(self) -> frozenset[int]:
+        """The tracks seen to drive (``moved_lengths``): vehicles, not a parked car's or clutter's jitter."""
+        return frozenset(self._moved)
+
     def remember(
         self,
         img: np.ndarray,

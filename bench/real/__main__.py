@@ -54,6 +54,16 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # the 30 fps sequences analysed at 15 frames a second, the frames between interpolated, as recorded 1080p+
     # flights are (tracking/frame_rate.py; 720p and smaller keep every frame by default): what the half rate costs
     "half-rate": {"analysis_rate.full_rate_up_to_px": 0},
+    # weak boxes extending standing tracks that drove there (tracker.weak_match_iou, opt-in): a box scored 0.25-0.3
+    # extends its track at IoU 0.5 instead of IoU x score >= 0.2; with lost tracks found again by weak boxes too; and
+    # any confirmed track, moving or never seen to drive (false boxes carried on at night)
+    "weak-match": {"tracker.weak_match_iou": 0.5},
+    "weak-match-refind": {"tracker.weak_match_iou": 0.5, "tracker.weak_refind_lost": True},
+    "weak-match-any-track": {
+        "tracker.weak_match_iou": 0.5,
+        "tracker.weak_match_standing_lengths_s": None,
+        "tracker.weak_match_moved_only": False,
+    },
     # linking without the follower rule: a piece moving at both ends may be joined to one that starts, at speed, where
     # it ended seconds later (the next vehicle on its path; the previous default)
     "no-follower-rule": {"linking.min_gap_speed_share": 0.0},

@@ -157,3 +157,77 @@ def test_a_weak_box_on_a_tracked_vehicle_starts_no_second_track():
         for k in range(12)
     ]
     assert len(_ids(EgoCompensatedByteTrack(TrackerConfig(weak_tracks=True), predict_new_tracks=True), frames)) == 1
+
+
+WEAK = TrackerConfig(weak_match_iou=0.5)
+
+
+def _reported(tr, frames) -> list[list[int]]:
+    """The ids reported on each of ``frames`` (ByteTrack confirms the tracks born on its first frame at once)."""
+    return [tr.step(dets)[:, 4].astype(int).tolist() for dets in frames]
+
+
+# a queued car boxed surely, then only weakly by a box a little off and larger (itself with part of its neighbour:
+# IoU 0.61 with the first, each side within 1.25 of it); a box scored 0.27 needs IoU 0.74 for Ultralytics'
+# score-weighted first association
+_SURE = [100, 100, 130, 115]
+_LOOSE = [104, 100, 138, 117]
+
+
+def test_a_weak_loose_box_keeps_a_standing_vehicles_track():
+    frames = [_det([_SURE])] * 5 + [_weak([_LOOSE])] * 20
+    ids = _reported(EgoCompensatedByteTrack(WEAK, predict_new_tracks=True), frames)
+    assert all(len(i) == 1 for i in ids) and len({i[0] for i in ids}) == 1  # one track on every frame
+    plain = _reported(EgoCompensatedByteTrack(TrackerConfig(), predict_new_tracks=True), frames)
+    assert not any(plain[5:])  # Ultralytics' rule: lost on the first weak frame, and no weak box confirms a new one
+    assert _reported(EgoCompensatedByteTrack(WEAK), frames) == plain  # the baseline: Ultralytics exactly
+
+
+def _refinding(**kw) -> EgoCompensatedByteTrack:
+    return EgoCompensatedByteTrack(
+        TrackerConfig(weak_match_iou=0.5, weak_refind_lost=True, **kw), predict_new_tracks=True
+    )
+
+
+def test_a_standing_vehicle_missed_once_is_found_again_by_a_low_band_box():
+    """Missed on one frame, the car is boxed at 0.2 (ByteTrack's low band, which only extends tracks still tracked):
+    with ``weak_refind_lost`` its lost track is found again under its id."""
+    frames = [_det([_SURE])] * 5 + [Detections()] + [_weak([_SURE], 0.2)] * 10
+    ids = _reported(_refinding(), frames)
+    assert ids[5] == [] and all(i == ids[0] for i in ids[6:])
+    plain = _reported(EgoCompensatedByteTrack(TrackerConfig(), predict_new_tracks=True), frames)
+    assert not any(plain[5:])
+
+
+def test_a_weak_box_much_larger_than_the_track_does_not_extend_it():
+    """A weak box over the waiting car and most of its neighbour (half as long again) does not extend the car's track:
+    its box would grow over both."""
+    frames = [_det([_SURE])] * 5 + [_weak([[100, 100, 145, 115]])] * 5
+    assert not any(_reported(EgoCompensatedByteTrack(WEAK, predict_new_tracks=True), frames)[5:])
+
+
+def test_a_weak_box_far_from_a_lost_track_does_not_take_it():
+    """A weak box half a car off the lost track's box (IoU under 0.5) is not that vehicle."""
+    frames = [_det([_SURE])] * 5 + [Detections()] + [_weak([[115, 100, 145, 115]], 0.2)] * 5
+    assert not any(_reported(_refinding(), frames)[5:])
+
+
+def test_weak_boxes_extend_only_slow_tracks_when_asked():
+    """With ``weak_match_max_speed`` (set by the pipeline from ``weak_match_standing_lengths_s``) a moving car's
+    track is not extended by weak boxes; a standing one's is."""
+    moving = [_det([[100 + 6 * k, 100, 130 + 6 * k, 115]]) for k in range(5)]
+    moving += [_weak([[134 + 6 * k, 100, 168 + 6 * k, 117]]) for k in range(5, 10)]
+    standing = [_det([_SURE])] * 5 + [_weak([_LOOSE])] * 5
+    for frames, kept in ((moving, False), (standing, True)):
+        tr = EgoCompensatedByteTrack(WEAK, predict_new_tracks=True)
+        tr.weak_match_max_speed = 0.05  # box lengths a frame: 6 px a frame on a 30 px car is 0.2
+        assert all(len(i) == 1 for i in _reported(tr, frames)[5:]) is kept
+
+
+def test_weak_boxes_extend_only_the_tracks_named_when_asked():
+    """With ``weak_match_ids`` (the pipeline's tracks that drove there, ``weak_match_moved_only``) only those."""
+    frames = [_det([_SURE])] * 5 + [_weak([_LOOSE])] * 5
+    for ids, kept in ((set(), False), ({1}, True)):
+        tr = EgoCompensatedByteTrack(WEAK, predict_new_tracks=True)
+        tr.weak_match_ids = ids
+        assert all(len(i) == 1 for i in _reported(tr, frames)[5:]) is kept
