@@ -7,6 +7,7 @@ track's predicted state by the ego-motion homography, so a drifting or rotating 
 from __future__ import annotations
 
 import copy
+from collections.abc import Set as AbstractSet
 from types import SimpleNamespace
 
 import numpy as np
@@ -112,7 +113,7 @@ class EgoCompensatedByteTrack(BYTETracker):
         # ``weak_match_standing_lengths_s`` and the frame rate
         self.weak_match_max_speed: float | None = None
         # and only the tracks of these ids (those that drove there, set by the pipeline each frame); None: any
-        self.weak_match_ids: set[int] | None = None
+        self.weak_match_ids: AbstractSet[int] | None = None
         self._hold_started: int | None = None
         self._confirming = False
         # moving at least this (its box's long side a frame), a track's image heading is noted (``heading_seen``); 0
@@ -203,8 +204,8 @@ class EgoCompensatedByteTrack(BYTETracker):
 
     def _second_association(self, strack_pool, u_track, detections_second, activated, refind, lost) -> None:
         """Ultralytics' second association (low band, tracked tracks, IoU >= 0.5); with ``weak_refind_lost`` the lost
-        confirmed tracks take part too, at ``weak_match_iou``: a standing car the detector missed on one frame and boxes weakly
-        on the next is found again where it stood instead of waiting for a confident box."""
+        confirmed tracks take part too, at ``weak_match_iou``: a standing car the detector missed on one frame and
+        boxes weakly on the next is found again where it stood instead of waiting for a confident box."""
         if not self.weak_refind_lost:
             super()._second_association(strack_pool, u_track, detections_second, activated, refind, lost)
             return
@@ -215,9 +216,9 @@ class EgoCompensatedByteTrack(BYTETracker):
             lost_ok = self._weakly_extended(pool)
             tracked = np.array([t.state == TrackState.Tracked for t in pool])
             assert self.weak_match_iou is not None  # weak_refind_lost implies it
-            dists[~tracked & ~lost_ok] = 1.0
-            dists[~tracked & ~_same_size(pool, detections_second)] = 1.0
-            dists[~tracked] = np.where(dists[~tracked] <= 1.0 - self.weak_match_iou, dists[~tracked], 1.0)
+            # a lost track: one a weak box may extend, of about its size, at weak_match_iou
+            barred = ~lost_ok[:, None] | ~_same_size(pool, detections_second) | (dists > 1.0 - self.weak_match_iou)
+            dists[~tracked[:, None] & barred] = 1.0
             matches, unmatched, _ = matching.linear_assignment(dists, thresh=0.5)
             self._apply_matches(matches, pool, detections_second, activated, refind)
         for it in unmatched:

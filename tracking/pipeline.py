@@ -390,7 +390,7 @@ class Pipeline:
         t = self._tick("motion", t)
 
         if cfg.tracker.weak_match_iou is not None and cfg.tracker.weak_match_moved_only:
-            self.tracker.weak_match_ids = set(self.hold.moved) if self.hold is not None else set()
+            self.tracker.weak_match_ids = self.hold.moved if self.hold is not None else frozenset()
         # a track the detector started waits through the motion frames for the detector's next look to confirm it
         rows = self.tracker.step(dets, H, None if detect else self._detector_step)
         if detect:

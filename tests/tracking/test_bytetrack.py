@@ -206,6 +206,15 @@ def test_a_weak_box_much_larger_than_the_track_does_not_extend_it():
     assert not any(_reported(EgoCompensatedByteTrack(WEAK, predict_new_tracks=True), frames)[5:])
 
 
+def test_a_low_band_box_finds_its_own_lost_track_among_several():
+    """Two standing cars missed on one frame; then only one is boxed, at 0.2: it takes its own track back, the other
+    stays lost (two lost tracks against one box)."""
+    other = [200, 100, 230, 115]
+    frames = [_det([_SURE, other])] * 5 + [Detections()] + [_weak([_SURE], 0.2)] * 5
+    ids = _reported(_refinding(), frames)
+    assert all(i == [ids[0][0]] for i in ids[6:])
+
+
 def test_a_weak_box_far_from_a_lost_track_does_not_take_it():
     """A weak box half a car off the lost track's box (IoU under 0.5) is not that vehicle."""
     frames = [_det([_SURE])] * 5 + [Detections()] + [_weak([[115, 100, 145, 115]], 0.2)] * 5
