@@ -1,6 +1,7 @@
-"""Frames per second of the detector and of the whole pipeline, by runtime (PyTorch / ONNX Runtime) and batch size.
+"""Frames per second of the detector and of the whole pipeline, by runtime (PyTorch / ONNX Runtime / OpenVINO) and batch
+size.
 
-    python bench/throughput.py                      # CPU, torch vs onnx, batch 1/8/32, 64 generated 1280x720 frames
+    python bench/throughput.py                      # CPU, torch vs onnx vs openvino, batch 1/8/32, 64 generated 1280x720 frames
     python bench/throughput.py --device cuda --runtimes torch --batches 1,8,32,64
     python bench/throughput.py --video ../shared/data/real_video/nadir_interchange/drone.mp4 --frames 96
     python bench/throughput.py --ray-nodes 1,2 --flights 6 --flight-seconds 5   # airpatrol batch --ray, 1 vs 2 nodes
@@ -267,7 +268,7 @@ def main() -> None:
     ap.add_argument("--size", help="size of the generated clip (default 1280x720; with --ray-nodes 640x360)")
     ap.add_argument("--frames", type=int, default=64)
     ap.add_argument("--batches", default="1,8,32")
-    ap.add_argument("--runtimes", default="torch,onnx")
+    ap.add_argument("--runtimes", default="torch,onnx,openvino")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--imgsz", type=int, default=640)
     ap.add_argument("--tiling", default="off", choices=["off", "on", "auto"])
@@ -294,6 +295,13 @@ def main() -> None:
     import torch
     import ultralytics
 
+    try:
+        import openvino
+
+        openvino_version = openvino.__version__.split("-")[0]
+    except ImportError:
+        openvino_version = "not installed"
+
     if args.threads:
         torch.set_num_threads(args.threads)
     w, h = (int(v) for v in (args.size or "1280x720").lower().split("x"))
@@ -302,6 +310,7 @@ def main() -> None:
     print(
         f"# {len(frames)} frames {fw}x{fh} from {source}; device {args.device}; imgsz {args.imgsz}; tiling {args.tiling}; "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}, "
+        f"openvino {openvino_version}, "
         f"ultralytics {ultralytics.__version__}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     )
     results = []
@@ -321,6 +330,7 @@ def main() -> None:
                     "machine": platform.machine(),
                     "torch": torch.__version__,
                     "onnxruntime": onnxruntime.__version__,
+                    "openvino": openvino_version,
                     "results": results,
                 },
                 indent=2,

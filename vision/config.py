@@ -141,7 +141,9 @@ class DetectorConfig(StageConfig):
         5.1,
         gt=0,
         description="'auto', recorded runs (process, batch): the budget of one detector pass instead of "
-        "max_input_pixels when larger (5.1: a 1920x1080 frame at 0.75 scale). A recording has no frame rate to keep "
+        "max_input_pixels when larger, in pixels ONNX Runtime detects in that time (5.1: a 1920x1080 frame at 0.75 "
+        "scale on ONNX Runtime; OpenVINO at bfloat16 detects 1.8x as many in it: native, vision/runtime.py). A "
+        "recording has no frame rate to keep "
         "up with, only a cost target (a 5-minute 1080p flight in <= 3x its duration on 2 cores, issue 32): on oblique "
         "renders at 100-120 m, cars of ~50 px crossing a junction were boxed (conf >= 0.25) in 5-7 % of the frames "
         "their tracks broke on at half scale, 40-75 % at 0.75 (docs/study.md). None: the live budget for both",
@@ -217,10 +219,11 @@ class DetectorConfig(StageConfig):
         "5-7 shapes per frame size; a larger step bounds the shapes of multi-band plans (max_scale > 1: 57 shapes at "
         "1024x540 with 32, 38 with 128; docs/gpu.md); 0: Ultralytics' padding, no fixed shapes, no warm-up",
     )
-    runtime: Literal["auto", "torch", "onnx"] = Field(
+    runtime: Literal["auto", "torch", "onnx", "openvino"] = Field(
         "auto",
-        description="'onnx': run .pt weights through a cached ONNX Runtime export; 'auto': ONNX Runtime on CPU, "
-        "PyTorch on CUDA (measured rule, see vision/runtime.py)",
+        description="'onnx' / 'openvino': run .pt weights through a cached ONNX Runtime / OpenVINO export; 'auto': "
+        "OpenVINO on a CPU that runs bfloat16 (where it was 1.4-1.5x faster), else ONNX Runtime; PyTorch on CUDA "
+        "(measured rule, see vision/runtime.py)",
     )
     any_heading: AnyHeadingConfig = AnyHeadingConfig()
 

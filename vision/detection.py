@@ -103,12 +103,15 @@ class VehicleDetector:
     def __init__(self, config: DetectorConfig, device: str = "cpu"):
         self.config = config
         self.device = resolve_device(device)
-        from vision.runtime import load_for_runtime  # torch, or a cached ONNX Runtime export (config.runtime)
+        # torch, or a cached ONNX Runtime / OpenVINO export (config.runtime)
+        from vision.runtime import load_for_runtime, pixels_per_onnx_pixel
 
         self.model, path, self.runtime = load_for_runtime(config, self.device, DEFAULT_DETECTOR_WEIGHTS)
+        # pixels this runtime detects in the CPU time ONNX Runtime takes for one (the recorded budget's unit)
+        self.runtime_pixels = pixels_per_onnx_pixel(self.runtime) if not self.device.startswith("cuda") else 1.0
         self.weights = str(path)
         self.class_map = vehicle_class_map(self.model, self.weights)
-        self._is_torch = self.weights.endswith(".pt") or self.runtime == "onnx"  # both take whole batches
+        self._is_torch = self.weights.endswith(".pt") or self.runtime in ("onnx", "openvino")  # take whole batches
         # CUDA, PyTorch model: each new input shape costs its first call new cuDNN plans (slow), so shapes are
         # padded into a few (config.cuda_input_step) and warm_up() runs them all once; on the CPU nothing changes
         self._fixed_shapes = (
@@ -262,10 +265,13 @@ class VehicleDetector:
     @property
     def budget_pixels(self) -> float:
         """The CPU budget of one pass ('auto'), in pixels of the frame letterboxed to imgsz: a recorded run's where
-        the pipeline says it drives one (``recorded``), else the live one."""
+        the pipeline says it drives one (``recorded``), else the live one. A recorded run's budget is in ONNX
+        Runtime's pixels: a runtime that detects more in the same CPU time (OpenVINO at bfloat16) gets more of them,
+        the flight's cost staying what it was; the live budget is left as it was measured (stride and frame shedding
+        are tuned to it)."""
         cfg = self.config
         if self.recorded and cfg.recorded_max_input_pixels is not None:
-            return max(cfg.max_input_pixels, cfg.recorded_max_input_pixels)
+            return max(cfg.max_input_pixels, cfg.recorded_max_input_pixels * self.runtime_pixels)
         return cfg.max_input_pixels
 
     @property

@@ -23,11 +23,12 @@ class WeightsError(ValueError):
 
 
 def load_yolo(weights: str | os.PathLike | None):
-    """Load YOLO weights from a local file; clear error instead of any download attempt."""
+    """Load YOLO weights from a local file (or an OpenVINO export's ``*_openvino_model`` folder); clear error instead
+    of any download attempt."""
     from ultralytics import YOLO
 
     path = Path(weights) if weights else DEFAULT_DETECTOR_WEIGHTS
-    if not path.is_file():
+    if not (path.is_file() or (path.is_dir() and path.name.endswith("_openvino_model"))):
         hint = (
             ""
             if weights

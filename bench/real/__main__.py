@@ -54,6 +54,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # the 30 fps sequences analysed at 15 frames a second, the frames between interpolated, as recorded 1080p+
     # flights are (tracking/frame_rate.py; 720p and smaller keep every frame by default): what the half rate costs
     "half-rate": {"analysis_rate.full_rate_up_to_px": 0},
+    # the detector on ONNX Runtime (float32) where 'auto' picks OpenVINO (bfloat16 on a CPU that has it): what the
+    # faster runtime's arithmetic changes (vision/runtime.py; the previous default on CPU)
+    "onnx-runtime": {"detector.runtime": "onnx"},
     # weak boxes extending standing tracks that drove there (tracker.weak_match_iou, opt-in): a box scored 0.25-0.3
     # extends its track at IoU 0.5 instead of IoU x score >= 0.2; with lost tracks found again by weak boxes too; and
     # any confirmed track, moving or never seen to drive (false boxes carried on at night)

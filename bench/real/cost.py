@@ -15,12 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from bench.real.cache import cached, weights_tag
 from bench.real.contenders import pipeline_config
 from bench.real.sequences import real_sequences
 from tracking.evaluation.io import Boxes, read_mot
 from tracking.evaluation.track_match import match, vehicles_found
+
+# torch's threads before anything ran: Ultralytics' CPU set-up lowers them to cores - 1 for the whole process, so each
+# contender is timed after setting them back (the pipeline keeps its count, vision/runtime.py; plain would not)
+THREADS = torch.get_num_threads()
+
+
+def plain_weights(weights: Path, overrides: dict | None = None) -> Path:
+    """What plain Ultralytics is timed with: the same weights on the runtime the dual layer's detector runs them on
+    (its cached ONNX or OpenVINO export on a CPU), so the ratio is the pipeline's cost, not the runtime's."""
+    from vision.runtime import runtime_weights
+
+    return runtime_weights(pipeline_config(False, overrides).detector, "cpu", weights)[0]
 
 
 def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | None = None) -> dict:
@@ -30,10 +43,13 @@ def measure(seq, frames: int, repeats: int, log=print, dual_overrides: dict | No
 
     rows: dict[str, list[tuple[float, float]]] = {"plain": [], "baseline": [], "dual": []}
     stages: dict = {}
+    plain_model = plain_weights(DEFAULT_DETECTOR_WEIGHTS, dual_overrides)
     for r in range(repeats):
-        plain = _plain_tracks(seq.source, DEFAULT_DETECTOR_WEIGHTS, frames, keep_rows=False)
+        torch.set_num_threads(THREADS)
+        plain = _plain_tracks(seq.source, plain_model, frames, keep_rows=False)
         rows["plain"].append((plain["wall"], plain["cpu"]))
         for name, base in (("baseline", True), ("dual", False)):
+            torch.set_num_threads(THREADS)
             wall, cpu, summary, _ = _timed_process(
                 seq.source, pipeline_config(base, None if base else dual_overrides), frames
             )
@@ -155,11 +171,19 @@ def interchange(weights: Path, frames: int, cache: Path, log=print) -> dict | No
         log(f"{source}: missing, interchange cost skipped")
         return None
     key = {"seq": "interchange", "frames": frames, "weights": weights_tag(weights), "rows": True}
+    plain_model = plain_weights(weights)
+    torch.set_num_threads(THREADS)
     out: dict[str, Any] = {
         "source": f"../shared/{INTERCHANGE.as_posix()}",
-        "plain": cached(cache, {**key, "contender": "plain"}, lambda: _plain_tracks(source, weights, frames), False),
+        "plain": cached(
+            cache,
+            {**key, "contender": "plain", "model": plain_model.name},
+            lambda: _plain_tracks(source, plain_model, frames),
+            False,
+        ),
     }
     for name, overrides in INTERCHANGE_DUAL.items():
+        torch.set_num_threads(THREADS)
         out[name] = cached(
             cache,
             {**key, "contender": "dual", **({"overrides": overrides} if overrides else {})},

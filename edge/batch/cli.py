@@ -165,7 +165,7 @@ def cli_batch(
     device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda")] = None,
     baseline: Annotated[bool, typer.Option("--baseline", help="plain YOLOv8 + ByteTrack, for comparison")] = False,
     no_road: Annotated[bool, typer.Option("--no-road", help="do not restrict detection to the road")] = False,
-    detector_runtime: Annotated[Optional[str], typer.Option(help="auto | torch | onnx")] = None,
+    detector_runtime: Annotated[Optional[str], typer.Option(help="auto | torch | onnx | openvino")] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU)")] = 1,
     aircraft: Annotated[
         Optional[str], typer.Option(help="aircraft serial for flight logs that do not name it (links runs to flights)")

@@ -1,5 +1,5 @@
 """The detector's runtime selection moved to :mod:`vision.runtime` (layers only look down: ``vision`` loads the
-detector, so it owns torch / ONNX Runtime choice); re-exported here so existing imports keep working."""
+detector, so it owns the torch / ONNX Runtime / OpenVINO choice); re-exported here so existing imports keep working."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from vision.runtime import (
     RuntimeChoiceError,
     cache_dir,
     choose_runtime,
+    exported,
     exported_onnx,
     load_for_runtime,
+    openvino_runs_bf16,
     runtime_weights,
     tune_onnx_session,
+    tune_openvino,
 )
 
 __all__ = [
@@ -19,8 +22,11 @@ __all__ = [
     "RuntimeChoiceError",
     "cache_dir",
     "choose_runtime",
+    "exported",
     "exported_onnx",
     "load_for_runtime",
+    "openvino_runs_bf16",
     "runtime_weights",
     "tune_onnx_session",
+    "tune_openvino",
 ]

@@ -82,7 +82,10 @@ def cli_process(
         int, typer.Option(min=1, help="frames per detector call (>1 pays off on a GPU; same results)")
     ] = 1,
     detector_runtime: Annotated[
-        Optional[str], typer.Option(help="auto | torch | onnx (auto: ONNX Runtime on CPU, PyTorch on CUDA)")
+        Optional[str],
+        typer.Option(
+            help="auto | torch | onnx | openvino (auto: OpenVINO on a bfloat16 CPU, else ONNX Runtime; PyTorch on CUDA)"
+        ),
     ] = None,
     speed_limit: Annotated[
         Optional[float],
