@@ -211,8 +211,11 @@ def tune_openvino(model, folder: Path, imgsz: int, threads: int | None = None) -
         return  # not the plain dynamic-shape CPU path: leave it as Ultralytics made it
     import openvino as ov
 
+    threads = threads or torch.get_num_threads()
+    if backend.ov_compiled_model.get_property("INFERENCE_NUM_THREADS") == threads:
+        return  # compiled for these threads already (compiling again costs half a second)
     xml = next(Path(folder).glob("*.xml"))
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads or torch.get_num_threads()}
+    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
     core = ov.Core()
     backend.ov_compiled_model = core.compile_model(core.read_model(str(xml)), "CPU", config)
 
