@@ -197,6 +197,12 @@ def _summary(
         **_recorded_telemetry(telemetry, run_dir),
         "weights": run.weights,  # name and hash (vision.yolo_weights.weights_label)
         "device": run.device,
+        # which runtime ran the detector ('auto' picks by CPU) and how many of ONNX Runtime's pixels its recorded
+        # budget got: two machines run a flight alike only where these agree (docs/deployment.md)
+        "detector_runtime": {
+            "runtime": getattr(getattr(pipeline, "detector", None), "runtime", None),
+            "pixels_per_onnx_pixel": getattr(getattr(pipeline, "detector", None), "runtime_pixels", None),
+        },
         "config": run.config,
         "counts": {
             "frames": stats["frames"],

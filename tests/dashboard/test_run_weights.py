@@ -31,6 +31,7 @@ def test_run_page_shows_weights_by_name_and_hash(tmp_path, db_url, client_for):
     expected = weights_label(DEFAULT_DETECTOR_WEIGHTS)
     assert expected.startswith("airpatrol_yolov8n.pt sha256:")
     assert out.summary["weights"] == expected  # the shipped .pt, though an ONNX export ran
+    assert out.summary["detector_runtime"] == {"runtime": "onnx", "pixels_per_onnx_pixel": 1.0}
 
     imported = import_run_dir(out.out_dir, db_url)
     page = client_for("viewer").get(f"/dashboard/runs/{imported.run_id}").text
