@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import cv2
+import pytest
 
 from edge.runner import process_video
 from tests.tracking.test_pipeline_lost_gaps import MissingDetector
@@ -98,8 +99,9 @@ def test_without_linking_the_same_car_is_two_tracks(tmp_path: Path):
 
 
 def test_process_runs_the_detector_with_the_recorded_budget(tmp_path: Path):
-    """``airpatrol process`` is a recording: its detector plans with ``recorded_max_input_pixels`` (a live stream's
-    pipeline is reset without ``recorded`` and keeps the per-frame budget)."""
+    """``airpatrol process`` is a recording: its detector plans with ``recorded_max_input_pixels``, in ONNX Runtime's
+    pixels, times its runtime's speed against ONNX Runtime (a live stream's pipeline is reset without ``recorded`` and
+    keeps the per-frame budget)."""
     config = _config(link=True)
     pipe = Pipeline(config)
     process_video(
@@ -114,4 +116,5 @@ def test_process_runs_the_detector_with_the_recorded_budget(tmp_path: Path):
     detector = pipe.detector
     assert isinstance(detector, VehicleDetector)
     assert detector.recorded
-    assert detector.budget_pixels == config.detector.recorded_max_input_pixels
+    assert detector.budget_pixels == pytest.approx(config.detector.recorded_max_input_pixels * detector.runtime_pixels)
+    assert detector.budget_pixels > config.detector.max_input_pixels

@@ -23,6 +23,7 @@ from tracking.study.approaches import (
     at_flight_start,
     end_direction,
     heading_deg,
+    moves,
 )
 from tracking.study.model import Approach, SmoothedTrack, StudyConfig, VehicleMovement
 
@@ -173,7 +174,7 @@ def assign_movements(
         origin = destination = None
         d_in = end_direction(s.xy, True)
         d_out = end_direction(s.xy, False)
-        moving = len(speed) and float(np.percentile(speed, 95)) * 3.6 >= cfg.stationary_speed_kmh
+        moving = moves(speed, cfg)
         if moving and d_in is not None:
             origin = corridor_match(s.xy[0], d_in, approaches, centre, cfg)
         if moving and d_out is not None:

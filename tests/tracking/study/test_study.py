@@ -326,3 +326,24 @@ def test_right_turners_the_frame_cuts_short_beside_an_arm_are_no_arm_of_their_ow
     assert sorted(names.values()) == ["E", "N", "S", "W"], [(a.name, round(a.x), round(a.y)) for a in study.approaches]
     turners = [v for v in study.vehicles if v.track_id >= 400]
     assert [(names.get(v.origin), names.get(v.destination)) for v in turners] == [("W", "S")] * 6
+
+
+def test_parked_cars_whose_positions_drift_make_no_approach(junction):
+    """Parked cars far from the camera drift by metres over a flight (seed 2's oblique intersection, the detector at
+    native scale: five parked tracks 5-7 m from start to end over minutes, at the view's edge), enough for an entry
+    and an exit 6 m of travel apart: they made a fifth approach for four arms. A track that never moves as a vehicle
+    does (``stationary_speed_kmh``) gives no approach its ends, and stays stationary."""
+    trajs, _ = junction
+    t0 = min(float(tr.t[0]) for tr in trajs)
+    t1 = max(float(tr.t[-1]) for tr in trajs)
+    rng = np.random.default_rng(5)
+    parked = []
+    for k in range(5):  # in the corner between the north and east arms, at the view's edge, 7 m of drift each
+        t = np.arange(t0 + 5.0 + 3.0 * k, t1 - 5.0 - 3.0 * k, 0.1)
+        drift = np.linspace(0.0, 1.0, len(t))[:, None] * np.array([-5.0, -5.0])
+        xy = np.array([42.0 + 1.5 * k, 42.0 - 1.5 * k]) + drift + rng.normal(0, 0.05, (len(t), 2))
+        parked.append(Trajectory(950 + k, "car", t, xy))
+    study = compute_study([*trajs, *parked], None, StudyConfig())
+    assert sorted(a.name for a in study.approaches) == ["E", "N", "S", "W"]
+    v = {v.track_id: v for v in study.vehicles}
+    assert all(v[950 + k].movement == "stationary" for k in range(5))
