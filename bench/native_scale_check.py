@@ -52,6 +52,8 @@ def upscaled(args) -> None:
             cap = None if files else cv2.VideoCapture(str(seq.source))
             for i in range(seq.run_frames):
                 img = cv2.imread(str(files[i])) if files else cap.read()[1]  # type: ignore[union-attr]
+                if img is None:
+                    sys.exit(f"{seq.source}: frame {i + 1} unreadable")
                 big = cv2.resize(img, (W, H), interpolation=cv2.INTER_CUBIC)
                 cv2.imwrite(str(src / f"img{i + 1:06d}.jpg"), big, [cv2.IMWRITE_JPEG_QUALITY, 95])
         s = np.array([W / seq.size[0], H / seq.size[1]] * 2)
@@ -90,6 +92,9 @@ def photos(args) -> None:
             if src.scene_of(p.stem) not in src.val_scenes:
                 continue
             img = cv2.imread(str(p))
+            if img is None:
+                print(f"{p}: unreadable, skipped")
+                continue
             h, w = img.shape[:2]
             labels = read_labels(root / src.name / "labels" / f"{p.stem}.txt", src.class_map, src.obb)
             if (w, h) != (1920, 1080) or not len(labels):
