@@ -183,6 +183,7 @@ def _summary(
     import ultralytics
 
     stats = pipeline.stats()
+    detector = getattr(pipeline, "detector", None)  # a segmented run's merged statistics have none
     summ = next((s for s in sinks if isinstance(s, TrackSummarySink)), None)
     geo = next((s for s in sinks if isinstance(s, GeoJSONSink)), None)
     rows = next((s for s in sinks if isinstance(s, TrackCSVSink)), None)
@@ -200,8 +201,8 @@ def _summary(
         # which runtime ran the detector ('auto' picks by CPU) and how many of ONNX Runtime's pixels its recorded
         # budget got: two machines run a flight alike only where these agree (docs/deployment.md)
         "detector_runtime": {
-            "runtime": getattr(getattr(pipeline, "detector", None), "runtime", None),
-            "pixels_per_onnx_pixel": getattr(getattr(pipeline, "detector", None), "runtime_pixels", None),
+            "runtime": getattr(detector, "runtime", None),
+            "pixels_per_onnx_pixel": getattr(detector, "runtime_pixels", None),
         },
         "config": run.config,
         "counts": {

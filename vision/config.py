@@ -222,7 +222,7 @@ class DetectorConfig(StageConfig):
     runtime: Literal["auto", "torch", "onnx", "openvino"] = Field(
         "auto",
         description="'onnx' / 'openvino': run .pt weights through a cached ONNX Runtime / OpenVINO export; 'auto': "
-        "OpenVINO on a CPU that runs bfloat16 (where it was 1.4-1.5x faster), else ONNX Runtime; PyTorch on CUDA "
+        "OpenVINO on a CPU that runs bfloat16 (1.8x ONNX Runtime's speed there), else ONNX Runtime; PyTorch on CUDA "
         "(measured rule, see vision/runtime.py)",
     )
     any_heading: AnyHeadingConfig = AnyHeadingConfig()

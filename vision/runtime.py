@@ -11,9 +11,9 @@ Ultralytics ONNX export, or OpenVINO through an Ultralytics OpenVINO export.
 The rule for ``auto`` (measured with ``bench/throughput.py``, figures in docs/deployment.md): on CPU, ONNX Runtime
 ran the YOLOv8n detector 1.4-1.8x faster than PyTorch at batch 1 (9.6 vs 5.5 frames/s at 1280x720; 0.64 vs 0.47 on
 tiled 1080p); OpenVINO, on a CPU with bfloat16 arithmetic (AVX512-BF16 or AMX: AMD Zen 4, Intel Sapphire Rapids and
-later), which OpenVINO then uses for the network's inner layers, ran it a further 1.4-1.5x faster than ONNX Runtime at
-1440-1920 px, its boxes the same within a few hundredths of a score (docs/deployment.md); at float32 it was no faster
-(0.84-0.98x). So ``auto`` takes OpenVINO where the CPU runs bfloat16 and the ``openvino`` package is there, else ONNX
+later), which OpenVINO then uses for the network's inner layers, ran it 1.8x as fast as ONNX Runtime inside `process`
+(99 vs 181 ms a call at 1440 x 810; 81 vs 177 ms on one input, idle), its boxes the same within a few hundredths of a
+score (docs/deployment.md); at float32 it was no faster (0.84-0.98x). So ``auto`` takes OpenVINO where the CPU runs bfloat16 and the ``openvino`` package is there, else ONNX
 Runtime; on CUDA it keeps PyTorch, which runs FP16 there (``DetectorConfig.half``) and is what the GPU path is built
 on. When the export cannot be made (no ``onnx`` package, unusual weights) ``auto`` falls back to PyTorch with a
 warning, while an explicit ``onnx`` or ``openvino`` raises. Weights that are not ``.pt`` are always loaded as they are.
@@ -23,6 +23,7 @@ The exports never download anything (``simplify=False`` avoids Ultralytics' onnx
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -52,9 +53,10 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("airpatrol", appauthor=False))
 
 
+@functools.cache
 def openvino_runs_bf16() -> bool:
     """Whether the ``openvino`` package is installed and its CPU plugin runs bfloat16 on this CPU (the condition
-    under which it was measured faster than ONNX Runtime; module docstring)."""
+    under which it was measured faster than ONNX Runtime; module docstring). Asked once a process."""
     try:
         import openvino as ov
     except ImportError:
@@ -176,6 +178,14 @@ def runtime_weights(config: DetectorConfig, device: str, default: Path) -> tuple
         return weights, "torch"
 
 
+def _cpu_backend(model, imgsz: int):
+    """Build Ultralytics' predictor for ``model`` on the CPU (one tiny frame) and return its inference backend."""
+    import numpy as np
+
+    model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=imgsz, device="cpu", verbose=False)
+    return getattr(model.predictor.model, "backend", model.predictor.model)
+
+
 def tune_onnx_session(model, onnx_path: Path, imgsz: int, threads: int | None = None) -> None:
     """Give an Ultralytics ONNX model a CPU session with ``threads`` threads (default: torch's) and no spin-waiting.
 
@@ -183,12 +193,10 @@ def tune_onnx_session(model, onnx_path: Path, imgsz: int, threads: int | None = 
     processes that oversubscribes the CPU: on the loaded 2-core development machine it was slower than PyTorch
     (4.7 vs 5.2 frames/s), with this session faster (9.6 vs 5.5; docs/deployment.md).
     """
-    import numpy as np
     import onnxruntime as ort
     import torch
 
-    model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=imgsz, device="cpu", verbose=False)  # builds the predictor
-    backend = getattr(model.predictor.model, "backend", model.predictor.model)
+    backend = _cpu_backend(model, imgsz)
     if not hasattr(backend, "session") or getattr(backend, "use_io_binding", False):
         return  # not the plain CPU ONNX Runtime path: leave it as Ultralytics made it
     options = ort.SessionOptions()
@@ -202,11 +210,9 @@ def tune_openvino(model, folder: Path, imgsz: int, threads: int | None = None) -
     """Compile an Ultralytics OpenVINO model for the CPU with ``threads`` threads (default: torch's), as the ONNX
     session gets (:func:`tune_onnx_session`): OpenVINO's own default takes every core, which a batch worker given a
     share of them, or a machine running other processes, oversubscribes."""
-    import numpy as np
     import torch
 
-    model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=imgsz, device="cpu", verbose=False)  # builds the predictor
-    backend = getattr(model.predictor.model, "backend", model.predictor.model)
+    backend = _cpu_backend(model, imgsz)
     if not hasattr(backend, "ov_compiled_model") or getattr(backend, "read_model", None) is not None:
         return  # not the plain dynamic-shape CPU path: leave it as Ultralytics made it
     import openvino as ov
@@ -239,10 +245,7 @@ def load_for_runtime(config: DetectorConfig, device: str, default: Path):
         elif runtime == "openvino":
             tune_openvino(model, path, config.imgsz, threads)
         elif not device.startswith("cuda"):
-            import numpy as np
-
-            # the predictor's set-up (where Ultralytics sets the threads) here, not on the first frame
-            model.predict(np.zeros((64, 64, 3), np.uint8), imgsz=config.imgsz, device=device, verbose=False)
+            _cpu_backend(model, config.imgsz)  # the predictor's set-up, where Ultralytics sets the threads: here
     finally:
         torch.set_num_threads(threads)
     return model, path, runtime

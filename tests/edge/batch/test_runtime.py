@@ -63,13 +63,20 @@ def test_onnx_runtime_finds_what_torch_finds(export, detector_weights, detector_
     assert (torch_det.runtime, onnx_det.runtime) == ("torch", "onnx") and onnx_det.weights == str(export)
     with open_source(detector_video, max_frames=4) as src:
         images = [f.image for f in src]
+    # a batch: the export has dynamic shapes
+    _finds_the_same(torch_det, onnx_det, images, min_score=0.05, px=1.0, score_diff=0.01)
+
+
+def _finds_the_same(reference, other, images, min_score: float, px: float, score_diff: float) -> None:
+    """Every box ``reference`` scores >= ``min_score`` on ``images`` (one batch) is boxed by ``other`` within ``px``
+    on each side, its score within ``score_diff``; at least one box is compared."""
     matched = 0
-    for a, b in zip(torch_det._predict(images), onnx_det._predict(images)):  # a batch: the export has dynamic shapes
-        strong = a[a.score >= 0.05]
+    for a, b in zip(reference._predict(images), other._predict(images)):
+        strong = a[a.score >= min_score]
         for box, score in zip(strong.xyxy, strong.score):
-            near = np.abs(b.xyxy - box).max(axis=1) < 1.0
-            assert near.any(), f"ONNX Runtime missed a box PyTorch found: {box} ({score:.2f})"
-            assert abs(b.score[near].max() - score) < 0.01
+            near = np.abs(b.xyxy - box).max(axis=1) < px
+            assert near.any(), f"{other.runtime} missed a box {reference.runtime} found: {box} ({score:.2f})"
+            assert abs(b.score[near].max() - score) < score_diff
             matched += 1
     assert matched > 0, "no boxes to compare"
 
@@ -101,15 +108,7 @@ def test_openvino_finds_what_onnx_runtime_finds(export, detector_weights, detect
     assert ov_det.weights.startswith(str(export.parents[1] / "openvino"))
     with open_source(detector_video, max_frames=4) as src:
         images = [f.image for f in src]
-    matched = 0
-    for a, b in zip(onnx_det._predict(images), ov_det._predict(images)):  # a batch: dynamic shapes too
-        strong = a[a.score >= 0.25]
-        for box, score in zip(strong.xyxy, strong.score):
-            near = np.abs(b.xyxy - box).max(axis=1) < 3.0
-            assert near.any(), f"OpenVINO missed a box ONNX Runtime found: {box} ({score:.2f})"
-            assert abs(b.score[near].max() - score) < 0.05
-            matched += 1
-    assert matched > 0, "no boxes to compare"
+    _finds_the_same(onnx_det, ov_det, images, min_score=0.25, px=3.0, score_diff=0.05)  # a batch: dynamic shapes too
 
 
 @pytest.mark.parametrize("runtime", ["torch", "onnx", "openvino"])
