@@ -61,6 +61,14 @@ class LinkingConfig(StageConfig):
         "and fill the frames between them; the live feed cannot wait and links nothing",
     )
     max_gap_s: float = Field(30.0, gt=0, description="longest gap between two pieces that is linked (a red light)")
+    max_wait_s: float = Field(
+        90.0,
+        gt=0,
+        description="longest gap linked where the vehicle stood through it: the earlier piece ends standing, the later "
+        "starts within stood_m of that place, neither at the frame's edge - a red light's wait the detector lost "
+        "throughout (the renders' reds last 39-66 s, a real junction's up to about 90); gaps up to max_gap_s are "
+        "judged by the other rules",
+    )
     max_moving_gap_s: float = Field(
         10.0,
         gt=0,
@@ -904,16 +912,22 @@ def _link_once(
         if came is not None:
             came = _to_frame(H, ends[i][0], came)[1]
         gaps = t0 - t1[i]
-        cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= cfg.max_gap_s) & (t1 > t1[i]))
+        cand = np.flatnonzero((gaps > -cfg.overlap_s) & (gaps <= max(cfg.max_gap_s, cfg.max_wait_s)) & (t1 > t1[i]))
         for j in cand.tolist():
             b = ok[j]
             if j == i or b.t[0] <= a.t[0]:
                 continue
+            start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
+            if gaps[j] > cfg.max_gap_s and not (
+                standing(ends[i], scale[i])
+                and float(np.hypot(*(start_p - end_p))) * 0.5 * (scale[i] + scale[j]) <= cfg.stood_m
+                and not (a.touches_border_end or b.touches_border_start)
+            ):
+                continue  # beyond max_gap_s only a wait at one place (linking.max_wait_s)
             if cfg.tail_s > 0 and start_mps[j] < MOVING_MPS:  # b starts standing (its terminal speed aside)
                 d_tail, t_cut = _tail_restart(a, b, starts[j][0], 0.5 * (scale[i] + scale[j]), cfg)
                 if np.isfinite(d_tail):
                     cost[i, j], cut[i, j] = d_tail, t_cut
-            start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
             if (
                 cfg.edge_waits
                 and a.touches_border_end

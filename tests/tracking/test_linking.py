@@ -55,6 +55,25 @@ def test_a_car_waiting_at_a_red_light_is_one_track_reported_on_every_frame():
     assert all(abs(tr.center[0] - 500) < 1 for tr in filled)  # where it stood
 
 
+def test_a_car_lost_for_its_whole_50_s_wait_is_one_track_where_it_stood_and_only_there():
+    """A red light's wait longer than ``max_gap_s`` (the renders' reds last 39-66 s): a car that stood where it was
+    lost and set off from there 50 s later is one vehicle (``linking.max_wait_s``). Not over that gap: a piece that
+    ended moving, a start 3 m from where it stood (the car behind, moved up), a wait at the frame's edge."""
+    stand_a = {f: (180.0 + 8 * f, 300.0) for f in range(0, 40)} | {f: (500.0, 300.0) for f in range(40, 80)}
+    leave = {f: (500.0 + 8 * max(0, f - 600), 300.0) for f in range(580, 640)}  # found 50 s later, sets off 2 s on
+    results = _results(640, {1: stand_a, 2: leave})
+    assert link_results(results, W, H).links == 1 and _ids_by_frame(results)[639] == {1}
+    assert all(_ids_by_frame(results)[f] == {1} for f in range(80, 580)), "reported where it stood through the wait"
+    assert link_results(_results(640, {1: stand_a, 2: leave}), W, H, LinkingConfig(max_wait_s=30.0)).links == 0
+    moving = {f: (180.0 + 8 * f, 300.0) for f in range(0, 80)}  # drove through x=500 and on, out of sight
+    assert link_results(_results(640, {1: moving, 2: leave}), W, H).links == 0
+    moved_up = {f: (x + 27.0, y) for f, (x, y) in leave.items()}  # 3 m on: within max_gap_s the queue rule's
+    assert link_results(_results(640, {1: stand_a, 2: moved_up}), W, H).links == 0
+    at_edge = {f: (500.0, H - CAR / 8) for f in range(40, 80)}  # its box cut by the bottom edge
+    edge_leave = {f: (500.0 + 8 * max(0, f - 600), H - CAR / 8) for f in range(580, 640)}
+    assert link_results(_results(640, {1: at_edge, 2: edge_leave}), W, H).links == 0
+
+
 def test_a_queue_of_broken_tracks_is_joined_car_by_car():
     # three cars queued 60 px apart (nose to tail), each track broken during the wait; restarts in the same places
     results = _results(
