@@ -48,9 +48,10 @@ def test_relink_writes_the_linked_tracks_and_settings_change_them(tmp_path):
     assert len((linked / "tracks_mot.txt").read_text().splitlines()) == 330  # the wait filled in between
     summary = json.loads((linked / "summary.json").read_text())
     assert summary["linking"]["links"] == 1 and summary["video"]["path"] == "x.mp4"
-    # a gap longer than max_gap_s is not linked: the same results, another setting, two tracks
+    # a wait longer than max_gap_s and max_wait_s is not linked: the same results, other settings, two tracks
     out = tmp_path / "short_gaps"
-    assert main(["relink", str(prelink), str(run), str(out), "--no-study", "--set", "linking.max_gap_s=10"]) == 0
+    short = ["--set", "linking.max_gap_s=10", "--set", "max_wait_s=10"]
+    assert main(["relink", str(prelink), str(run), str(out), "--no-study", *short]) == 0
     assert _ids(out) == {1, 2}
 
 
