@@ -23,6 +23,7 @@ from tracking.linked_run import LinkReport, hold, link_results, with_images
 from tracking.pipeline import Pipeline
 from tracking.types import RunInfo, Sink
 from vision.run_inputs import record as record_input
+from vision.runtime import runtime_label
 from vision.source import SourceInfo, open_source
 from vision.types import Frame
 from vision.yolo_weights import detector_weights_label
@@ -183,7 +184,6 @@ def _summary(
     import ultralytics
 
     stats = pipeline.stats()
-    detector = getattr(pipeline, "detector", None)  # a segmented run's merged statistics have none
     summ = next((s for s in sinks if isinstance(s, TrackSummarySink)), None)
     geo = next((s for s in sinks if isinstance(s, GeoJSONSink)), None)
     rows = next((s for s in sinks if isinstance(s, TrackCSVSink)), None)
@@ -198,12 +198,8 @@ def _summary(
         **_recorded_telemetry(telemetry, run_dir),
         "weights": run.weights,  # name and hash (vision.yolo_weights.weights_label)
         "device": run.device,
-        # which runtime ran the detector ('auto' picks by CPU) and how many of ONNX Runtime's pixels its recorded
-        # budget got: two machines run a flight alike only where these agree (docs/deployment.md)
-        "detector_runtime": {
-            "runtime": getattr(detector, "runtime", None),
-            "pixels_per_onnx_pixel": getattr(detector, "runtime_pixels", None),
-        },
+        # a segmented run's merged statistics have no detector: edge/batch/segments.py writes the segments' runtime
+        "detector_runtime": runtime_label(getattr(pipeline, "detector", None)),
         "config": run.config,
         "counts": {
             "frames": stats["frames"],

@@ -31,6 +31,7 @@ import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from vision.checksum import sha256_file
 from vision.config import DetectorConfig
@@ -79,6 +80,16 @@ def pixels_per_onnx_pixel(runtime: str) -> float:
     if runtime == "openvino" and not openvino_runs_bf16():
         return 1.0
     return PIXELS_PER_ONNX_PIXEL.get(runtime, 1.0)
+
+
+def runtime_label(detector) -> dict[str, Any]:
+    """Which runtime ran ``detector`` ('auto' picks by CPU) and how many of ONNX Runtime's pixels its recorded budget
+    got (summary.json -> detector_runtime): two machines run a flight alike only where these agree
+    (docs/deployment.md). None for a detector that does not say (a test's fake, a baseline's)."""
+    return {
+        "runtime": getattr(detector, "runtime", None),
+        "pixels_per_onnx_pixel": getattr(detector, "runtime_pixels", None),
+    }
 
 
 def choose_runtime(config: DetectorConfig, device: str, weights: Path) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from tracking.frame_rate import analysed
 from tracking.track_starts import from_first_frame
 from tracking.types import FrameResult, TrackState
+from vision.runtime import runtime_label
 from vision.source import FrameSource, SourceError, SourceInfo, VideoFileSource
 from vision.types import Frame
 from vision.yolo_weights import detector_weights_label
@@ -108,6 +109,8 @@ class SegmentOutput:
     mode: str
     device: str
     seconds: float
+    # the runtime that ran the worker's detector ('auto' picks by the worker's CPU): summary.json -> detector_runtime
+    detector_runtime: dict[str, Any] | None = None
 
 
 def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
@@ -139,7 +142,19 @@ def run_segment(video: str, config: dict, segment: Segment) -> SegmentOutput:
         pipeline.mode,
         pipeline.device,
         time.perf_counter() - t0,
+        runtime_label(pipeline.detector),
     )
+
+
+def merged_runtime(outputs: list[SegmentOutput]) -> dict[str, Any]:
+    """The segments' detector runtime for the run's summary: theirs where they agree; where workers on different CPUs
+    picked different runtimes ('auto'), runtime "mixed" and each segment's (their tracks may differ at the seams:
+    docs/deployment.md pins the runtime for a mixed cluster)."""
+    seen = [o.detector_runtime for o in sorted(outputs, key=lambda o: o.segment.index)]
+    distinct = [r for k, r in enumerate(seen) if r not in seen[:k]]
+    if len(distinct) == 1:
+        return dict(distinct[0]) if distinct[0] is not None else runtime_label(None)
+    return {"runtime": "mixed", "pixels_per_onnx_pixel": None, "segments": seen}
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -308,6 +323,7 @@ def write_run(
                 for o in sorted(outputs, key=lambda o: o.segment.index)
             ]
             summary["linking"] = link_report.as_dict() if link_report is not None else None
+            summary["detector_runtime"] = merged_runtime(outputs)
             return summary
 
         link_report = None

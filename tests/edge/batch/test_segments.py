@@ -10,6 +10,7 @@ from edge.batch.segments import (
     Segment,
     SegmentOutput,
     match_tracks,
+    merged_runtime,
     plan_segments,
     run_segment,
     stitch,
@@ -73,6 +74,20 @@ def _output(segment: Segment, vehicles: dict[int, tuple[int, int, float, float]]
     return SegmentOutput(segment, results, stats, "w.pt", "dual_layer", "cpu", 1.0)
 
 
+def test_a_segmented_run_states_its_workers_detector_runtime_and_says_when_they_differ():
+    """Workers pick their runtime by their own CPU ('auto'): the run's summary says which ran its detector, and
+    where two workers differed, each segment's (their tracks may differ at the seams)."""
+    ov = {"runtime": "openvino", "pixels_per_onnx_pixel": 1.8}
+    ort = {"runtime": "onnx", "pixels_per_onnx_pixel": 1.0}
+    a, b = _output(Segment(0, 0, 30, 0), {}), _output(Segment(1, 30, 60, 10), {})
+    a.detector_runtime, b.detector_runtime = ov, dict(ov)
+    assert merged_runtime([b, a]) == ov
+    b.detector_runtime = ort
+    assert merged_runtime([b, a]) == {"runtime": "mixed", "pixels_per_onnx_pixel": None, "segments": [ov, ort]}
+    a.detector_runtime = b.detector_runtime = None  # a detector that does not say (a test's fake)
+    assert merged_runtime([a, b]) == {"runtime": None, "pixels_per_onnx_pixel": None}
+
+
 def test_stitch_keeps_ids_and_reports_each_frame_once():
     first = _output(Segment(0, 0, 30, 0), {3: (0, 59, 0.0, 50.0), 4: (0, 10, 200.0, 90.0)})
     second = _output(Segment(1, 30, 60, 10), {1: (20, 59, 0.7, 50.5), 2: (35, 59, 300.0, 90.0)})  # its own ids
@@ -90,6 +105,8 @@ def test_segments_of_a_real_video_run_and_stitch(lean_config, detector_video):
     cfg = lean_config.model_dump(mode="json")
     outputs = [run_segment(str(detector_video), cfg, s) for s in (Segment(0, 0, 30, 0), Segment(1, 30, 60, 20))]
     assert [[r.frame.index for r in o.results] for o in outputs] == [list(range(30)), list(range(10, 60))]
+    assert outputs[0].detector_runtime == outputs[1].detector_runtime  # one worker: one runtime
+    assert outputs[0].detector_runtime["runtime"] in {"torch", "onnx", "openvino"}
     stitched = stitch(outputs)
     assert [r.frame.index for r in stitched] == list(range(60))
     for r in stitched:
