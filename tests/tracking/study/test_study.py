@@ -154,6 +154,22 @@ def test_rear_end_and_crossing_conflicts():
     assert pet[0].value_s == pytest.approx(0.6 - 0.45, abs=0.1)
 
 
+def test_parked_cars_whose_positions_jitter_have_no_conflict_with_each_other_but_with_a_car_driving_at_them():
+    """Two cars parked side by side, 0.6 m apart, whose tracked positions drift to and fro at up to 2.3 km/h (box
+    jitter; seed 2's oblique intersection had such a row of parked tracks): both stationary, so no TTC between them,
+    though extrapolated they meet within a second (five conflicts before). A car driving at one of them is one."""
+    t = np.arange(0, 20, 0.1)
+    parked = Trajectory(1, "car", t, np.tile([[0.0, 0.0]], (len(t), 1)))
+    beside = Trajectory(2, "car", t, np.column_stack([2.4 + 0.4 * np.sin(2 * np.pi * t / 4), np.zeros_like(t)]))
+    study = compute_study([parked, beside], None, StudyConfig(ttc_s=1.5, pet_s=1.0))
+    assert {v.movement for v in study.vehicles} == {"stationary"}
+    assert [c for c in study.conflicts if c.kind == "ttc"] == []
+    at = Trajectory(3, "car", t, np.column_stack([np.zeros_like(t), -150.0 + 10.0 * t]))
+    study = compute_study([parked, beside, at], None, StudyConfig(ttc_s=1.5, pet_s=1.0))
+    pairs = {(c.track_a, c.track_b) for c in study.conflicts if c.kind == "ttc"}
+    assert (1, 3) in pairs and (1, 2) not in pairs
+
+
 def test_approaches_outside_the_view_are_refused(junction):
     trajs, _ = junction
     far = [Approach("A", "nowhere", 900.0, 900.0, 180.0, 10.0)]
