@@ -6,8 +6,8 @@ time (PET).
   time (sampled every 0.05 s) the rectangles overlap. A pair overlapping already at that instant is skipped (a
   measurement artefact, not a conflict). Consecutive instants of one pair below ``ttc_s`` form one conflict,
   reported at its minimum. The first and last ``TRACK_END_S`` of each track are left out: the smoother's
-  velocity there rests on one side of the data only. Two stationary tracks (``moves``: parked cars, whose boxes'
-  jitter gives them speeds of a few km/h) are no pair.
+  velocity there rests on one side of the data only. Two tracks that never moved faster than
+  ``HEADING_MIN_SPEED`` (parked cars, whose boxes' jitter gives them speeds of a few km/h) are no pair.
 * **PET**: where the paths of two vehicles cross at an angle of at least ``CROSSING_DEG``, the time between the
   first vehicle's rear leaving the crossing point and the second's front reaching it (centre passing times corrected
   by half a vehicle length over the speed there). Pairs below ``pet_s`` are conflicts.
@@ -21,7 +21,6 @@ from collections import defaultdict
 import numpy as np
 from scipy.spatial import cKDTree
 
-from tracking.study.approaches import moves
 from tracking.study.model import Conflict, SmoothedTrack, StudyConfig
 
 GRID_DT = 0.1
@@ -106,10 +105,11 @@ def ttc_conflicts(
     np.maximum.at(span, ti, k)
     edge = ((k - start[ti]) * GRID_DT < TRACK_END_S) | ((span[ti] - k) * GRID_DT < TRACK_END_S)
     pairs = pairs[~edge[pairs[:, 0]] & ~edge[pairs[:, 1]]]
-    # two tracks that never moved as vehicles do (parked cars: their boxes' jitter gives them speeds of a few km/h in
-    # any direction) have no conflict with each other; one of them and a moving vehicle may
-    still = np.array([not moves(smoothed[tid].speed, cfg) for tid in ids], bool)
-    pairs = pairs[~(still[ti[pairs[:, 0]]] & still[ti[pairs[:, 1]]])]
+    # two tracks that never moved (never faster than HEADING_MIN_SPEED: parked cars, whose boxes' jitter gives them
+    # speeds of a few km/h in any direction) have no conflict with each other; one of them and a moving vehicle may
+    # (a queue that creeps has a heading, and its TTCs are kept)
+    never = np.array([not (smoothed[tid].speed > HEADING_MIN_SPEED).any() for tid in ids], bool)
+    pairs = pairs[~(never[ti[pairs[:, 0]]] & never[ti[pairs[:, 1]]])]
     i, j = pairs[:, 0], pairs[:, 1]
     rel_p = pos[j] - pos[i]
     rel_v = vel[j] - vel[i]

@@ -156,8 +156,9 @@ def test_rear_end_and_crossing_conflicts():
 
 def test_parked_cars_whose_positions_jitter_have_no_conflict_with_each_other_but_with_a_car_driving_at_them():
     """Two cars parked side by side, 0.6 m apart, whose tracked positions drift to and fro at up to 2.3 km/h (box
-    jitter; seed 2's oblique intersection had such a row of parked tracks): both stationary, so no TTC between them,
-    though extrapolated they meet within a second (five conflicts before). A car driving at one of them is one."""
+    jitter; seed 2's oblique intersection had such a row of parked tracks): neither ever moved faster than 5.4 km/h,
+    so no TTC between them, though extrapolated they meet within a second (five conflicts before). A car driving at
+    one of them is one (a creeping queue, which has a heading, keeps its TTCs: the truth-trajectory ramp's)."""
     t = np.arange(0, 20, 0.1)
     parked = Trajectory(1, "car", t, np.tile([[0.0, 0.0]], (len(t), 1)))
     beside = Trajectory(2, "car", t, np.column_stack([2.4 + 0.4 * np.sin(2 * np.pi * t / 4), np.zeros_like(t)]))
