@@ -13,8 +13,8 @@ ran the YOLOv8n detector 1.4-1.8x faster than PyTorch at batch 1 (9.6 vs 5.5 fra
 tiled 1080p); OpenVINO, on a CPU with bfloat16 arithmetic (AVX512-BF16 or AMX: AMD Zen 4, Intel Sapphire Rapids and
 later), which OpenVINO then uses for the network's inner layers, ran it 1.8x as fast as ONNX Runtime inside `process`
 (99 vs 181 ms a call at 1440 x 810; 81 vs 177 ms on one input, idle), its boxes the same within a few hundredths of a
-score (docs/deployment.md); at float32 it was no faster (0.84-0.98x). So ``auto`` takes OpenVINO where the CPU runs bfloat16 and the ``openvino`` package is there, else ONNX
-Runtime; on CUDA it keeps PyTorch, which runs FP16 there (``DetectorConfig.half``) and is what the GPU path is built
+score (docs/deployment.md); at float32 it was no faster (0.84-0.98x). So ``auto`` takes OpenVINO where the CPU runs
+bfloat16 and the ``openvino`` package is there, else ONNX Runtime; on CUDA it keeps PyTorch, which runs FP16 there (``DetectorConfig.half``) and is what the GPU path is built
 on. When the export cannot be made (no ``onnx`` package, unusual weights) ``auto`` falls back to PyTorch with a
 warning, while an explicit ``onnx`` or ``openvino`` raises. Weights that are not ``.pt`` are always loaded as they are.
 

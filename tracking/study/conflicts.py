@@ -105,11 +105,11 @@ def ttc_conflicts(
     np.maximum.at(span, ti, k)
     edge = ((k - start[ti]) * GRID_DT < TRACK_END_S) | ((span[ti] - k) * GRID_DT < TRACK_END_S)
     pairs = pairs[~edge[pairs[:, 0]] & ~edge[pairs[:, 1]]]
-    # two tracks that never moved (never faster than HEADING_MIN_SPEED: parked cars, whose boxes' jitter gives them
-    # speeds of a few km/h in any direction) have no conflict with each other; one of them and a moving vehicle may
-    # (a queue that creeps has a heading, and its TTCs are kept)
-    never = np.array([not (smoothed[tid].speed > HEADING_MIN_SPEED).any() for tid in ids], bool)
-    pairs = pairs[~(never[ti[pairs[:, 0]]] & never[ti[pairs[:, 1]]])]
+    # two tracks that never moved (no heading: never faster than HEADING_MIN_SPEED; parked cars, whose boxes' jitter
+    # gives them speeds of a few km/h in any direction) have no conflict with each other; one of them and a moving
+    # vehicle may (a queue that creeps has a heading, and its TTCs are kept)
+    never = ~head.any(axis=1)
+    pairs = pairs[~(never[pairs[:, 0]] & never[pairs[:, 1]])]
     i, j = pairs[:, 0], pairs[:, 1]
     rel_p = pos[j] - pos[i]
     rel_v = vel[j] - vel[i]
