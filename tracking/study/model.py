@@ -69,7 +69,9 @@ class StudyConfig:
     ttc_s: float = 1.5  # a conflict: time to collision below this ...
     pet_s: float = 1.0  # ... or post-encroachment time below this
     min_bin_s: float = 10.0  # shortest bin used for short flights
-    measurement_sigma_m: float = 0.5  # position noise of the tracked ground positions (Kalman measurement noise)
+    # position noise of the tracked ground positions (Kalman measurement noise; two vehicles closer than it is no
+    # measured gap, tracking/study/conflicts.py)
+    measurement_sigma_m: float = 0.5
     jerk_psd: float = 2.0  # spectral density of jerk (m^2/s^5): how quickly acceleration may change
     approach_cluster_m: float = 25.0  # track ends closer than this (and heading alike) belong to one approach
     approach_heading_deg: float = 50.0  # ... heading tolerance for the same approach
