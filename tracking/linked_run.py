@@ -153,6 +153,11 @@ def pieces(
             by_id.setdefault(tr.track_id, []).append(
                 (r.frame.index, r.frame.t, in_first_frame(r, tr), max(x2 - x1, y2 - y1), edge, tr.measured, r.to_first)
             )
+    looks: dict[int, list[np.ndarray]] = {}  # track id -> its colour samples (tracking/appearance.py)
+    if cfg.appearance:
+        for r in results:
+            for tid, hist in r.appearance.items():
+                looks.setdefault(tid, []).append(hist)
     out, trimmed = [], {}
     for tid, pts in by_id.items():
         keep = _without_unmeasured_tail(pts, cfg)
@@ -173,6 +178,8 @@ def pieces(
                 end_from_first=None if to_first is None else np.linalg.inv(to_first),
                 lengths_px=np.array([p[3] for p in pts], np.float64),
                 held_tail_s=0.0 if last is None else float(pts[-1][1] - pts[last][1]),
+                appearance=np.mean(looks[tid], axis=0) if tid in looks else None,
+                appearance_n=len(looks.get(tid, ())),
             )
         )
     return out, trimmed

@@ -50,6 +50,7 @@ import numpy as np
 from pydantic import Field
 from scipy.optimize import linear_sum_assignment
 
+from tracking.appearance import distance as appearance_distance
 from tracking.flow_paths import WINDOW_S, FlowSamples, along_path
 from vision.config_base import StageConfig
 
@@ -322,6 +323,23 @@ class LinkingConfig(StageConfig):
         "the vehicle waited there (nadir intersection render: car 56, 17 s half out of the bottom edge). False: such "
         "a gap is linked only as any other (the previous behaviour)",
     )
+    appearance: bool = Field(
+        True,
+        description="recorded runs sample each track's measured boxes' colours about once a second "
+        "(appearance_every_s; tracking/appearance.py), and a link between two pieces whose colour histograms differ is "
+        "dearer (appearance_cost) or, beyond appearance_max, refused: where two vehicles could each be the one found "
+        "again, the one that looks like it is. False: links by position and motion alone (the previous behaviour)",
+    )
+    appearance_every_s: float = Field(1.0, gt=0, description="seconds between a track's colour samples")
+    appearance_free: float = Field(
+        0.25, ge=0, le=1, description="histograms this close (Bhattacharyya distance) cost a link nothing"
+    )
+    appearance_cost: float = Field(
+        4.0, ge=0, description="metres of link cost per unit of histogram distance beyond appearance_free"
+    )
+    appearance_max: float = Field(
+        0.6, ge=0, le=1, description="pieces whose histograms are further apart than this are not one vehicle"
+    )
     border_frac: float = Field(0.01, ge=0, description="a box within this share of the frame of its edge touches it")
     vehicle_length_m: float = Field(4.5, gt=0, description="what a median box length counts as")
 
@@ -372,6 +390,9 @@ class Piece:
     lengths_px: np.ndarray | None = None
     # seconds its last boxes were not measured (the standing hold's matches, predictions): 0 where its last is
     held_tail_s: float = 0.0
+    # the mean colour histogram of its measured boxes' samples (tracking/appearance.py) and how many; None: none
+    appearance: np.ndarray | None = None
+    appearance_n: int = 0
 
     def size_at(self, at_end: bool) -> float:
         """The box long side over the piece's last (first) ``STATE_S`` seconds (median, px)."""
@@ -842,9 +863,19 @@ def _joined(pieces: list[Piece], step: dict[int, int]) -> tuple[list[Piece], np.
                 end_from_first=last.end_from_first,
                 lengths_px=np.concatenate([_lengths(p) for p in parts])[order],
                 held_tail_s=last.held_tail_s,
+                **_pooled_appearance(parts),
             )
         )
     return out, chain_of
+
+
+def _pooled_appearance(parts: list[Piece]) -> dict:
+    """The joined piece's appearance: its parts' means weighted by their samples."""
+    seen = [(p.appearance, p.appearance_n) for p in parts if p.appearance is not None and p.appearance_n > 0]
+    if not seen:
+        return {}
+    n = sum(k for _, k in seen)
+    return {"appearance": np.sum([look * (k / n) for look, k in seen], axis=0), "appearance_n": n}
 
 
 def _lengths(p: Piece) -> np.ndarray:
@@ -924,10 +955,16 @@ def _link_once(
                 and not (a.touches_border_end or b.touches_border_start)
             ):
                 continue  # beyond max_gap_s only a wait at one place (linking.max_wait_s)
+            looks = 0.0  # what the two pieces' colours add to the link's cost (linking.appearance)
+            if cfg.appearance and a.appearance is not None and b.appearance is not None:
+                apart = appearance_distance(a.appearance, b.appearance)
+                if apart > cfg.appearance_max:
+                    continue  # another vehicle
+                looks = cfg.appearance_cost * max(0.0, apart - cfg.appearance_free)
             if cfg.tail_s > 0 and start_mps[j] < MOVING_MPS:  # b starts standing (its terminal speed aside)
                 d_tail, t_cut = _tail_restart(a, b, starts[j][0], 0.5 * (scale[i] + scale[j]), cfg)
                 if np.isfinite(d_tail):
-                    cost[i, j], cut[i, j] = d_tail, t_cut
+                    cost[i, j], cut[i, j] = d_tail + looks, t_cut
             if (
                 cfg.edge_waits
                 and a.touches_border_end
@@ -936,15 +973,15 @@ def _link_once(
                 and not standing(starts[j], scale[j])
             ):
                 waited = _waited_at_edge(end_p, start_p, start_v, max(a.length_px, b.length_px))
-                _cheaper(cost, cut, i, j, waited * 0.5 * (scale[i] + scale[j]) + PATH_PENALTY_M)
+                _cheaper(cost, cut, i, j, waited * 0.5 * (scale[i] + scale[j]) + PATH_PENALTY_M + looks)
             if not standing(starts[j], scale[j]) and _crosses(b.edge_start, start_v) < 0:
                 continue  # it entered the view
-            size_penalty = 0.0
+            size_penalty = looks
             ratio = max(end_size[i], start_size[j]) / max(min(end_size[i], start_size[j]), 1.0)
             if slow_at(i, j) and not (a.touches_border_end or b.touches_border_start):  # an edge cuts a box short
                 if ratio > cfg.max_size_ratio:
                     continue  # two cars boxed as one, a bus: not this vehicle
-                size_penalty = cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
+                size_penalty += cfg.size_cost * max(0.0, ratio - SIZE_FREE_RATIO) / 0.1
             m = 0.5 * (scale[i] + scale[j])
             if (
                 came is not None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import cv2
 import numpy as np
 
+from tracking.appearance import AppearanceSampler
 from tracking.bytetrack import EgoCompensatedByteTrack
 from tracking.config import PipelineConfig
 from tracking.frame_edge import FrameEdgeRule
@@ -130,6 +131,13 @@ class Pipeline:
         self.gate.reset()
         self.detector.reset()
         self._recorded = recorded
+        # what each track looks like, for the recorded run's linking (live streams link nothing: no samples)
+        link = cfg.linking
+        self.looks = (
+            AppearanceSampler(link.appearance_every_s)
+            if recorded and link.enabled and link.appearance and not cfg.baseline
+            else None
+        )
         if isinstance(self.detector, VehicleDetector):
             self.detector.recorded = recorded
         wants = getattr(self.detector, "wants_any_heading", lambda: cfg.detector.any_heading.enabled)
@@ -798,6 +806,11 @@ class Pipeline:
         if not cfg.baseline and (cfg.tracker.fill_lost_gaps or cfg.linking.enabled):
             lost = frozenset(int(t.track_id) for t in self.tracker.lost_stracks) if cfg.tracker.fill_lost_gaps else lost
             to_first = self._H_cur_to_first.copy()
+        looks: dict[int, np.ndarray] = {}
+        if self.looks is not None:
+            looks = self.looks.sample(
+                frame.image, frame.t, [(tr.track_id, tr.xyxy) for tr in tracks + withheld if tr.measured]
+            )
         self.frames += 1
         h, w = frame.image.shape[:2]
         return FrameResult(
@@ -810,6 +823,7 @@ class Pipeline:
             withheld=withheld,
             lost_ids=lost,
             to_first=to_first,
+            appearance=looks,
         )
 
     def _confirmed(

@@ -90,6 +90,9 @@ class FrameResult:
     # this frame's pixels -> the run's first frame's (the drone's own motion chained), when the pipeline measures it:
     # a filled gap is interpolated there, so a drone that moved or shook in the gap does not bend the vehicle's path
     to_first: np.ndarray | None = None
+    # recorded runs: colour histograms of some tracks' measured boxes this frame (track id -> histogram,
+    # tracking/appearance.py), each track about once a second, for the whole-flight linking
+    appearance: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass

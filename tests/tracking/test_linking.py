@@ -684,3 +684,49 @@ def test_a_car_that_waited_at_the_frame_edge_is_linked_to_the_track_driving_away
     # a track driving up another lane, 6.75 m across from where it stood, is another vehicle
     other_lane = {f: (360.0, 570.0 - 6.0 * (f - 230)) for f in range(230, 290)}
     assert link_results(_results(290, {1: stood, 2: other_lane}), W, H).links == 0
+
+
+def _coloured(results: list[FrameResult], colours: dict[int, tuple[int, int, int]]) -> list[FrameResult]:
+    """Each track's colour samples (tracking/appearance.py) once a second, as a recorded run carries them."""
+    from tracking.appearance import box_histogram
+
+    looks = {}
+    for tid, bgr in colours.items():
+        looks[tid] = box_histogram(np.full((20, 40, 3), bgr, np.uint8), np.array([0, 0, 40, 20], np.float32))
+    for r in results:
+        if r.frame.index % int(FPS) == 0:
+            r.appearance = {tr.track_id: looks[tr.track_id] for tr in r.tracks if tr.track_id in colours}
+    return results
+
+
+def test_a_car_found_where_one_of_another_colour_waited_is_another_car():
+    """Car 1 waits at x=500 and is lost; 22 s later a standing car is found there. By place and time it is car 1
+    (a red light's wait), and so it is joined when it has car 1's colour, or no colours were sampled; a blue car
+    found where a red one waited is another car (``linking.appearance``)."""
+    wait = {f: (500.0, 300.0) for f in range(50, 80)}
+    later = {f: (500.0, 300.5) for f in range(300, 330)}
+    red, red_again, blue = (30, 30, 200), (30, 35, 185), (200, 60, 30)  # red_again: a little darker
+    for colours, cfg, joined in (
+        ({}, LinkingConfig(), True),
+        ({1: red, 2: red_again}, LinkingConfig(), True),
+        ({1: red, 2: blue}, LinkingConfig(), False),
+        ({1: red, 2: blue}, LinkingConfig(appearance=False), True),
+    ):
+        results = _coloured(_results(330, {1: wait, 2: later}), colours)
+        assert link_results(results, W, H, cfg).links == int(joined), (colours, cfg.appearance)
+        assert _ids_by_frame(results)[310] == ({1} if joined else {2})
+
+
+def test_of_two_cars_that_could_each_be_the_one_found_again_the_one_that_looks_like_it_is():
+    """Two cars stand side by side at a stop line (lanes 30 px = 3.4 m apart) and both are lost; 20 s later one
+    car is found standing between the two places, a little nearer the blue one's: it is red, so it is the red car."""
+    red, blue = (30, 30, 200), (200, 60, 30)
+    red_wait = {f: (500.0, 300.0) for f in range(50, 80)}
+    blue_wait = {f: (500.0, 330.0) for f in range(50, 80)}
+    found = {f: (500.0, 316.5) for f in range(280, 310)}
+    results = _coloured(_results(310, {1: red_wait, 2: blue_wait, 3: found}), {1: red, 2: blue, 3: red})
+    link_results(results, W, H)
+    assert _ids_by_frame(results)[300] == {1}
+    plain = _results(310, {1: red_wait, 2: blue_wait, 3: found})
+    link_results(plain, W, H, LinkingConfig(appearance=False))
+    assert _ids_by_frame(plain)[300] == {2}  # by place alone: the blue car
