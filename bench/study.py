@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tracking.evaluation.study_score import inferred_ends
 from tracking.study import StudyConfig, Trajectory, compute_study, load_run_trajectories
 from vision.synth.generator import simulate_traffic
 from vision.synth.scene import SceneConfig
@@ -165,6 +166,11 @@ def score_case(scene: str, pitch: float, altitude: float, args) -> dict:
         if v in s_by_id and s_by_id[v].lane is not None and amap.get(s_by_id[v].origin or "") == tv.origin
     ]
     lane_ok = sum(a == b for a, b in lane_pairs)
+    inferred_right, inferred_wrong = inferred_ends(
+        study.vehicles,
+        amap,
+        lambda tid: (truth[tid].origin, truth[tid].destination) if tid in truth else None,
+    )
     s_ttc = [c for c in study.conflicts if c.kind == "ttc"]
     matched_truth = 0
     matched_study: set[int] = set()
@@ -194,6 +200,7 @@ def score_case(scene: str, pitch: float, altitude: float, args) -> dict:
         "precision": len(matched_study) / len(s_ttc) if s_ttc else float("nan"),
         "scripted": f"{scripted_hit}/{len(scripted)} of {len(sim.near_misses)}",
         "pet": sum(c.kind == "pet" for c in study.conflicts),
+        "inferred": f"{inferred_right}/{inferred_wrong}",
         "sim_s": sim_s,
         "study_s": study_s,
         "t_counts": t_counts,
@@ -308,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"{'case':28} {'veh':>4} {'appr':>12} {'scored':>6} {'cells ok':>9} {'worst':>6} {'O-D':>6} {'lane':>6} "
-        f"{'conf T/S':>8} {'recall':>6} {'prec':>6} {'scripted':>10} {'pet':>4} {'study s':>7}"
+        f"{'conf T/S':>8} {'recall':>6} {'prec':>6} {'scripted':>10} {'pet':>4} {'infer r/w':>9} {'study s':>7}"
     )
     for scene in args.scenes:
         for pitch in args.pitches:
@@ -318,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{r['case']:28} {r['vehicles']:4d} {r['approaches']:>12} {r['scored']:6d} {r['cells_within']:>9} "
                     f"{100 * r['worst_cell_err']:5.1f}% {100 * r['od_correct']:5.1f}% {100 * r['lane_correct']:5.1f}% "
                     f"{r['conf_truth']:3d}/{r['conf_study']:<4d} {r['recall']:6.2f} {r['precision']:6.2f} "
-                    f"{r['scripted']:>10} {r['pet']:4d} {r['study_s']:7.2f}",
+                    f"{r['scripted']:>10} {r['pet']:4d} {r['inferred']:>9} {r['study_s']:7.2f}",
                     flush=True,
                 )
                 if args.verbose:

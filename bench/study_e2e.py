@@ -253,6 +253,8 @@ def load_study(study_dir: Path) -> tuple[list[Arm], list[StudyVehicle], list[Con
             r["movement"],
             int(r["lane"]) if r["lane"] else None,
             r["present_at_start"] == "1" or r["present_at_end"] == "1",
+            r.get("origin_inferred") == "1",
+            r.get("destination_inferred") == "1",
         )
         for r in _read_csv(study_dir / "vehicles.csv")
     ]
@@ -394,7 +396,7 @@ def score_case(case: Case, synth: Path, run: Path) -> dict:
 HEADER = (
     f"{'case':36} {'cross':>5} {'appr':>5} {'worst m':>7} {'cells ok':>8} {'O-D err':>7} {'O-D ok':>6} "
     f"{'lane':>6} {'conf T/S/hit':>12} {'recall':>6} {'stop rec':>8} {'stop det':>8} {'IDsw/v':>6} {'frag/v':>6} "
-    f"{'sw/stop':>7} {'fr/stop':>7} {'trk/v':>5} {'links r/w':>9}"
+    f"{'sw/stop':>7} {'fr/stop':>7} {'trk/v':>5} {'links r/w':>9} {'infer r/w':>9}"
 )
 
 
@@ -414,7 +416,8 @@ def format_row(label: str, r: dict) -> str:
         f"{t['recall']:6.3f} {t['stopped_recall']:8.3f} {t['stopped_detector_recall']:8.3f} "
         f"{t['switches_per_vehicle']:6.3f} "
         f"{t['fragments_per_vehicle']:6.3f} {t['stopped_switches_per_vehicle']:7.3f} "
-        f"{t['stopped_fragments_per_vehicle']:7.3f} {r['tracks_per_vehicle']:5.2f} {links:>9}"
+        f"{t['stopped_fragments_per_vehicle']:7.3f} {r['tracks_per_vehicle']:5.2f} {links:>9} "
+        f"{r['inferred_right']:>4d}/{r['inferred_wrong']:<4d}"
     )
 
 

@@ -144,6 +144,23 @@ def test_a_fragmented_vehicle_loses_its_od_and_its_count():
     assert r["tracks_per_vehicle"] == pytest.approx(5 / 4)
 
 
+def test_inferred_arms_are_scored_against_the_tracks_truth_vehicle():
+    """`infer r/w`: each inferred origin or destination against the arm of the truth vehicle its track matched most;
+    arms that were seen, not inferred, and tracks of no truth vehicle are not scored."""
+    arms = [Arm("N", 0.0, 50.0, 180.0), Arm("S", 0.0, -50.0, 0.0), Arm("E", 50.0, 0.0, 270.0)]
+    truth = [TruthVehicle(1, "N", "S", "through", 1, False), TruthVehicle(2, "N", "E", "left", 1, False)]
+    approaches = [Arm("A", 0.0, 48.0, 180.0), Arm("B", 0.0, -52.0, 0.0), Arm("C", 51.0, 0.0, 270.0)]
+    study = [
+        StudyVehicle(10, "A", "B", "through", 1, True, destination_inferred=True),  # right: vehicle 1 went S
+        StudyVehicle(20, "A", "B", "through", 1, True, destination_inferred=True),  # wrong: vehicle 2 went E
+        StudyVehicle(21, "A", "C", "left", 1, True, origin_inferred=True),  # right origin; its destination was seen
+        StudyVehicle(99, "A", "B", "through", 1, True, origin_inferred=True),  # no truth vehicle: not scored
+    ]
+    matches = [Match(f, g, t, 0.9) for g, t in ((1, 10), (2, 20), (2, 21)) for f in range(5)]
+    r = score_study(arms, truth, approaches, study, matches)
+    assert (r["inferred_right"], r["inferred_wrong"]) == (2, 1)
+
+
 def test_similarity_fit_recovers_a_rotated_scaled_frame():
     rng = np.random.default_rng(0)
     src = rng.uniform(-100, 100, (50, 2))

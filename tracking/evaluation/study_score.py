@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -62,6 +63,8 @@ class StudyVehicle:
     movement: str
     lane: int | None
     edge_of_flight: bool  # present at the flight's start or end: the study leaves it out of the counts
+    origin_inferred: bool = False  # from its heading and lane at the flight's start (or an edge), not seen arriving
+    destination_inferred: bool = False
 
 
 @dataclass
@@ -172,6 +175,37 @@ def match_conflicts(
     return found, len(used), scripted
 
 
+class _InferredEnds(Protocol):
+    track_id: int
+    origin: str | None
+    destination: str | None
+    origin_inferred: bool
+    destination_inferred: bool
+
+
+def inferred_ends(
+    study: Iterable[_InferredEnds], arm_of: dict[str, str], truth_of: Callable[[int], tuple[str, str] | None]
+) -> tuple[int, int]:
+    """The study's inferred origins and destinations (``origin_inferred`` / ``destination_inferred``) against the
+    truth: how many name the vehicle's real arm and how many do not. ``truth_of``: a track's truth (origin,
+    destination) arms, None where it matched no truth vehicle (not scored)."""
+    right = wrong = 0
+    for s in study:
+        truth = truth_of(s.track_id)
+        if truth is None:
+            continue
+        for inferred, got, real in (
+            (s.origin_inferred, s.origin, truth[0]),
+            (s.destination_inferred, s.destination, truth[1]),
+        ):
+            if inferred:
+                if arm_of.get(got or "") == real:
+                    right += 1
+                else:
+                    wrong += 1
+    return right, wrong
+
+
 def score_study(
     arms: list[Arm],
     truth: list[TruthVehicle],
@@ -238,6 +272,13 @@ def score_study(
         sv = study_of(v)
         if sv is not None and sv.lane is not None and arm_of.get(sv.origin or "") == v.origin:
             lanes.append(sv.lane == v.lane)
+    by_gt = {v.gt_id: v for v in truth}
+
+    def truth_of(tid: int) -> tuple[str, str] | None:
+        v = by_gt.get(tt.owner.get(tid, -1))
+        return None if v is None else (v.origin, v.destination)
+
+    inferred_right, inferred_wrong = inferred_ends(study, arm_of, truth_of)
     t_conf, s_conf = truth_conflicts or [], study_conflicts or []
     found, precise, scripted = match_conflicts(t_conf, s_conf, tt.owner)
     return {
@@ -246,6 +287,10 @@ def score_study(
         "cells_ok": sum(r[3] for r in cell_rows),
         "crossings": len(crossing),
         "incomplete": incomplete,
+        # the study's inferred origins / destinations (vehicles in view at the flight's start or end, or entering /
+        # leaving at an edge mid-turn) that name the right arm, and those that do not
+        "inferred_right": inferred_right,
+        "inferred_wrong": inferred_wrong,
         "od_abs_error": od_abs,
         "od_error_pct": 100.0 * od_abs / len(crossing) if crossing else math.nan,
         "od_correct_pct": 100.0 * od_ok / len(crossing) if crossing else math.nan,

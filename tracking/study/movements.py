@@ -11,7 +11,9 @@ never moved as ``stationary``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections import Counter
 
 import numpy as np
 
@@ -32,6 +34,13 @@ PARALLEL_EIGEN = 0.1  # per approach: below it the approach axes are too paralle
 # far off its arm's heading where the view ends; it has turned at least MID_TURN_MIN_DEG within the view
 MID_TURN_LAG_DEG = 90.0
 MID_TURN_MIN_DEG = 20.0
+# A vehicle in view at the flight's end before the junction's centre (a queue at a red light) has not made its turn:
+# its destination is inferred only where this share of the flight's complete movements from its origin, and at least
+# INFER_MIN_VEHICLES of them, went on to the approach ahead of it (a lane or a junction with one way on). The same
+# for an origin at the flight's start past the centre. Inferring straight on regardless named the wrong arm for a
+# third of such vehicles on the rendered junctions (bench/study.py, `infer r/w`)
+INFER_MIN_SHARE = 0.9
+INFER_MIN_VEHICLES = 5
 
 
 def mid_turn_match(
@@ -57,6 +66,21 @@ def mid_turn_match(
 
     fits = [a for a in approaches if turning_towards(a) and corridor_across(xy, a, centre, cfg) is not None]
     return fits[0] if len(fits) == 1 else None
+
+
+def _past(xy: np.ndarray, travel: np.ndarray, centre: np.ndarray) -> bool:
+    """Whether ``xy`` lies beyond the junction's centre for a vehicle travelling along ``travel``."""
+    return float((np.asarray(xy, float) - centre) @ travel) > 0.0
+
+
+def _unambiguous(seen: Counter, known: str, guess: str, side: int) -> bool:
+    """Whether the complete movements ``seen`` ((origin, destination) -> vehicles) make ``guess`` the approach
+    paired with ``known`` (``side`` 0: ``known`` is the origin, the guess a destination; 1: the reverse): at least
+    ``INFER_MIN_VEHICLES`` of them share ``known`` and ``INFER_MIN_SHARE`` of those pair it with ``guess``."""
+    pairs = {k: n for k, n in seen.items() if k[side] == known}
+    total = sum(pairs.values())
+    hits = sum(n for k, n in pairs.items() if k[1 - side] == guess)
+    return total >= INFER_MIN_VEHICLES and hits >= INFER_MIN_SHARE * total
 
 
 def _travel_m(xy: np.ndarray) -> float:
@@ -165,7 +189,8 @@ def assign_movements(
 ) -> list[VehicleMovement]:
     """One :class:`VehicleMovement` per smoothed track (none is dropped)."""
     centre = junction_centre(approaches, area)
-    out = []
+    out: list[VehicleMovement] = []
+    guesses: dict[int, tuple[Approach | None, Approach | None]] = {}  # index in out -> (origin, destination) guessed
     for tid, s in smoothed.items():
         speed = s.speed
         mean_kmh = float(np.mean(speed) * 3.6) if len(speed) else 0.0
@@ -181,13 +206,21 @@ def assign_movements(
             destination = corridor_match(s.xy[-1], -d_out, approaches, centre, cfg)
         origin_inferred = destination_inferred = False
         # already past its origin's corridor when the flight began (not yet in its destination's when it ended):
-        # the one approach behind (ahead of) it by heading and lane, flagged as inferred
+        # the one approach behind (ahead of) it by heading and lane, flagged as inferred; past the junction's centre
+        # at the start (before it at the end) only where the flight's complete movements leave no doubt (below)
+        guess: tuple[Approach | None, Approach | None] = (None, None)
         if moving and origin is None and start_edge and d_in is not None:
             origin = along_heading(s.xy[0], d_in, approaches, cfg)
             origin_inferred = origin is not None
+            if origin is not None and _past(s.xy[0], d_in, centre):
+                guess, origin, origin_inferred = (origin, None), None, False
         if moving and destination is None and end_edge and d_out is not None:
             destination = along_heading(s.xy[-1], -d_out, approaches, cfg)
             destination_inferred = destination is not None
+            if destination is not None and not _past(s.xy[-1], d_out, centre):
+                guess, destination, destination_inferred = (guess[0], destination), None, False
+        if guess != (None, None):
+            guesses[len(out)] = guess
         turn = 0.0
         if d_in is not None and d_out is not None:
             turn = signed_turn(heading_deg(d_in), heading_deg(d_out))
@@ -236,5 +269,25 @@ def assign_movements(
                 exit_xy=(float(s.xy[-1, 0]), float(s.xy[-1, 1])),
             )
         )
+    by_id = {a.id: a for a in approaches}
+    seen = Counter((v.origin, v.destination) for v in out if v.origin is not None and v.destination is not None)
+    for k, (origin_guess, destination_guess) in guesses.items():
+        v = out[k]
+        if (
+            destination_guess is not None
+            and v.origin is not None
+            and _unambiguous(seen, v.origin, destination_guess.id, 0)
+        ):
+            v = dataclasses.replace(v, destination=destination_guess.id, destination_inferred=True)
+        if (
+            origin_guess is not None
+            and v.destination is not None
+            and _unambiguous(seen, v.destination, origin_guess.id, 1)
+        ):
+            v = dataclasses.replace(v, origin=origin_guess.id, origin_inferred=True)
+        if v.origin is not None and v.destination is not None:
+            movement, turn = movement_between(by_id[v.origin], by_id[v.destination], cfg)
+            v = dataclasses.replace(v, movement=movement, heading_change_deg=float(turn))
+        out[k] = v
     out.sort(key=lambda v: (v.entry_t, v.track_id))
     return out

@@ -244,28 +244,56 @@ def test_rows_with_lon_lat_give_georeferenced_approaches(junction):
         assert a.lat == pytest.approx(lat0 + a.y / m_per_deg_lat, abs=1e-7)
 
 
-def test_vehicles_cut_by_the_flights_start_or_end_in_the_junction_get_an_inferred_origin_or_destination(junction):
-    """A through vehicle already past its origin's corridor when the flight began, and one not yet in its
-    destination's when it ended, get them from heading and lane, flagged as inferred."""
+def _cut_by_the_flight(trajs: list[Trajectory], start_offset_s: float, end_offset_s: float) -> list[Trajectory]:
+    """Two through vehicles cut by the flight: 901 northbound (the south arm, lane 1) from the flight's start, first
+    seen ``start_offset_s`` x 10 m - 90 m past the junction's centre; 902 eastbound (the west arm) to its end, last
+    seen ``end_offset_s`` x 10 m - 90 m past it (negative: before it)."""
     from tests.tracking.study.conftest import drive, rotate, template
 
-    trajs, _ = junction
     t_first = min(float(tr.t[0]) for tr in trajs)
     t_last = max(float(tr.t[-1]) for tr in trajs)
-    # northbound through, lane 1, first seen 5 m past the centre at the flight's start
-    t, xy = drive(template("through", 1), 10.0, t_first - 9.5)
+    t, xy = drive(template("through", 1), 10.0, t_first - start_offset_s)
     keep = t >= t_first
     started = Trajectory(901, "car", t[keep], xy[keep])
-    assert started.xy[0][1] > 0  # beyond the centre: outside the south corridor
-    # eastbound (west arm) through, lane 1, last seen 5 m before the centre when the flight ends
-    t, xy = drive(rotate(template("through", 1), ARMS_W), 10.0, t_last - 8.5)
+    t, xy = drive(rotate(template("through", 1), ARMS_W), 10.0, t_last - end_offset_s)
     keep = t <= t_last
     ended = Trajectory(902, "car", t[keep], xy[keep])
-    study = compute_study([*trajs, started, ended], None, StudyConfig())
+    return [*trajs, started, ended]
+
+
+def test_vehicles_cut_by_the_flight_past_their_turn_get_no_guessed_arm_where_the_traffic_turns_several_ways(junction):
+    """A vehicle first seen past the junction's centre when the flight began may have come from any arm; one last
+    seen before the centre when it ended (a queue at a red light) has not made its turn yet. Where the flight's
+    vehicles reach (leave) that arm from (for) several arms, as at this junction, neither gets an inferred arm."""
+    trajs, _ = junction
+    study = compute_study(_cut_by_the_flight(trajs, 9.5, 8.5), None, StudyConfig())
+    names = {a.id: a.name for a in study.approaches}
+    v = {v.track_id: v for v in study.vehicles}
+    assert v[901].present_at_start and v[902].present_at_end
+    assert v[901].origin is None and names[v[901].destination] == "N" and v[901].movement == "entered_mid_view"
+    assert names[v[902].origin] == "W" and v[902].destination is None and v[902].movement == "left_mid_view"
+    assert all(not (x.origin_inferred or x.destination_inferred) for x in study.vehicles)
+    assert all(r["inferred"] == 0 for r in study.tables["od_matrix"])
+
+
+def test_vehicles_cut_by_the_flight_get_the_arm_every_other_vehicle_took_flagged_as_inferred(junction):
+    """Where every vehicle the flight saw reach the north arm came from the south, and every one from the west went
+    on east (five or more each), a vehicle first seen past the centre heading north gets the south arm as its origin, and one last seen
+    before the centre heading east the east arm as its destination, flagged as inferred."""
+    from tests.tracking.study.conftest import drive, rotate, template
+
+    trajs, truth = junction
+    keep = [tr for tr in trajs if truth[tr.track_id][1] != "N" or truth[tr.track_id][0] == "S"]
+    keep = [tr for tr in keep if truth[tr.track_id][0] != "W" or truth[tr.track_id][1] == "E"]
+    t_end = max(float(tr.t[-1]) for tr in trajs)
+    for k, (rot, lane) in enumerate([(ARMS_W, 1), (ARMS_W, 2), (0.0, 1)]):  # so that five or more of each
+        t, xy = drive(rotate(template("through", lane), rot), 10.0, t_end + 4.0 + 8.0 * k)
+        keep.append(Trajectory(801 + k, "car", t, xy))
+    study = compute_study(_cut_by_the_flight(keep, 9.5, 8.5), None, StudyConfig())
     names = {a.id: a.name for a in study.approaches}
     v = {v.track_id: v for v in study.vehicles}
     assert (names[v[901].origin], names[v[901].destination], v[901].movement) == ("S", "N", "through")
-    assert v[901].origin_inferred and not v[901].destination_inferred and v[901].present_at_start
+    assert v[901].origin_inferred and not v[901].destination_inferred
     assert (names[v[902].origin], names[v[902].destination], v[902].movement) == ("W", "E", "through")
     assert v[902].destination_inferred and not v[902].origin_inferred
     assert all(not (x.origin_inferred or x.destination_inferred) for x in study.vehicles if x.track_id < 900)
@@ -273,6 +301,18 @@ def test_vehicles_cut_by_the_flights_start_or_end_in_the_junction_get_an_inferre
         (r["origin_name"], r["destination_name"]): r for r in study.tables["od_matrix"] if r["vehicle_class"] == "all"
     }
     assert od[("S", "N")]["inferred"] == 1 and od[("W", "E")]["inferred"] == 1 and od[("E", "W")]["inferred"] == 0
+
+
+def test_vehicles_cut_by_the_flight_before_their_turn_keep_the_arm_their_corridor_gives(junction):
+    """First seen before the centre (last seen past it): the vehicle is in its origin's (destination's) corridor,
+    which names the arm outright, with or without the other vehicles' movements."""
+    trajs, _ = junction
+    study = compute_study(_cut_by_the_flight(trajs, 8.5, 9.5), None, StudyConfig())
+    names = {a.id: a.name for a in study.approaches}
+    v = {v.track_id: v for v in study.vehicles}
+    assert (names[v[901].origin], names[v[901].destination]) == ("S", "N")
+    assert (names[v[902].origin], names[v[902].destination]) == ("W", "E")
+    assert not (v[901].origin_inferred or v[902].destination_inferred)
 
 
 ARMS_W = 270.0
