@@ -23,6 +23,12 @@ from tracking.study.model import Approach, SmoothedTrack, StudyConfig, Trajector
 END_RUN_M = 6.0  # the heading of a track end is taken over this much travel
 HALF_SHARE = 0.8  # a cluster of this share of entries (or of exits) is one half of a dual carriageway
 SAME_ARM_ACROSS_M = 5.0  # two clusters heading alike this close across their heading lie on one arm's lanes
+# an entries-only and an exits-only cluster this close are one arm's ways in and out, a lane or a splitter island
+# apart, whatever their headings (up to CUT_HALVES_DEG apart): where the frame cuts an arm short at a roundabout, its
+# vehicles are seen only while they curve into the ring and out of it (the nadir 60 m roundabout: its south arm's
+# entries headed 22 degrees, its exits 50 degrees off them, their centres 7 m apart, and made two approaches)
+CUT_HALVES_M = 10.0
+CUT_HALVES_DEG = 90.0
 COMPASS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
 
 
@@ -242,14 +248,20 @@ def _merge_carriageways(groups: list[list[int]], ends: list[TrackEnd], cfg: Stud
                 kind_a, kind_b = _mostly_entries(ends, a), _mostly_entries(ends, b)
                 da = np.mean([ends[k].inbound for k in a], axis=0)
                 db = np.mean([ends[k].inbound for k in b], axis=0)
-                if angle_between(heading_deg(da), heading_deg(db)) > cfg.approach_heading_deg / 2:
+                halves = kind_a is not None and kind_b is not None and kind_a != kind_b
+                ca, cb = np.mean([ends[k].xy for k in a], axis=0), np.mean([ends[k].xy for k in b], axis=0)
+                gap = cb - ca
+                turned = angle_between(heading_deg(da), heading_deg(db))
+                if turned > cfg.approach_heading_deg / 2:
+                    if halves and turned <= CUT_HALVES_DEG and float(np.linalg.norm(gap)) < CUT_HALVES_M:
+                        groups[i] = a + b  # one arm's ways in and out, cut short by the frame (CUT_HALVES_M)
+                        del groups[j]
+                        merged = True
+                        break
                     continue
                 d = da / np.linalg.norm(da)
                 normal = np.array([d[1], -d[0]])
-                ca, cb = np.mean([ends[k].xy for k in a], axis=0), np.mean([ends[k].xy for k in b], axis=0)
-                gap = cb - ca
                 along, across = abs(float(gap @ d)), abs(float(gap @ normal))
-                halves = kind_a is not None and kind_b is not None and kind_a != kind_b
                 # on one line: across less than a lane's offset, or inside the other's spread of lanes (a few
                 # tracks lost mid-view on a wide road end beside its lanes' mean, within its cross-section)
                 spread = max(max(abs(float((ends[k].xy - c) @ normal)) for k in g) for g, c in ((a, ca), (b, cb)))
