@@ -34,13 +34,12 @@ PARALLEL_EIGEN = 0.1  # per approach: below it the approach axes are too paralle
 # far off its arm's heading where the view ends; it has turned at least MID_TURN_MIN_DEG within the view
 MID_TURN_LAG_DEG = 90.0
 MID_TURN_MIN_DEG = 20.0
-# A vehicle in view at the flight's end before the junction's centre (a queue at a red light) has not made its turn:
-# its destination is inferred only where this share of the flight's complete movements from its origin, and at least
-# INFER_MIN_VEHICLES of them, went on to the approach ahead of it (a lane or a junction with one way on). The same
-# for an origin at the flight's start past the centre. Inferring straight on regardless named the wrong arm for a
-# third of such vehicles on the rendered junctions (bench/study.py, `infer r/w`)
+# A vehicle in view at the flight's end before the junction's centre (a queue at a red light) has not made its turn,
+# and one in view at its start past the centre may have turned there from any arm: the arm ahead of (behind) it is
+# inferred only where at least this share of the flight's complete movements from (to) its known arm went that way,
+# or none was seen. At the rendered junctions, where every arm's traffic divides, inferring it regardless named the
+# wrong arm for a third of such vehicles (`bench/study.py`, `infer r/w`); on a motorway's carriageway it is the way on
 INFER_MIN_SHARE = 0.9
-INFER_MIN_VEHICLES = 5
 
 
 def mid_turn_match(
@@ -74,13 +73,14 @@ def _past(xy: np.ndarray, travel: np.ndarray, centre: np.ndarray) -> bool:
 
 
 def _unambiguous(seen: Counter, known: str, guess: str, side: int) -> bool:
-    """Whether the complete movements ``seen`` ((origin, destination) -> vehicles) make ``guess`` the approach
+    """Whether the complete movements ``seen`` ((origin, destination) -> vehicles) leave ``guess`` as the approach
     paired with ``known`` (``side`` 0: ``known`` is the origin, the guess a destination; 1: the reverse): at least
-    ``INFER_MIN_VEHICLES`` of them share ``known`` and ``INFER_MIN_SHARE`` of those pair it with ``guess``."""
+    ``INFER_MIN_SHARE`` of those that share ``known`` pair it with ``guess``; true where none does (nothing says the
+    traffic divides there)."""
     pairs = {k: n for k, n in seen.items() if k[side] == known}
     total = sum(pairs.values())
     hits = sum(n for k, n in pairs.items() if k[1 - side] == guess)
-    return total >= INFER_MIN_VEHICLES and hits >= INFER_MIN_SHARE * total
+    return hits >= INFER_MIN_SHARE * total
 
 
 def _travel_m(xy: np.ndarray) -> float:

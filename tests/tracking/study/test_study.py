@@ -278,17 +278,11 @@ def test_vehicles_cut_by_the_flight_past_their_turn_get_no_guessed_arm_where_the
 
 def test_vehicles_cut_by_the_flight_get_the_arm_every_other_vehicle_took_flagged_as_inferred(junction):
     """Where every vehicle the flight saw reach the north arm came from the south, and every one from the west went
-    on east (five or more each), a vehicle first seen past the centre heading north gets the south arm as its origin, and one last seen
+    on east, a vehicle first seen past the centre heading north gets the south arm as its origin, and one last seen
     before the centre heading east the east arm as its destination, flagged as inferred."""
-    from tests.tracking.study.conftest import drive, rotate, template
-
     trajs, truth = junction
     keep = [tr for tr in trajs if truth[tr.track_id][1] != "N" or truth[tr.track_id][0] == "S"]
     keep = [tr for tr in keep if truth[tr.track_id][0] != "W" or truth[tr.track_id][1] == "E"]
-    t_end = max(float(tr.t[-1]) for tr in trajs)
-    for k, (rot, lane) in enumerate([(ARMS_W, 1), (ARMS_W, 2), (0.0, 1)]):  # so that five or more of each
-        t, xy = drive(rotate(template("through", lane), rot), 10.0, t_end + 4.0 + 8.0 * k)
-        keep.append(Trajectory(801 + k, "car", t, xy))
     study = compute_study(_cut_by_the_flight(keep, 9.5, 8.5), None, StudyConfig())
     names = {a.id: a.name for a in study.approaches}
     v = {v.track_id: v for v in study.vehicles}
