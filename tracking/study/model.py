@@ -146,7 +146,9 @@ class VehicleMovement:
     present_at_end: bool = False  # still in view when it ended
     # an origin (destination) inferred from the vehicle's heading and lane at the flight's start (end), where one
     # approach alone lies behind (ahead of) it: it was already past its origin's corridor (not yet in its
-    # destination's) when the flight began (ended)
+    # destination's) when the flight began (ended); past the junction's centre at the start (before it at the end)
+    # only where the flight's complete movements do not divide there (movements.INFER_MIN_SHARE); also an arm a
+    # turn cut by the frame's edge comes from (goes on to)
     origin_inferred: bool = False
     destination_inferred: bool = False
     entry_xy: tuple[float, float] = (math.nan, math.nan)
