@@ -311,6 +311,10 @@ class EgoCompensatedByteTrack(BYTETracker):
             out[int(t.track_id)] = (vx, vy, float(max(x2 - x1, y2 - y1)))
         return out
 
+    def lost_boxes(self) -> dict[int, np.ndarray]:
+        """Track id -> box (xyxy, this frame's pixels: predicted, the drone's motion followed) of every lost track kept."""
+        return {int(t.track_id): np.asarray(t.xyxy, np.float64) for t in self.lost_stracks}
+
     def lost_predicted(
         self, H_prev_to_cur: np.ndarray | None, max_lost_frames: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

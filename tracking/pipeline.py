@@ -404,7 +404,8 @@ class Pipeline:
         if detect:
             self._detector_step = self.tracker.frame_id
             if self.hold is not None:
-                self.hold.remember(img, self.frames, rows, dets, self.tracker.track_motion())
+                lost = self.tracker.lost_boxes() if self.hold.config.found_again else None
+                self.hold.remember(img, self.frames, rows, dets, self.tracker.track_motion(), lost)
         idx = rows[:, 7].astype(int)
         src = dets.source[idx[(idx >= 0) & (idx < len(dets))]]
         self._fed_by.append((int(_by_detector(src).sum()), int((src == DetectionSource.MOTION).sum())))

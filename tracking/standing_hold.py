@@ -75,6 +75,14 @@ class StandingHoldConfig(StageConfig):
         "predicts it (a car that waited unboxed is often missed as it drives off too); let go where the patch no "
         "longer matches (it turned, or looks too different from its last detector box)",
     )
+    found_again: bool = Field(
+        False,
+        description="a track at most 2 s old found standing where a track that drove there and stood was just lost "
+        "(centres within half a box length, sizes within 1.6x) counts as moved, so the hold carries it: a car "
+        "lost for a moment as it stopped and found again by a new track is held while it waits. Opt-in: on the "
+        "two 5-minute oblique intersection renders it fixed the car it was built for but not the studies "
+        "(docs/study.md, 'A waiting car found again by a new track')",
+    )
 
 
 INSIDE_SHARE = 0.7  # a box this much inside a track's ...
@@ -83,6 +91,9 @@ SAME_LONG_SHARE = 0.7  # a box within a track's spanning this share of its long 
 SAME_OFFSET_SHARE = 0.15  # ... its centre at most this share of it off the track's: the same vehicle boxed tighter
 OWN_IOU = 0.5  # a weak box overlapping a held track this much is its vehicle
 SURE_MATCH = 0.3  # a box whose IoU x score with a track reaches this, ByteTrack matches to it (it needs 0.2)
+SAME_PLACE_LENGTHS = 0.5  # a new track this close (box long sides) to a lost one that moved ...
+SAME_SIZE_RATIO = 1.6  # ... its box at most this much larger or smaller (a neighbour boxed with it a moment): that one
+NEW_TRACK_S = 2.0  # ... and the new track started within this long (a tracker's buffer): found again, not another
 TEMPLATE_PX = 24  # patches are compared at most this long (a car's shape shows; ~1 ms for a hundred tracks)
 
 
@@ -127,6 +138,7 @@ class StandingHold:
         self._templates: dict[int, _Template] = {}
         self._travel: dict[int, np.ndarray] = {}  # track id -> its displacement since it started (px)
         self._moved: set[int] = set()  # tracks that have travelled moved_lengths
+        self._first_seen: dict[int, int] = {}  # track id -> the frame the tracker first kept it on (tentative)
         self._last_frame: int | None = None
         self.held = 0  # boxes given, for the run's stats
 
@@ -216,14 +228,20 @@ class StandingHold:
         rows: np.ndarray,
         dets: Detections,
         motion: dict[int, tuple[float, float, float]],
+        lost: dict[int, np.ndarray] | None = None,
     ) -> None:
         """Take each track's patch where a detector box fed it this frame (``rows`` as the tracker returns them;
         ``motion``: track id -> (velocity x, y, px per frame; box long side, px) of every track the tracker keeps);
-        add up each track's travel; forget tracks the tracker no longer keeps."""
+        add up each track's travel; forget tracks the tracker no longer keeps. ``lost``: the lost tracks' boxes
+        (this frame's pixels): with ``found_again``, a new track where a track that drove there was just lost
+        counts as moved."""
         cfg = self.config
         gap = 1 if self._last_frame is None else frame - self._last_frame
         self._last_frame = frame
+        if lost and cfg.found_again:
+            self._inherit_moved(frame, rows, lost, motion)
         for tid, (vx, vy, length) in motion.items():
+            self._first_seen.setdefault(tid, frame)
             travel = self._travel.get(tid, np.zeros(2)) + gap * np.array([vx, vy])
             self._travel[tid] = travel
             if float(np.hypot(*travel)) >= cfg.moved_lengths * max(length, 1.0):
@@ -239,7 +257,44 @@ class StandingHold:
                 continue
             factor = min(1.0, TEMPLATE_PX / max(x1 - x0, y1 - y0))
             self._templates[tid] = _Template(_grey(img, x0, y0, x1, y1, factor), (x1 - x0, y1 - y0), frame)
-        for store in (self._templates, self._travel):
+        for store in (self._templates, self._travel, self._first_seen):
             for tid in [t for t in store if t not in motion]:
                 del store[tid]
         self._moved &= set(motion)
+
+    def _inherit_moved(
+        self, frame: int, rows: np.ndarray, lost: dict[int, np.ndarray], motion: dict[int, tuple[float, float, float]]
+    ) -> None:
+        """A track at most ``NEW_TRACK_S`` old (since the tracker first kept it, tentative) whose box lies where a track seen moving is lost (centres within
+        ``SAME_PLACE_LENGTHS`` of the longer box side, sizes within ``SAME_SIZE_RATIO``) is that vehicle found again
+        standing: it counts as moved, so the hold carries it. On the rendered oblique intersection a car that drove
+        up to a queue was lost as the detector boxed it with its neighbour for a moment; the track that took it up a
+        second later had never moved, was not held, and was lost for the 23 s it waited."""
+
+        def standing(tid: int) -> bool:
+            vx, vy, length = motion.get(tid, (np.inf, 0.0, 1.0))
+            return float(np.hypot(vx, vy)) * self.fps < self.config.standing_lengths_s * max(length, 1.0)
+
+        movers = [(tid, box) for tid, box in lost.items() if tid in self._moved and standing(tid)]
+        if not movers:
+            return
+        young = NEW_TRACK_S * self.fps
+        for row in rows:
+            tid = int(row[4])
+            if tid in self._moved or frame - self._first_seen.get(tid, frame) > young or not standing(tid):
+                continue
+            box = np.asarray(row[:4], np.float64)
+            for _, other in movers:
+                size = max(_long_side(box), _long_side(other))
+                ratio = size / max(min(_long_side(box), _long_side(other)), 1.0)
+                if ratio <= SAME_SIZE_RATIO and np.hypot(*(_centre(box) - _centre(other))) <= SAME_PLACE_LENGTHS * size:
+                    self._moved.add(tid)
+                    break
+
+
+def _long_side(xyxy: np.ndarray) -> float:
+    return float(max(xyxy[2] - xyxy[0], xyxy[3] - xyxy[1]))
+
+
+def _centre(xyxy: np.ndarray) -> np.ndarray:
+    return np.array([0.5 * (xyxy[0] + xyxy[2]), 0.5 * (xyxy[1] + xyxy[3])])

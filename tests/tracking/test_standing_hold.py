@@ -164,3 +164,37 @@ def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     for frame in range(0, 18, 3):
         standing_only.remember(img, frame, rows, mine, {7: (3.0, 0.0, 40.0)})
     assert len(standing_only.boxes(img, 20, dets=Detections(), **moving)) == 0  # ... unless asked not to
+
+
+def test_a_track_found_where_a_moving_one_was_just_lost_is_carried_like_it():
+    """With ``standing_hold.found_again``: a car that drove up to a queue and stood, lost for a moment (the detector
+    boxed it with its neighbour), is taken up by a new track that has never moved: found standing where the lost track
+    stood, it is that vehicle, and is carried while the detector misses it. Found elsewhere, or where a track that
+    never moved was lost, it is not."""
+    img = _image(_ground(), ARRIVES)
+    box = np.array([[195, 245, 235, 268]], np.float32)
+
+    def hold_after(lost: dict[int, np.ndarray], drove: bool = True, found_again: bool = True) -> StandingHold:
+        hold = StandingHold(StandingHoldConfig(found_again=found_again), FPS, 0.15)
+        rows = np.array([[*box[0], 7, 0.9, 0, 0]], np.float32)
+        mine = Detections(box.copy(), np.array([0.9], np.float32), np.zeros(1, np.int32))
+        for frame in range(0, 18, 3):  # track 7 seen driving (3 px a frame) or jittering in place
+            hold.remember(img, frame, rows, mine, {7: (3.0 if drove else 0.0, 0.0, 40.0)})
+        # track 9 starts on the car, standing: tentative on its first frame (kept, not in the rows), then confirmed
+        kept = {7: (0.0, 0.0, 40.0), 9: (0.0, 0.0, 40.0)}
+        hold.remember(img, 18, np.zeros((0, 8), np.float32), mine, kept, lost)
+        hold.remember(img, 20, np.array([[*box[0], 9, 0.9, 0, 0]], np.float32), mine, kept, lost)
+        return hold
+
+    def held(hold: StandingHold) -> int:
+        return len(hold.boxes(img, 23, box, np.zeros(1), np.array([9]), np.zeros(1, int), Detections()))
+
+    taken_up = hold_after({7: box[0].astype(np.float64)})
+    assert 9 in taken_up.moved and held(taken_up) == 1
+    elsewhere = hold_after({7: box[0].astype(np.float64) + np.array([60, 0, 60, 0])})  # 1.5 lengths on
+    assert 9 not in elsewhere.moved and held(elsewhere) == 0
+    never_moved = hold_after({7: box[0].astype(np.float64)}, drove=False)
+    assert 9 not in never_moved.moved and held(never_moved) == 0
+    assert 9 not in hold_after({}).moved
+    # opt-in (docs/study.md): by default a track that never moved is not carried, wherever it started
+    assert 9 not in hold_after({7: box[0].astype(np.float64)}, found_again=False).moved
