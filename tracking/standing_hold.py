@@ -265,11 +265,13 @@ class StandingHold:
     def _inherit_moved(
         self, frame: int, rows: np.ndarray, lost: dict[int, np.ndarray], motion: dict[int, tuple[float, float, float]]
     ) -> None:
-        """A track at most ``NEW_TRACK_S`` old (since the tracker first kept it, tentative) whose box lies where a track seen moving is lost (centres within
-        ``SAME_PLACE_LENGTHS`` of the longer box side, sizes within ``SAME_SIZE_RATIO``) is that vehicle found again
-        standing: it counts as moved, so the hold carries it. On the rendered oblique intersection a car that drove
-        up to a queue was lost as the detector boxed it with its neighbour for a moment; the track that took it up a
-        second later had never moved, was not held, and was lost for the 23 s it waited."""
+        """``found_again``: a track at most ``NEW_TRACK_S`` old (since the tracker first kept it, tentative),
+        standing where a track that was seen moving and stood is lost (centres within ``SAME_PLACE_LENGTHS`` of the
+        longer box side, sizes within ``SAME_SIZE_RATIO``), is that vehicle found again: it counts as moved, so the
+        hold carries it. On the rendered oblique intersection a car that drove up to a queue was lost as the detector
+        boxed it with its neighbour for a moment; the track that took it up a second later had never moved, was not
+        held, and was lost for the 23 s it waited. Both must stand: a new track where a moving one was lost (at night,
+        lights) cost UAVDT's night sequence 15 false boxes."""
 
         def standing(tid: int) -> bool:
             vx, vy, length = motion.get(tid, (np.inf, 0.0, 1.0))
