@@ -215,6 +215,16 @@ class LinkingConfig(StageConfig):
         "truck and a box that held it and a car). A queued car that moved up a place starts elsewhere and is not "
         "judged. False: the previous behaviour",
     )
+    turned_back_deg: float = Field(
+        135.0,
+        gt=0,
+        le=180,
+        description="an end and a start whose ways differ by more than this are two vehicles, also where either stood "
+        "(its way: how it came to its end over its last length, how it drove off from its start over its first "
+        "one): on the rendered oblique intersection a car that drove off north past the junction was joined to a car "
+        "waiting 12 m on in the lane beside, which then drove off south. 180: off (only two moving ends are judged "
+        "by their headings, in link_cost)",
+    )
     stood_m: float = Field(
         2.0,
         ge=0,
@@ -804,6 +814,21 @@ def _arrival(a: Piece, lengths: float = 2.0) -> np.ndarray | None:
     return None if not len(far) else a.xy[-1] - a.xy[far[-1]]
 
 
+def _turned_back(way_a: np.ndarray | None, way_b: np.ndarray | None, cos_max: float) -> bool:
+    """Two ways (first-frame pixels; the drone's motion over a gap turns them by little) more opposed than ``cos_max``."""
+    if way_a is None or way_b is None:
+        return False
+    na, nb = float(np.hypot(*way_a)), float(np.hypot(*way_b))
+    return na > 0 and nb > 0 and float(way_a @ way_b) < cos_max * na * nb
+
+
+def _departure(b: Piece, lengths: float = 1.0) -> np.ndarray | None:
+    """The direction a piece drove off from where it started: to the first place ``lengths`` of its lengths on."""
+    d = np.hypot(*(b.xy - b.xy[0]).T)
+    far = np.flatnonzero(d >= lengths * b.length_px)
+    return None if not len(far) else b.xy[far[0]] - b.xy[0]
+
+
 def link_pieces(
     pieces: list[Piece], cfg: LinkingConfig | None = None, tails: dict[int, tuple[float, float]] | None = None
 ) -> dict[int, int]:
@@ -926,6 +951,13 @@ def _link_once(
             return True
         return max(end_mps[i], start_mps[j]) < HEADING_MPS and d_m <= cfg.stood_m
 
+    # each piece's way at its end and at its start: how it came over its last length, how it drove off over its
+    # first. Not the velocity fitted over a second: at a piece's end it may point back where a box jumped as the
+    # detector lost the car (seed 2's intersection: 3 m/s back, on a car that came 2 lengths forward)
+    end_way = [_arrival(p, 1.0) for p in ok]
+    start_way = [_departure(p, 1.0) for p in ok]
+    turned_back = np.cos(np.radians(cfg.turned_back_deg))
+
     for i, a in enumerate(ok):
         H = a.end_from_first  # every link from a is judged in a's last frame: only the ego-motion over the gap counts
         end_p, end_v = _to_frame(H, ends[i][0], ends[i][1])
@@ -949,6 +981,8 @@ def _link_once(
             if j == i or b.t[0] <= a.t[0]:
                 continue
             start_p, start_v = _to_frame(H, starts[j][0], starts[j][1])
+            if cfg.turned_back_deg < 180 and _turned_back(end_way[i], start_way[j], turned_back):
+                continue  # it would have turned back where it was lost: another vehicle
             if gaps[j] > cfg.max_gap_s and not (
                 standing(ends[i], scale[i])
                 and float(np.hypot(*(start_p - end_p))) * 0.5 * (scale[i] + scale[j]) <= cfg.stood_m

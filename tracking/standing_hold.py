@@ -75,6 +75,16 @@ class StandingHoldConfig(StageConfig):
         "predicts it (a car that waited unboxed is often missed as it drives off too); let go where the patch no "
         "longer matches (it turned, or looks too different from its last detector box)",
     )
+    two_vehicles_min_score: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="a much smaller box inside a track's shows that the track's box holds two vehicles (so it is not "
+        "carried) only at this score or more. 0: any box. 0.25 (ByteTrack's high band, a box that could start a "
+        "track) keeps carrying a car whose track the detector once boxed loosely, with part of the car ahead, where "
+        "weak boxes (0.10-0.18) lie across the two: opt-in, on the two 5-minute oblique intersection renders it "
+        "kept such cars but not the studies (docs/study.md, 'Weak boxes across two queued cars')",
+    )
     found_again: bool = Field(
         False,
         description="a track at most 2 s old found standing where a track that drove there and stood was just lost "
@@ -175,7 +185,10 @@ class StandingHold:
             # waiting at a roundabout's entry), and a weak tight box in the middle of the track's is that car
             inside = (inter >= INSIDE_SHARE * area_d) & (area_d <= SMALLER_SHARE * area_t)
             tighter = inside & _same_vehicle_tighter(dets.xyxy, xyxy)
-            merged = (inside & ~tighter).any(0)
+            # with two_vehicles_min_score: a weak box across two queued cars, inside a track's box the any-heading
+            # detector once made loose, is no second vehicle (it let go of a car that then waited 22 s untracked)
+            confident = (dets.score >= cfg.two_vehicles_min_score)[:, None]
+            merged = (inside & ~tighter & confident).any(0)
             candidates &= ~sure & ~merged
             own = tighter | (iou >= OWN_IOU)  # a box that is the track's vehicle, should it be held
         else:

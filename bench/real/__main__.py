@@ -157,6 +157,12 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a vehicle taken to have stood through a gap at a place another vehicle drove through in it (the previous
     # default; linking.driven_through)
     "no-driven-through": {"linking.driven_through": False},
+    # an end and a start whose ways are opposed (more than 135 deg) joined where either stood (the previous default;
+    # linking.turned_back_deg)
+    "no-turned-back": {"linking.turned_back_deg": 180.0},
+    # the standing hold keeps a track whose box holds a weak box (under 0.25) of another vehicle's size (opt-in;
+    # standing_hold.two_vehicles_min_score)
+    "two-vehicles-confident": {"standing_hold.two_vehicles_min_score": 0.25},
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},

@@ -730,3 +730,16 @@ def test_of_two_cars_that_could_each_be_the_one_found_again_the_one_that_looks_l
     plain = _results(310, {1: red_wait, 2: blue_wait, 3: found})
     link_results(plain, W, H, LinkingConfig(appearance=False))
     assert _ids_by_frame(plain)[300] == {2}  # by place alone: the blue car
+
+
+def test_a_car_found_standing_that_then_drives_back_the_way_the_lost_one_came_is_another_car():
+    """Car 1 drives east and is lost; 9 s later car 2 is found standing 12 m on, in the lane beside, and drives off
+    west: car 1 would have stopped and turned back where it was lost (``linking.turned_back_deg``; on the rendered
+    oblique intersection such a link made a U-turn of a car that drove through). Driving off east, it is car 1."""
+    lost = _drive(range(0, 50), 100, 300, 8.0)  # 9 m/s, lost at x=492
+    for way, joined in ((-8.0, False), (8.0, True)):
+        found = {f: (600.0, 315.0) for f in range(140, 170)} | _drive(range(170, 220), 600, 315, way)
+        results = _results(220, {1: lost, 2: found})
+        assert link_results(results, W, H).links == int(joined), way
+        unchecked = _results(220, {1: lost, 2: found})
+        assert link_results(unchecked, W, H, LinkingConfig(turned_back_deg=180)).links == 1, way

@@ -130,8 +130,8 @@ def test_a_vehicle_never_seen_moving_is_not_carried():
 
 def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     """Two queued cars the detector once boxed as one: where it now boxes one of them inside that box, the box is not
-    one vehicle, and its track is not carried. A tighter box of the same vehicle, spanning most of it and centred on
-    it, is not another vehicle."""
+    one vehicle, and its track is not carried (with ``two_vehicles_min_score``, only where that box is confident). A
+    tighter box of the same vehicle, spanning most of it and centred on it, is not another vehicle."""
     img = _image(_ground(), ARRIVES)
     hold = StandingHold(StandingHoldConfig(), FPS, 0.15)
     box = np.array([[195, 245, 235, 268]], np.float32)  # the car and some road around it
@@ -145,6 +145,16 @@ def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     assert np.allclose(held.xyxy, box, atol=1)
     inner = Detections(np.array([[200, 250, 215, 264]], np.float32), np.array([0.5], np.float32), np.zeros(1, np.int32))
     assert len(hold.boxes(img, 20, dets=inner, **standing)) == 0
+    # the same box in ByteTrack's low band: by default it too shows a second vehicle; with two_vehicles_min_score
+    # 0.25 it does not (the weak boxes a detector scatters across two queued cars): held, the weak box keeps its score
+    weak_inner = Detections(inner.xyxy.copy(), np.array([0.12], np.float32), np.zeros(1, np.int32))
+    assert len(hold.boxes(img, 20, dets=weak_inner, **standing)) == 0
+    confident = StandingHold(StandingHoldConfig(two_vehicles_min_score=0.25), FPS, 0.15)
+    for frame in range(0, 18, 3):
+        confident.remember(img, frame, rows, mine, {7: (3.0, 0.0, 40.0)})
+    assert len(confident.boxes(img, 20, dets=weak_inner, **standing)) == 1
+    assert weak_inner.score[0] == np.float32(0.12)
+    assert len(confident.boxes(img, 20, dets=inner, **standing)) == 0  # a confident box inside: two vehicles
     # the same car boxed tighter, weakly (the shipped detector's box inside the any-heading detector's looser one,
     # which fed the track): ByteTrack would not match it (IoU 0.46 x 0.25), and it is not another vehicle: held,
     # and the weak box goes down to the held box's band
