@@ -163,6 +163,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # the standing hold keeps a track whose box holds a weak box (under 0.25) of another vehicle's size (opt-in;
     # standing_hold.two_vehicles_min_score)
     "two-vehicles-confident": {"standing_hold.two_vehicles_min_score": 0.25},
+    # a piece ending standing not joined to one seen driving off after a wait longer than max_moving_gap_s (the
+    # previous default; linking.waited_departures)
+    "no-waited-departures": {"linking.waited_departures": False},
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},

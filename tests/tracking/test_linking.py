@@ -743,3 +743,37 @@ def test_a_car_found_standing_that_then_drives_back_the_way_the_lost_one_came_is
         assert link_results(results, W, H).links == int(joined), way
         unchecked = _results(220, {1: lost, 2: found})
         assert link_results(unchecked, W, H, LinkingConfig(turned_back_deg=180)).links == 1, way
+
+
+def test_a_car_lost_for_its_whole_wait_and_found_driving_off_is_one_track_unless_another_drove_through_its_place():
+    """Car 1 stops at a stop line (x=500) and is lost 3 s later; 30 s on, a car is found driving off, straight on
+    or turned left. Only a departure after a wait explains it (longer than ``max_moving_gap_s``), and with
+    ``linking.waited_departures`` it is car 1. Not where car 2, tracked all along, drove through car 1's place
+    before the found car could have set off from there: two vehicles are never in one place at once."""
+    arrive = {f: (100 + 8 * f, 300.0) for f in range(0, 50)} | {f: (500.0, 300.0) for f in range(50, 80)}
+    straight = _drive(range(380, 420), 580, 300, 8.0)
+    left = {f: (580.0, 230.0 - 8.0 * (f - 380)) for f in range(380, 420)}
+    for found in (straight, left):
+        for cfg, links in ((LinkingConfig(waited_departures=False), 0), (LinkingConfig(), 1)):
+            results = _results(420, {1: arrive, 2: found})
+            assert link_results(results, W, H, cfg).links == links, (cfg.waited_departures, found[380])
+        joined = _results(420, {1: arrive, 2: found})
+        link_results(joined, W, H)
+        assert _ids_by_frame(joined)[400] == {1}
+    # car 2 waited behind car 1 and drove through its place at f=290-300, 8 s before the found car could have left
+    behind = {f: (440.0, 300.0) for f in range(60, 280)} | _drive(range(280, 330), 440, 300, 8.0)
+    results = _results(420, {1: arrive, 3: behind, 2: straight})
+    assert link_results(results, W, H).links == 0
+
+
+def test_two_cars_lost_in_one_queue_through_a_red_light_drive_off_in_their_order():
+    """Cars 1 and 2 wait nose to tail (x=500 and 440) and both are lost; after the red light a car is found driving
+    at x=620, and 3 s later another at x=600. Each could be either car (the two pairings' displacements add up to
+    the same), but car 1 cannot be the one found later and further back: it was ahead of car 2 all along."""
+    ahead = {f: (100 + 8 * f, 300.0) for f in range(0, 50)} | {f: (500.0, 300.0) for f in range(50, 80)}
+    behind = {f: (40 + 8 * f, 300.0) for f in range(0, 50)} | {f: (440.0, 300.0) for f in range(50, 80)}
+    first, second = _drive(range(400, 440), 620, 300, 8.0), _drive(range(430, 470), 600, 300, 8.0)
+    results = _results(470, {1: ahead, 2: behind, 3: first, 4: second})
+    assert link_results(results, W, H).links == 2
+    ids = _ids_by_frame(results)
+    assert ids[420] == {1} and ids[460] == {2}
