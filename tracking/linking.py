@@ -1075,8 +1075,9 @@ def _link_once(
             if waited:
                 # the end's way: how it came, where it drove (None: it stood all its life); the start's: how it
                 # drove off over its first length (a car setting off measures slow, its fitted heading is noise)
-                came_to = None if end_way[i] is None else _to_frame(H, ends[i][0], end_way[i])[1]
-                off_way = start_v if start_way[j] is None else _to_frame(H, starts[j][0], start_way[j])[1]
+                way_in, way_out = end_way[i], start_way[j]
+                came_to = None if way_in is None else _to_frame(H, ends[i][0], way_in)[1]
+                off_way = start_v if way_out is None else _to_frame(H, starts[j][0], way_out)[1]
                 path, off, drive_s = _departure_drive(
                     end_p * m, came_to, start_p * m, off_way, start_mps[j], cfg, on_start_way=True
                 )
@@ -1143,7 +1144,7 @@ def _link_once(
     ri, ci = linear_sum_assignment(sub)
     successor = {int(rows[r]): int(cols[c]) for r, c in zip(ri, ci) if sub[r, c] < 1e6}
     if departures:
-        ways = [starts[j][1] if start_way[j] is None else start_way[j] for j in range(n)]
+        ways = [state[1] if way is None else way for state, way in zip(starts, start_way)]
         _first_in_first_out(successor, departures, cost, cfg, ok, ends, starts, ways, scale)
     if tails is not None:
         for i, j in successor.items():
