@@ -1177,19 +1177,26 @@ def _first_in_first_out(
     have been ahead of that place by then, and cars do not drive backwards). Where the assignment says so and the
     two starts the other way round are waited departures too, they are swapped. The cost alone cannot tell: the two
     pairings' displacements add up to about the same."""
+
+    def waited(i: int, j: int) -> bool:
+        """The link i -> j is a waited departure (no other rule explains it more cheaply)."""
+        return (i, j) in departures and departures[(i, j)][1] == cost[i, j]
+
     for _ in range(len(successor)):  # each swap puts one pair in order
-        waited = [(i, j) for i, j in successor.items() if departures.get((i, j), (0.0, np.nan))[1] == cost[i, j]]
+        linked = [(i, j) for i, j in successor.items() if waited(i, j)]
         pair = next(
             (
                 (i, j, k, l)
-                for i, j in waited
-                for k, l in waited
+                for i, j in linked
+                for k, l in linked
                 if k != i
                 and ok[j].t[0] > ok[l].t[0]
                 and _ahead_in_lane(ends[i][0], ends[k][0], ways[j], ok[i].length_px, cfg.lateral_m / scale[i])
                 and _ahead_in_lane(starts[l][0], starts[j][0], ways[j], ok[j].length_px, np.inf)
-                and departures.get((i, l), (0.0, np.nan))[1] == cost[i, l] <= cfg.max_cost
-                and departures.get((k, j), (0.0, np.nan))[1] == cost[k, j] <= cfg.max_cost
+                and waited(i, l)
+                and cost[i, l] <= cfg.max_cost
+                and waited(k, j)
+                and cost[k, j] <= cfg.max_cost
             ),
             None,
         )
@@ -1218,22 +1225,8 @@ def _veto_taken_place(
     through the place, or stood in it for a second: two vehicles are never in one place at once. In a queue this is
     what tells the cars apart: the car behind moves up through the place of the car that left first."""
     for (i, j), (set_off, waited_cost) in departures.items():
-        if cost[i, j] != waited_cost:
-            continue  # another rule explains the link
-        a, point = ok[i], ends[i][0]
-        reach = THROUGH_LENGTHS * a.length_px
-        for k in np.flatnonzero((t0 < set_off) & (t1 > t1[i])).tolist():
-            b = ok[k]
-            if k in (i, j) or max(a.length_px, b.length_px) > THROUGH_SIZE_RATIO * min(a.length_px, b.length_px):
-                continue
-            sel = (b.t > t1[i]) & (b.t < set_off)
-            if not sel.any():
-                continue
-            d = np.hypot(*(b.xy[sel] - point).T)
-            near = b.t[sel][d <= reach]
-            if near.size and (d.max() >= THROUGH_AWAY_LENGTHS * a.length_px or near[-1] - near[0] >= STATE_S):
-                cost[i, j] = np.inf
-                break
+        if cost[i, j] == waited_cost and _place_taken(ok, t0, t1, i, j, ends[i][0], set_off, STATE_S):
+            cost[i, j] = np.inf  # (where another rule explains the link, that rule judged it)
 
 
 def _veto_driven_through(
@@ -1260,16 +1253,33 @@ def _veto_driven_through(
         and np.hypot(*(starts[j][0] - ends[i][0])) <= SAME_PLACE_LENGTHS * ok[i].length_px
     ]
     for i, j in pairs:
-        a, point, reach = ok[i], ends[i][0], THROUGH_LENGTHS * ok[i].length_px
-        for k in np.flatnonzero((t0 < t0[j]) & (t1 > t1[i])).tolist():
-            b = ok[k]
-            if k in (i, j) or max(a.length_px, b.length_px) > THROUGH_SIZE_RATIO * min(a.length_px, b.length_px):
-                continue
-            sel = (b.t > t1[i]) & (b.t < t0[j])
-            if not sel.any():
-                continue
-            d = np.hypot(*(b.xy[sel] - point).T)
-            # it came within reach of the spot, and drove there or away from it in the gap (not a box standing by)
-            if d.min() <= reach and d.max() >= THROUGH_AWAY_LENGTHS * a.length_px:
-                cost[i, j] = np.inf
-                break
+        if _place_taken(ok, t0, t1, i, j, ends[i][0], float(t0[j])):
+            cost[i, j] = np.inf
+
+
+def _place_taken(
+    ok: list[Piece],
+    t0: np.ndarray,
+    t1: np.ndarray,
+    i: int,
+    j: int,
+    point: np.ndarray,
+    until: float,
+    stood_s: float = np.inf,
+) -> bool:
+    """Whether another vehicle of piece i's size (not piece j) came within reach of ``point``, where i ended,
+    between i's end and ``until``, and drove there or away from it (not a box standing by), or stood there
+    ``stood_s`` or longer."""
+    a, reach = ok[i], THROUGH_LENGTHS * ok[i].length_px
+    for k in np.flatnonzero((t0 < until) & (t1 > t1[i])).tolist():
+        b = ok[k]
+        if k in (i, j) or max(a.length_px, b.length_px) > THROUGH_SIZE_RATIO * min(a.length_px, b.length_px):
+            continue
+        sel = (b.t > t1[i]) & (b.t < until)
+        if not sel.any():
+            continue
+        d = np.hypot(*(b.xy[sel] - point).T)
+        near = b.t[sel][d <= reach]
+        if near.size and (d.max() >= THROUGH_AWAY_LENGTHS * a.length_px or near[-1] - near[0] >= stood_s):
+            return True
+    return False
