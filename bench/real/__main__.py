@@ -166,6 +166,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a piece ending standing not joined to one seen driving off after a wait longer than max_moving_gap_s (the
     # previous default; linking.waited_departures)
     "no-waited-departures": {"linking.waited_departures": False},
+    # a start short of what the slower end's speed covers in the gap not charged (the previous default;
+    # linking.gap_shortfall_cost)
+    "no-gap-shortfall": {"linking.gap_shortfall_cost": 0.0},
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},

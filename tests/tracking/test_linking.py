@@ -144,10 +144,33 @@ def test_the_next_vehicle_on_the_path_is_not_joined_to_the_one_that_drove_out_of
     report = link_results(_results(130, {1: first, 2: second}), W, H)
     assert report.links == 0
     report = link_results(_results(130, {1: first, 2: second}), W, H, LinkingConfig(min_gap_speed_share=0.0))
-    assert report.links == 1  # without the rule: the follower took the first car's id
+    assert report.links == 0  # without the rule, the distance it lies short of the speed still costs too much
+    no_rules = LinkingConfig(min_gap_speed_share=0.0, gap_shortfall_cost=0.0)
+    report = link_results(_results(130, {1: first, 2: second}), W, H, no_rules)
+    assert report.links == 1  # without either: the follower took the first car's id
     crawling = _drive(range(0, 30), 100, 300, 0.5)  # a queue creeping at 0.56 m/s: it may have stood in between
     report = link_results(_results(130, {1: crawling, 2: _drive(range(80, 120), 117, 300, 6.0)}), W, H)
     assert report.links == 1
+
+
+def test_a_car_found_again_at_once_beside_its_line_is_not_given_up_for_one_on_its_line_but_too_far_back():
+    """A car driving on at 4.5 m/s is lost for 0.6 s and found again 1 m beside the line it drove on (the boxes'
+    noise); 4 s after it was lost, a car that followed it 6 m behind is first boxed on that line. The follower lies
+    12 m on from where the lost car's piece ended, where that car would be 18 m on: it would have had to slow down
+    unseen and speed up again. Judged by the line alone the follower was the cheaper link (``linking.gap_shortfall_cost``
+    charges the distance a start lies short of what the slower of the two speeds covers in the gap)."""
+    lost = _drive(range(0, 100), 100, 300, 4.0)  # 4 px per frame: 4.5 m/s, lost at x=496
+    found = _drive(range(106, 160), 524, 309, 4.0)  # itself, 0.6 s later, 9 px (1 m) beside its line
+    follower = {f: (47 + 4.0 * f, 300.0) for f in range(140, 200)}  # 53 px (6 m) behind it, first boxed at f=140
+    paths = {1: lost, 2: found, 3: follower}
+    results = _results(200, paths)
+    assert link_results(results, W, H).links == 1
+    ids = _ids_by_frame(results)
+    assert 1 in ids[120] and 3 in ids[150], "the car found again keeps its id, the follower its own"
+    results = _results(200, paths)
+    link_results(results, W, H, LinkingConfig(gap_shortfall_cost=0.0))
+    ids = _ids_by_frame(results)
+    assert 2 in ids[120] and 1 in ids[150], "without the charge the follower took the lost car's id"
 
 
 def test_a_vehicle_hidden_while_driving_for_longer_than_max_moving_gap_is_not_joined_but_a_waiting_one_is():
