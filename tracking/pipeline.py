@@ -387,7 +387,11 @@ class Pipeline:
             self._unboxed_movers = _NO_BOXES
         if detect and self.hold is not None:
             xyxy, speed, ids, cls = self.tracker.standing_candidates(H)
-            dets = Detections.concat([dets, self.hold.boxes(img, self.frames, xyxy, speed, ids, cls, dets)])
+            driven = None
+            if self.hold.config.driven_path_s is not None and self.road is not None:
+                centres = 0.5 * (xyxy[:, :2] + xyxy[:, 2:])
+                driven = self.road.driven_within(centres, self.hold.config.driven_path_s * self.hold.fps)
+            dets = Detections.concat([dets, self.hold.boxes(img, self.frames, xyxy, speed, ids, cls, dets, driven)])
         if not detect:  # the tracks no blob feeds move on by prediction, as on a coasted frame
             xyxy, score, cls = self.tracker.predicted(H)
             carried = np.minimum(score, self.config.tracker.track_low_thresh + 0.05)  # never starts a track

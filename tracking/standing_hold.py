@@ -85,6 +85,16 @@ class StandingHoldConfig(StageConfig):
         "weak boxes (0.10-0.18) lie across the two: opt-in, on the two 5-minute oblique intersection renders it "
         "kept such cars but not the studies (docs/study.md, 'Weak boxes across two queued cars')",
     )
+    driven_path_s: float | None = Field(
+        None,
+        gt=0,
+        description="opt-in (120 measured): a standing track where moving vehicles drove within this many seconds "
+        "(the road layer's learnt paths, road.learn_from_tracks) is a queued vehicle and is held as if seen to drive "
+        "there: a car the tracker lost while it waited and found again standing, or one already queued when it came "
+        "into view. A parked car on a verge or in a bay, where no traffic drives, still is not. On the oblique "
+        "intersection renders the queued cars' recall, ID switches and fragments gain, but neighbours in a queue "
+        "swap tracks as it moves up and seed 3's right O-D falls (docs/study.md). None: only tracks seen moving",
+    )
     found_again: bool = Field(
         False,
         description="a track at most 2 s old found standing where a track that drove there and stood was just lost "
@@ -161,16 +171,20 @@ class StandingHold:
         ids: np.ndarray,
         cls: np.ndarray,
         dets: Detections,
+        driven: np.ndarray | None = None,
     ) -> Detections:
         """Held boxes for this frame: of the confirmed tracks predicted at ``xyxy`` (``speed_px`` px per frame), those
-        standing (any, with ``follow_moving``), that drove there, that no box of ``dets`` surely feeds or shows to be
-        two vehicles, where their last detector patch is still there. A weak box of ``dets`` that is a held vehicle
+        standing (any, with ``follow_moving``), that drove there (or, with ``driven``, per track: stand where traffic
+        drove lately), that no box of ``dets`` surely feeds or shows to be two vehicles, where their last detector
+        patch is still there. A weak box of ``dets`` that is a held vehicle
         (boxed tighter, or at IoU >= 0.5) gets the held boxes' score (in place): it cannot start a second track on it."""
         cfg = self.config
         if not len(ids):
             return Detections()
         length = np.maximum(xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]).clip(1.0)
-        candidates = (speed_px * self.fps < cfg.standing_lengths_s * length) | cfg.follow_moving
+        standing = speed_px * self.fps < cfg.standing_lengths_s * length
+        candidates = standing | cfg.follow_moving
+        queued = standing & driven if driven is not None else np.zeros(len(ids), bool)
         if len(dets):
             area_d = ((dets.xyxy[:, 2] - dets.xyxy[:, 0]) * (dets.xyxy[:, 3] - dets.xyxy[:, 1]))[:, None]
             area_t = ((xyxy[:, 2] - xyxy[:, 0]) * (xyxy[:, 3] - xyxy[:, 1]))[None, :]
@@ -197,7 +211,8 @@ class StandingHold:
         out, out_cls = [], []
         for k in np.flatnonzero(candidates):
             tpl = self._templates.get(int(ids[k]))
-            if tpl is None or int(ids[k]) not in self._moved or (frame - tpl.frame) / self.fps > cfg.max_hold_s:
+            moved = int(ids[k]) in self._moved or queued[k]
+            if tpl is None or not moved or (frame - tpl.frame) / self.fps > cfg.max_hold_s:
                 continue
             tw, th = tpl.size
             pad = int(np.ceil(cfg.search_lengths * length[k]))

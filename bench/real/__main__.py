@@ -169,6 +169,9 @@ DUAL_CANDIDATES: dict[str, dict] = {
     # a start short of what the slower end's speed covers in the gap not charged (the previous default;
     # linking.gap_shortfall_cost)
     "no-gap-shortfall": {"linking.gap_shortfall_cost": 0.0},
+    # a standing track where traffic drove lately held as a queued car though the tracker never saw it drive (opt-in;
+    # standing_hold.driven_path_s)
+    "driven-path": {"standing_hold.driven_path_s": 120.0},
     # moving tracks the tracker lost and found again left empty between, short twins kept as tracks of their own (the
     # previous default; linking.fill_moving_lost, linking.short_twins)
     "no-lost-fills-short-twins": {"linking.fill_moving_lost": False, "linking.short_twins": False},

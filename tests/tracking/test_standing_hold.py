@@ -176,6 +176,88 @@ def test_a_track_whose_box_holds_another_vehicle_is_not_carried():
     assert len(standing_only.boxes(img, 20, dets=Detections(), **moving)) == 0  # ... unless asked not to
 
 
+def test_a_track_first_seen_standing_where_traffic_drives_is_carried_as_queued():
+    """With ``standing_hold.driven_path_s``: a car the tracker took up while it already stood (lost while it waited and
+    found again, or queued when it came into view) never drove under that track. Where moving vehicles drove lately
+    (the road layer's learnt paths, ``driven``) it is a queued car and is carried; where none drove (a parked car on a
+    verge) it is not, nor without the setting."""
+    img = _image(_ground(), ARRIVES)
+    box = np.array([[195, 245, 235, 268]], np.float32)
+    rows = np.array([[*box[0], 7, 0.9, 0, 0]], np.float32)
+    mine = Detections(box.copy(), np.array([0.9], np.float32), np.zeros(1, np.int32))
+
+    def held(config: StandingHoldConfig, driven: bool | None, speed: float = 0.0) -> int:
+        hold = StandingHold(config, FPS, 0.15)
+        for frame in range(0, 18, 3):  # track 7 boxed standing: it never moved
+            hold.remember(img, frame, rows, mine, {7: (0.0, 0.0, 40.0)})
+        lane = None if driven is None else np.array([driven])
+        return len(hold.boxes(img, 20, box, np.array([speed]), np.array([7]), np.zeros(1, int), Detections(), lane))
+
+    queued = StandingHoldConfig(driven_path_s=120)
+    assert held(queued, driven=True) == 1
+    assert held(queued, driven=False) == 0  # a verge or a bay: no traffic drove there
+    assert held(queued, driven=None) == 0  # no road layer
+    assert held(queued, driven=True, speed=3.0) == 0  # moving: not standing in a queue, and never seen to move
+    assert held(StandingHoldConfig(), driven=None) == 0
+
+
+class MissesTheQueuedCar(BrightBoxDetector):
+    """Boxes every white car, but the one standing near x = 215 only up to ``until`` (0-based frames)."""
+
+    def __init__(self, until: int):
+        super().__init__()
+        self.frame, self.until = 0, until
+
+    def detect(self, image, road_mask=None, tiling=None):
+        dets = BrightBoxDetector.detect(self, image, road_mask, tiling)
+        self.frame += 1
+        if self.frame - 1 < self.until:
+            return dets
+        centre_x = 0.5 * (dets.xyxy[:, 0] + dets.xyxy[:, 2])
+        return dets[np.abs(centre_x - 215) > 20]
+
+
+def test_a_car_first_seen_standing_in_a_lane_traffic_drove_along_is_one_track_while_it_waits():
+    """A car drives along a lane; a second car is found standing in that lane behind it (already queued when the
+    tracker took it up), boxed for a second, then missed while it waits. With ``standing_hold.driven_path_s`` the road
+    layer's learnt path says it stands where traffic drives: it is held to the end. Without it the track never moved,
+    so it is not held and is lost."""
+
+    def run(driven_path_s: float | None) -> list[list]:
+        config = PipelineConfig(
+            device="cpu",
+            road=RoadConfig(polygon=[(0, 0), (W, 0), (W, H), (0, H)], dilate_px=0, learn_from_tracks=True),
+            motion=MotionConfig(enabled=False),
+            detector=DetectorConfig(every_n_frames=1),
+            standing_hold=StandingHoldConfig(driven_path_s=driven_path_s),
+            calibration=CalibrationConfig(metres_per_pixel=0.2),
+        )
+        p = Pipeline(config, detector=MissesTheQueuedCar(until=85))
+        p.reset(W, H, FPS, recorded=True)
+        ground = _ground()
+
+        def image(i: int) -> np.ndarray:
+            img = _image(ground, 0, parked=True)  # the queued car at x = 200-229 ... from frame 60
+            if i < 60:
+                img = ground.copy()
+            x = 100 + 6 * i  # ... and the one that drove along its lane, 6 px a frame (30 m/s)
+            if x + 30 < W:
+                cv2.rectangle(img, (x, 250), (x + 29, 263), (255, 255, 255), -1)
+                cv2.rectangle(img, (x + 8, 253), (x + 13, 260), (40, 40, 40), -1)
+            return img
+
+        results = (p.step(Frame(i, i / FPS, image(i))) for i in range(FRAMES))
+        frames = [r.tracks for r in from_first_frame(results, p.report_lookback_frames())]
+        return [[tr for tr in frame if abs(tr.center[0] - 215) < 20] for frame in frames]
+
+    queued = run(driven_path_s=120.0)
+    assert all(len(queued[i]) == 1 for i in range(65, FRAMES))
+    assert len({tr.track_id for frame in queued[65:] for tr in frame}) == 1
+    plain = run(driven_path_s=None)
+    assert all(len(plain[i]) == 1 for i in range(65, 85))
+    assert not any(plain[i] for i in range(130, FRAMES))
+
+
 def test_a_track_found_where_a_moving_one_was_just_lost_is_carried_like_it():
     """With ``standing_hold.found_again``: a car that drove up to a queue and stood, lost for a moment (the detector
     boxed it with its neighbour), is taken up by a new track that has never moved: found standing where the lost track

@@ -153,6 +153,18 @@ class RoadSegmenter:
                 cv2.line(paths, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 1.0, 2 * radius + 1)
         np.maximum(self._heat, paths, out=self._heat)
 
+    def driven_within(self, xy: np.ndarray, frames: float) -> np.ndarray:
+        """For each pixel point (frame coordinates): has a moving vehicle's path been painted there within about the
+        last ``frames`` video frames (its heat not yet halved that often)? A lane is driven; a parking bay or a
+        verge is not. All False while nothing is learnt (``learn_from_tracks`` off, or before the first frame)."""
+        pts = np.asarray(xy, np.float64).reshape(-1, 2)
+        if self._heat is None or self._work_size is None or not self.config.learn_from_tracks or not len(pts):
+            return np.zeros(len(pts), bool)
+        sx, sy = self._work_scale()
+        h, w = self._heat.shape
+        c = np.column_stack([(pts[:, 0] * sx).clip(0, w - 1), (pts[:, 1] * sy).clip(0, h - 1)]).astype(int)
+        return self._heat[c[:, 1], c[:, 0]] >= 0.5 ** (frames / self.TRACK_HALF_LIFE_FRAMES)
+
     def surely_off_road(self, xy: np.ndarray, max_probability: float) -> np.ndarray:
         """For each pixel point (frame coordinates): does the U-Net call it road with at most ``max_probability``,
         with no vehicle path learnt there and no fixed road? Points it is unsure about are not off road."""

@@ -160,6 +160,28 @@ def test_single_spurious_moving_detection_paints_nothing_and_paths_fade():
     assert mask[300, 106] == 0, "an old path decays out of the mask"
 
 
+def test_where_traffic_drove_lately_is_known_until_its_path_fades():
+    """``driven_within``: a lane moving vehicles drove along is known as driven for about as many frames as asked;
+    beside it (a verge, a parking bay), or before anything drove, nothing is."""
+    cfg = RoadConfig(polygon=[(0, 0), (20, 0), (20, 20)], dilate_px=0, learn_from_tracks=True)
+    seg = RoadSegmenter(cfg, device="cpu")
+    seg.update(frame(0), None)
+    lane, verge = np.array([[160.0, 300.0]]), np.array([[160.0, 340.0]])
+    assert not seg.driven_within(lane, 1000).any()
+    for i in range(1, 40):
+        seg.update(frame(i), None)
+        seg.observe_tracks(np.array([[100.0 + 3 * i, 300.0]]), np.array([True]))
+    assert seg.driven_within(lane, 100).all() and not seg.driven_within(verge, 1000).any()
+    for i in range(40, 240):  # 200 frames without traffic
+        seg.update(frame(i), None)
+    assert not seg.driven_within(lane, 100).any() and seg.driven_within(lane, 300).all()
+    assert (
+        not RoadSegmenter(RoadConfig(polygon=cfg.polygon, learn_from_tracks=False), device="cpu")
+        .driven_within(lane, 1000)
+        .any()
+    )
+
+
 def test_reset_forgets_paths_and_reruns_the_unet(tiny_weights, square_unet):
     seg = RoadSegmenter(RoadConfig(weights=str(tiny_weights), every_n_frames=100, dilate_px=0), "cpu", 640)
     for i in range(3):
