@@ -160,10 +160,8 @@ class RoadSegmenter:
         pts = np.asarray(xy, np.float64).reshape(-1, 2)
         if self._heat is None or self._work_size is None or not self.config.learn_from_tracks or not len(pts):
             return np.zeros(len(pts), bool)
-        sx, sy = self._work_scale()
-        h, w = self._heat.shape
-        c = np.column_stack([(pts[:, 0] * sx).clip(0, w - 1), (pts[:, 1] * sy).clip(0, h - 1)]).astype(int)
-        return self._heat[c[:, 1], c[:, 0]] >= 0.5 ** (frames / self.TRACK_HALF_LIFE_FRAMES)
+        col, row = self._work_pixels(pts)
+        return self._heat[row, col] >= 0.5 ** (frames / self.TRACK_HALF_LIFE_FRAMES)
 
     def surely_off_road(self, xy: np.ndarray, max_probability: float) -> np.ndarray:
         """For each pixel point (frame coordinates): does the U-Net call it road with at most ``max_probability``,
@@ -172,13 +170,19 @@ class RoadSegmenter:
         out = np.zeros(len(pts), bool)
         if self._prob is None or self.mode != "unet" or not len(pts):
             return out
+        col, row = self._work_pixels(pts)
+        out = self._prob[row, col] <= max_probability
+        if self.config.learn_from_tracks and self._heat is not None:
+            out &= self._heat[row, col] < self.TRACK_ROAD_LEVEL
+        return out
+
+    def _work_pixels(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Frame-pixel points (N, 2) as the work-size maps' column and row indices, clipped into the maps."""
         sx, sy = self._work_scale()
         w, h = self._sizes()[1]
-        c = np.column_stack([(pts[:, 0] * sx).clip(0, w - 1), (pts[:, 1] * sy).clip(0, h - 1)]).astype(int)
-        out = self._prob[c[:, 1], c[:, 0]] <= max_probability
-        if self.config.learn_from_tracks and self._heat is not None:
-            out &= self._heat[c[:, 1], c[:, 0]] < self.TRACK_ROAD_LEVEL
-        return out
+        col = (pts[:, 0] * sx).clip(0, w - 1).astype(int)
+        row = (pts[:, 1] * sy).clip(0, h - 1).astype(int)
+        return col, row
 
     # --- results ---------------------------------------------------------------------------------------------
     @property
